@@ -1,0 +1,231 @@
+package org.ddp4j.distributed;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * The default process group and collectives on it: ddp4j's {@code torch.distributed} module.
+ *
+ * <pre>{@code
+ * Distributed.initProcessGroup("gloo");            // env://, as under scripts/ddp4j-run
+ * Distributed.allReduce(grad, ReduceOp.SUM).await();
+ * Distributed.destroyProcessGroup();
+ * }</pre>
+ *
+ * <p>Init methods: {@code env://} reads MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK (set by
+ * {@code scripts/ddp4j-run}); rank 0 hosts a {@link TcpStore} at MASTER_ADDR:MASTER_PORT and the
+ * others connect to it. {@code tcp://host:port} does the same with an explicit address (rank and
+ * world size from the arguments, the URL's {@code ?rank=&world_size=}, or the environment).
+ * {@code file:///path} rendezvous through a {@link FileStore} on a file all ranks can reach (use a
+ * new file per job). Under the launcher ({@code DDP4J_AGENT_STORE=1}) the launcher already hosts
+ * the store, so every rank connects as a client and works under the prefix
+ * {@code ddp4j/worker/<DDP4J_RESTART_COUNT>}.
+ *
+ * <p>Backends: {@code gloo} (CPU tensors). {@code nccl} needs the CUDA build of a later release.
+ * The static methods are thread-safe.
+ */
+public final class Distributed {
+    /** The default timeout of {@link #initProcessGroup(String)}: 30 minutes, as in PyTorch; DDP4J_TIMEOUT_SECONDS overrides it. */
+    public static final Duration DEFAULT_TIMEOUT = ProcessGroupGloo.DEFAULT_TIMEOUT;
+
+    private static ProcessGroup defaultGroup;
+    /** How many default groups this process has destroyed: keeps a re-initialised group's keys apart from the last one's. */
+    private static int generation;
+
+    private Distributed() {}
+
+    /**
+     * {@code initProcessGroup(backend, "env://", -1, -1, timeout)} with the default timeout (30 min,
+     * or {@code DDP4J_TIMEOUT_SECONDS}). Mirrors {@code init_process_group(backend)}.
+     *
+     * @throws IllegalStateException if MASTER_ADDR, MASTER_PORT, WORLD_SIZE or RANK is missing
+     *     (the message names every missing variable), or a group is already initialised
+     * @see #initProcessGroup(String, String, int, int, Duration)
+     */
+    public static ProcessGroup initProcessGroup(String backend) {
+        return initProcessGroup(backend, "env://", -1, -1, null);
+    }
+
+    /** {@code initProcessGroup(backend, initMethod, worldSize, rank, null)}: the default timeout. */
+    public static ProcessGroup initProcessGroup(String backend, String initMethod, int worldSize, int rank) {
+        return initProcessGroup(backend, initMethod, worldSize, rank, null);
+    }
+
+    /**
+     * Joins the default process group; blocks until all {@code worldSize} ranks have joined.
+     * Mirrors {@code torch.distributed.init_process_group(backend, init_method, timeout,
+     * world_size, rank)}.
+     *
+     * @param backend {@code "gloo"} (null means gloo); {@code "nccl"} is not in this build
+     * @param initMethod {@code "env://"} (null means env://), {@code "tcp://host:port"} or
+     *     {@code "file:///path"}
+     * @param worldSize the number of ranks, or -1 for WORLD_SIZE (env://, or when the URL has none)
+     * @param rank this process's rank in {@code [0, worldSize)}, or -1 for RANK
+     * @param timeout how long to wait for the other ranks and for each collective; null for the
+     *     default (30 min, or {@code DDP4J_TIMEOUT_SECONDS})
+     * @return the default group (also available from {@link #defaultGroup()})
+     * @throws IllegalStateException if env:// variables are missing or malformed, the backend is
+     *     nccl, or a default group already exists
+     * @throws IllegalArgumentException for an unknown backend or init method, or a rank outside the world
+     * @throws DistributedTimeoutException naming the ranks that did not join in time
+     * @throws DistributedException if the store cannot be opened (e.g. rank 0's port is in use) or
+     *     the peers cannot be connected
+     */
+    public static synchronized ProcessGroup initProcessGroup(String backend, String initMethod, int worldSize, int rank,
+            Duration timeout) {
+        if (defaultGroup != null) {
+            throw new IllegalStateException("the default process group is already initialized (rank "
+                    + defaultGroup.rank() + " of " + defaultGroup.size() + "); call destroyProcessGroup() first");
+        }
+        defaultGroup = createProcessGroup(backend, initMethod, worldSize, rank, timeout, System.getenv(), generation);
+        return defaultGroup;
+    }
+
+    /**
+     * Creates a group without making it the default: the work of {@link #initProcessGroup}, with
+     * the environment passed in (tests; several ranks as threads of one JVM).
+     */
+    static ProcessGroup createProcessGroup(String backend, String initMethod, int worldSize, int rank,
+            Duration timeout, Map<String, String> env, int generation) {
+        checkBackend(backend);
+        Duration t = timeout != null ? timeout : defaultTimeout(env);
+        if (t.isNegative() || t.isZero()) {
+            throw new IllegalArgumentException("timeout must be positive, got " + t);
+        }
+        Rendezvous.Result r = Rendezvous.rendezvous(initMethod, worldSize, rank, t, env);
+        try {
+            Store store = generation == 0 ? r.store() : new PrefixStore("ddp4j/generation/" + generation, r.store());
+            String hostname = ProcessGroupGloo.defaultHostname(r.masterAddr(), env);
+            return new ProcessGroupGloo(store, r.rank(), r.worldSize(), t, hostname, r.owned());
+        } catch (RuntimeException e) {
+            try {
+                r.owned().close();
+            } catch (Exception suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    private static void checkBackend(String backend) {
+        String b = backend == null ? "gloo" : backend.trim().toLowerCase(Locale.ROOT);
+        if (b.equals("gloo")) {
+            return;
+        }
+        if (b.equals("nccl")) {
+            throw new IllegalStateException("the nccl backend needs the CUDA build (a later release); use gloo");
+        }
+        throw new IllegalArgumentException("unknown backend \"" + backend + "\": ddp4j's backends are gloo (CPU) and"
+                + " nccl (CUDA)");
+    }
+
+    /** 30 minutes, or DDP4J_TIMEOUT_SECONDS (a positive number of seconds) when set. */
+    static Duration defaultTimeout(Map<String, String> env) {
+        String raw = env.get("DDP4J_TIMEOUT_SECONDS");
+        if (raw == null || raw.isBlank()) {
+            return DEFAULT_TIMEOUT;
+        }
+        try {
+            double seconds = Double.parseDouble(raw.trim());
+            if (!(seconds > 0) || Double.isInfinite(seconds)) {
+                throw new NumberFormatException();
+            }
+            return Duration.ofMillis(Math.max(1, Math.round(seconds * 1000)));
+        } catch (NumberFormatException e) {
+            throw new IllegalStateException("DDP4J_TIMEOUT_SECONDS=\"" + raw + "\" is not a positive number of seconds");
+        }
+    }
+
+    /** Whether the default group exists. Mirrors {@code is_initialized()}. */
+    public static synchronized boolean isInitialized() {
+        return defaultGroup != null;
+    }
+
+    /**
+     * The default group. Mirrors {@code torch.distributed.group.WORLD}.
+     *
+     * @throws IllegalStateException if {@link #initProcessGroup} has not been called
+     */
+    public static synchronized ProcessGroup defaultGroup() {
+        if (defaultGroup == null) {
+            throw new IllegalStateException("the default process group has not been initialized: call"
+                    + " Distributed.initProcessGroup(\"gloo\") first (under scripts/ddp4j-run, or with MASTER_ADDR,"
+                    + " MASTER_PORT, WORLD_SIZE and RANK set)");
+        }
+        return defaultGroup;
+    }
+
+    /**
+     * This process's rank in the default group. Mirrors {@code get_rank()}.
+     *
+     * @throws IllegalStateException if not initialized
+     */
+    public static int getRank() {
+        return defaultGroup().rank();
+    }
+
+    /**
+     * The default group's size. Mirrors {@code get_world_size()}.
+     *
+     * @throws IllegalStateException if not initialized
+     */
+    public static int getWorldSize() {
+        return defaultGroup().size();
+    }
+
+    /**
+     * The default group's backend, e.g. {@code "gloo"}. Mirrors {@code get_backend()}.
+     *
+     * @throws IllegalStateException if not initialized
+     */
+    public static String getBackend() {
+        return defaultGroup().backend();
+    }
+
+    /**
+     * Closes the default group (see {@link ProcessGroup#close()}) and the store it opened; does
+     * nothing if there is none. Mirrors {@code destroy_process_group()}.
+     */
+    public static synchronized void destroyProcessGroup() {
+        if (defaultGroup == null) {
+            return;
+        }
+        ProcessGroup g = defaultGroup;
+        defaultGroup = null;
+        generation++;
+        g.close();
+    }
+
+    /** {@link ProcessGroup#allReduce(Tensor, ReduceOp)} on the default group. Mirrors {@code all_reduce(tensor, op, async_op=True)}. */
+    public static Work allReduce(Tensor tensor, ReduceOp op) {
+        return defaultGroup().allReduce(tensor, op);
+    }
+
+    /** {@link ProcessGroup#allReduce(Tensor)} (SUM) on the default group. */
+    public static Work allReduce(Tensor tensor) {
+        return defaultGroup().allReduce(tensor);
+    }
+
+    /** {@link ProcessGroup#broadcast(Tensor, int)} on the default group. Mirrors {@code broadcast(tensor, src, async_op=True)}. */
+    public static Work broadcast(Tensor tensor, int src) {
+        return defaultGroup().broadcast(tensor, src);
+    }
+
+    /** {@link ProcessGroup#allGather(List, Tensor)} on the default group. Mirrors {@code all_gather(tensor_list, tensor, async_op=True)}. */
+    public static Work allGather(List<Tensor> outputs, Tensor input) {
+        return defaultGroup().allGather(outputs, input);
+    }
+
+    /** {@link ProcessGroup#allGatherIntoTensor(Tensor, Tensor)} on the default group. Mirrors {@code all_gather_into_tensor}. */
+    public static Work allGatherIntoTensor(Tensor output, Tensor input) {
+        return defaultGroup().allGatherIntoTensor(output, input);
+    }
+
+    /** {@link ProcessGroup#barrier()} on the default group. Mirrors {@code barrier(async_op=True)}. */
+    public static Work barrier() {
+        return defaultGroup().barrier();
+    }
+}

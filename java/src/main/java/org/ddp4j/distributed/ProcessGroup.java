@@ -1,0 +1,93 @@
+package org.ddp4j.distributed;
+
+import java.util.List;
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * One rank's membership of a group of processes that run collectives together. Mirrors
+ * {@code torch.distributed.ProcessGroup}. Obtain the default group through
+ * {@link Distributed#initProcessGroup}, or build one directly, e.g. {@link ProcessGroupGloo}.
+ *
+ * <p>Every collective is asynchronous: it queues the operation and returns a {@link Work} at
+ * once; the tensors may be read only after {@link Work#await()}. Collectives of one group run in
+ * issue order. Every rank must issue the same collectives in the same order, with tensors of the
+ * same dtype and number of elements; a rank that does not gets a {@link DistributedException}
+ * from {@link Work#await()} naming what each rank passed (not a hang, not a crash).
+ *
+ * <p>Tensors are used in place and must stay open until the Work is awaited (the native storage
+ * is kept alive regardless). Supported dtypes: float32 and int64; the Gloo backend needs CPU
+ * tensors. Local argument errors (wrong device or dtype, output sizes that cannot fit) throw
+ * {@link IllegalArgumentException} at the call; calls on a closed group throw
+ * {@link IllegalStateException}.
+ */
+public abstract class ProcessGroup implements AutoCloseable {
+    /** Subclassed by the backends in this package only. */
+    ProcessGroup() {}
+
+    /** This process's rank in the group, in {@code [0, size())}. Mirrors {@code ProcessGroup.rank()}. */
+    public abstract int rank();
+
+    /** The number of ranks in the group (the world size). Mirrors {@code ProcessGroup.size()}. */
+    public abstract int size();
+
+    /** The backend's name: {@code "gloo"} or {@code "nccl"}. Mirrors {@code ProcessGroup.name()}. */
+    public abstract String backend();
+
+    /**
+     * Reduces {@code tensor} element-wise over all ranks, in place: when the Work completes, every
+     * rank's tensor holds the result. Mirrors {@code all_reduce(tensor, op, async_op=True)}.
+     *
+     * @param tensor float32 or int64 (AVG: float32 only); same number of elements on every rank
+     * @throws IllegalArgumentException for an unsupported dtype or device, or AVG on int64
+     */
+    public abstract Work allReduce(Tensor tensor, ReduceOp op);
+
+    /** {@link #allReduce(Tensor, ReduceOp)} with {@link ReduceOp#SUM}. */
+    public Work allReduce(Tensor tensor) {
+        return allReduce(tensor, ReduceOp.SUM);
+    }
+
+    /**
+     * Copies rank {@code src}'s {@code tensor} into {@code tensor} on every other rank. Mirrors
+     * {@code broadcast(tensor, src, async_op=True)}.
+     *
+     * @param tensor same dtype and number of elements on every rank
+     * @param src the rank whose tensor is sent, in {@code [0, size())}
+     * @throws IllegalArgumentException if {@code src} is out of range
+     */
+    public abstract Work broadcast(Tensor tensor, int src);
+
+    /**
+     * Gathers every rank's {@code input} into {@code outputs}: {@code outputs.get(r)} receives rank
+     * r's input. Mirrors {@code all_gather(tensor_list, tensor, async_op=True)}.
+     *
+     * @param outputs {@link #size()} tensors, each with the input's dtype and number of elements
+     *     (shapes may differ); written when the Work completes. One of them may be {@code input}.
+     * @param input same dtype and number of elements on every rank
+     * @throws IllegalArgumentException if the list has the wrong length or an output does not fit
+     */
+    public abstract Work allGather(List<Tensor> outputs, Tensor input);
+
+    /**
+     * Gathers every rank's {@code input} into one tensor: rank r's elements occupy
+     * {@code [r * input.numel(), (r + 1) * input.numel())} of {@code output}. Mirrors
+     * {@code all_gather_into_tensor(output, input, async_op=True)}.
+     *
+     * @param output {@code size() * input.numel()} elements of the input's dtype (any shape)
+     * @throws IllegalArgumentException if the output has the wrong dtype or size
+     */
+    public abstract Work allGatherIntoTensor(Tensor output, Tensor input);
+
+    /**
+     * Completes once every rank has entered the barrier. Mirrors {@code barrier(async_op=True)}.
+     */
+    public abstract Work barrier();
+
+    /**
+     * Leaves the group: collectives queued but not started fail, the running one is waited for
+     * (at most the group's timeout), connections close. Idempotent. Mirrors
+     * {@code destroy_process_group(group)}.
+     */
+    @Override
+    public abstract void close();
+}

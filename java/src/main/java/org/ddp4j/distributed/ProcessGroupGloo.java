@@ -1,0 +1,280 @@
+package org.ddp4j.distributed;
+
+import java.net.DatagramSocket;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import org.ddp4j.internal.GlooNatives;
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * The CPU backend: collectives over Gloo's TCP transport. Mirrors
+ * {@code torch.distributed.ProcessGroupGloo}.
+ *
+ * <p>The constructor is the rendezvous: each rank sets {@code ddp4j/joined/<rank>} in the store,
+ * waits for every rank, then exchanges connection addresses (under {@code ddp4j/gloo/}) and
+ * connects to every peer. The store is not used after that. One store should host one group at a
+ * time; to run several, give each a {@link PrefixStore}.
+ *
+ * <p>Collectives run on one worker thread per group, in issue order, each bounded by the group's
+ * timeout. Before each collective the ranks exchange a 32-byte header (op, dtype, element count,
+ * root or reduce op) so that a mismatch fails cleanly with a {@link DistributedException} naming
+ * what every rank passed; Gloo itself would abort the process. Setting the environment variable
+ * {@code DDP4J_GLOO_CHECK_COLLECTIVES=0} skips the header (saves one small round trip per
+ * collective; only for programs known to be correct). After a network error or a timeout the group
+ * is unusable: later collectives fail at once; close it and create a new one.
+ *
+ * <p>Network address: the address this rank binds and advertises to its peers is, in order,
+ * {@code DDP4J_GLOO_HOSTNAME}; the first IPv4 address of the interface named by
+ * {@code GLOO_SOCKET_IFNAME}; 127.0.0.1 when the master address is a loopback address; the local
+ * address of the route to the master; this host's resolved address; 127.0.0.1.
+ */
+public final class ProcessGroupGloo extends ProcessGroup {
+    /** PyTorch's default process-group timeout: 30 minutes. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(30);
+
+    private final int rank;
+    private final int size;
+    private final Duration timeout;
+    private final String hostname;
+    private final AutoCloseable resources;
+    private long handle;
+
+    /**
+     * Joins the group of {@code size} ranks that rendezvous through {@code store}, binding this
+     * host's default address (see the class comment). Blocks until every rank has joined.
+     *
+     * @param store the rendezvous store, shared by all ranks (e.g. a {@link TcpStore}, or a
+     *     {@link HashStore} for ranks that are threads of one JVM)
+     * @param rank this rank, in {@code [0, size)}
+     * @param size the number of ranks (the world size), at least 1
+     * @param timeout how long to wait for the other ranks, and for each collective
+     * @throws DistributedTimeoutException naming the ranks that did not join within {@code timeout}
+     * @throws DistributedException if the store fails or the peers cannot be connected
+     * @throws IllegalArgumentException for a rank outside {@code [0, size)} or a non-positive timeout
+     */
+    public ProcessGroupGloo(Store store, int rank, int size, Duration timeout) {
+        this(store, rank, size, timeout, defaultHostname(null, System.getenv()), null);
+    }
+
+    /**
+     * As {@link #ProcessGroupGloo(Store, int, int, Duration)}, binding {@code hostname}: an
+     * address (or name) of this machine that the other ranks can reach, e.g. {@code "127.0.0.1"}
+     * when all ranks run on this machine.
+     */
+    public ProcessGroupGloo(Store store, int rank, int size, Duration timeout, String hostname) {
+        this(store, rank, size, timeout, hostname, null);
+    }
+
+    /** {@code resources} (stores that {@link Distributed} opened for this group) are closed with the group. */
+    ProcessGroupGloo(Store store, int rank, int size, Duration timeout, String hostname, AutoCloseable resources) {
+        Objects.requireNonNull(store, "store");
+        Objects.requireNonNull(timeout, "timeout");
+        Objects.requireNonNull(hostname, "hostname");
+        if (size < 1) {
+            throw new IllegalArgumentException("world size must be at least 1, got " + size);
+        }
+        if (rank < 0 || rank >= size) {
+            throw new IllegalArgumentException("rank must be in [0, " + size + "), got " + rank);
+        }
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("timeout must be positive, got " + timeout);
+        }
+        this.rank = rank;
+        this.size = size;
+        this.timeout = timeout;
+        this.hostname = hostname;
+        this.resources = resources;
+        this.handle = GlooNatives.create(store, rank, size, millis(timeout), hostname);
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    /** {@code "gloo"}. */
+    @Override
+    public String backend() {
+        return "gloo";
+    }
+
+    /** The rendezvous and per-collective timeout. */
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** The address this rank bound and advertised to its peers. */
+    public String hostname() {
+        return hostname;
+    }
+
+    /** Whether {@link #close()} has been called. */
+    public synchronized boolean isClosed() {
+        return handle == 0;
+    }
+
+    private long handle(String op) {
+        if (handle == 0) {
+            throw new IllegalStateException(op + ": the process group (gloo, rank " + rank + " of " + size
+                    + ") is closed");
+        }
+        return handle;
+    }
+
+    @Override
+    public synchronized Work allReduce(Tensor tensor, ReduceOp op) {
+        Objects.requireNonNull(tensor, "tensor");
+        Objects.requireNonNull(op, "op");
+        return new GlooWork(GlooNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()));
+    }
+
+    @Override
+    public synchronized Work broadcast(Tensor tensor, int src) {
+        Objects.requireNonNull(tensor, "tensor");
+        return new GlooWork(GlooNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src));
+    }
+
+    @Override
+    public synchronized Work allGather(List<Tensor> outputs, Tensor input) {
+        Objects.requireNonNull(outputs, "outputs");
+        Objects.requireNonNull(input, "input");
+        long[] handles = new long[outputs.size()];
+        for (int i = 0; i < handles.length; i++) {
+            handles[i] = Objects.requireNonNull(outputs.get(i), "outputs[" + i + "]").nativeHandle();
+        }
+        return new GlooWork(GlooNatives.allGatherList(handle("allGather"), handles, input.nativeHandle()));
+    }
+
+    @Override
+    public synchronized Work allGatherIntoTensor(Tensor output, Tensor input) {
+        Objects.requireNonNull(output, "output");
+        Objects.requireNonNull(input, "input");
+        return new GlooWork(GlooNatives.allGather(handle("allGatherIntoTensor"), output.nativeHandle(),
+                input.nativeHandle()));
+    }
+
+    @Override
+    public synchronized Work barrier() {
+        return new GlooWork(GlooNatives.barrier(handle("barrier")));
+    }
+
+    @Override
+    public synchronized void close() {
+        if (handle == 0) {
+            return;
+        }
+        long h = handle;
+        handle = 0;
+        try {
+            GlooNatives.destroy(h);
+        } finally {
+            if (resources != null) {
+                try {
+                    resources.close();
+                } catch (Exception ignored) {
+                    // the group is gone either way
+                }
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ProcessGroupGloo(rank " + rank + " of " + size + ", " + hostname + (isClosed() ? ", closed" : "") + ")";
+    }
+
+    private static long millis(Duration d) {
+        try {
+            return Math.max(1, d.toMillis());
+        } catch (ArithmeticException overflow) {
+            return Long.MAX_VALUE;
+        }
+    }
+
+    /**
+     * The address this rank binds and advertises (see the class comment for the order of choices).
+     *
+     * @param masterAddr MASTER_ADDR or the tcp:// host, or null when there is none (HashStore, file://)
+     * @param env the environment to read DDP4J_GLOO_HOSTNAME and GLOO_SOCKET_IFNAME from
+     * @throws IllegalStateException if GLOO_SOCKET_IFNAME names an interface without an address
+     */
+    static String defaultHostname(String masterAddr, Map<String, String> env) {
+        String explicit = env.get("DDP4J_GLOO_HOSTNAME");
+        if (explicit != null && !explicit.isBlank()) {
+            return explicit.trim();
+        }
+        String iface = env.get("GLOO_SOCKET_IFNAME");
+        if (iface != null && !iface.isBlank()) {
+            return interfaceAddress(iface.trim());
+        }
+        if (masterAddr != null && !masterAddr.isBlank()) {
+            try {
+                InetAddress master = InetAddress.getByName(masterAddr);
+                if (master.isLoopbackAddress()) {
+                    return master instanceof Inet4Address ? "127.0.0.1" : master.getHostAddress();
+                }
+                // The local end of the route to the master: connecting a UDP socket sends nothing.
+                try (DatagramSocket probe = new DatagramSocket()) {
+                    probe.connect(new InetSocketAddress(master, 9));
+                    InetAddress local = probe.getLocalAddress();
+                    if (local != null && !local.isAnyLocalAddress()) {
+                        return local.getHostAddress();
+                    }
+                }
+            } catch (UnknownHostException | SocketException | java.io.UncheckedIOException e) {
+                // fall through: the master's name may resolve only later, or not here
+            }
+        }
+        try {
+            return InetAddress.getLocalHost().getHostAddress();
+        } catch (UnknownHostException e) {
+            return "127.0.0.1";
+        }
+    }
+
+    private static String interfaceAddress(String name) {
+        try {
+            NetworkInterface nic = NetworkInterface.getByName(name);
+            if (nic == null) {
+                List<String> names = new ArrayList<>();
+                for (NetworkInterface n : Collections.list(NetworkInterface.getNetworkInterfaces())) {
+                    names.add(n.getName());
+                }
+                throw new IllegalStateException("GLOO_SOCKET_IFNAME=" + name + ": no such network interface (this"
+                        + " machine has " + names + ")");
+            }
+            InetAddress fallback = null;
+            for (InetAddress a : Collections.list(nic.getInetAddresses())) {
+                if (a instanceof Inet4Address) {
+                    return a.getHostAddress();
+                }
+                if (fallback == null) {
+                    fallback = a;
+                }
+            }
+            if (fallback == null) {
+                throw new IllegalStateException("GLOO_SOCKET_IFNAME=" + name + ": the interface has no address");
+            }
+            String s = fallback.getHostAddress();
+            int zone = s.indexOf('%');
+            return zone >= 0 ? s.substring(0, zone) : s;
+        } catch (SocketException e) {
+            throw new IllegalStateException("GLOO_SOCKET_IFNAME=" + name + ": cannot list network interfaces: " + e, e);
+        }
+    }
+}

@@ -1,0 +1,22 @@
+package org.ddp4j.distributed;
+
+/**
+ * How {@link ProcessGroup#allReduce(org.ddp4j.tensor.Tensor, ReduceOp)} combines the ranks'
+ * tensors, element by element. Mirrors {@code torch.distributed.ReduceOp}; the ordinals match
+ * PyTorch's numbering (SUM 0, AVG 1, PRODUCT 2, MIN 3, MAX 4) and the native enum.
+ */
+public enum ReduceOp {
+    /** Sum over ranks. float32 and int64. */
+    SUM,
+    /**
+     * Mean over ranks: the sum divided by the world size. float32 only (an int64 tensor gives
+     * {@link IllegalArgumentException}). PyTorch's Gloo backend lacks AVG; ddp4j's has it.
+     */
+    AVG,
+    /** Product over ranks. float32 and int64. */
+    PRODUCT,
+    /** Minimum over ranks. float32 and int64. */
+    MIN,
+    /** Maximum over ranks. float32 and int64. */
+    MAX
+}

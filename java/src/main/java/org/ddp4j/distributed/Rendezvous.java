@@ -1,0 +1,196 @@
+package org.ddp4j.distributed;
+
+import java.net.InetAddress;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.UnknownHostException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Turns an init method ({@code env://}, {@code tcp://host:port}, {@code file:///path}) plus the
+ * environment into a store, a rank and a world size. Mirrors {@code torch.distributed.rendezvous}.
+ */
+final class Rendezvous {
+    static final String LAUNCHER_HINT = "start the workers with scripts/ddp4j-run (ddp4j's torchrun), or set"
+            + " MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK yourself";
+
+    /** What a rendezvous produced. {@code store} is the one to hand to the process group; {@code owned} closes what was opened. */
+    record Result(Store store, int rank, int worldSize, String masterAddr, AutoCloseable owned) {}
+
+    private Rendezvous() {}
+
+    /**
+     * @param worldSize the world size, or -1 to take it from the init method / environment
+     * @param rank this rank, or -1 to take it from the init method / environment
+     * @throws IllegalStateException if env:// lacks variables (all are named) or a variable is malformed
+     * @throws IllegalArgumentException for an unsupported or malformed init method, or a rank outside the world
+     * @throws DistributedException if the store cannot be opened (e.g. rank 0's port is in use)
+     */
+    static Result rendezvous(String initMethod, int worldSize, int rank, Duration timeout, Map<String, String> env) {
+        String method = initMethod == null || initMethod.isBlank() ? "env://" : initMethod.trim();
+        if (method.equals("env://") || method.equals("env:")) {
+            return env(worldSize, rank, timeout, env);
+        }
+        URI uri;
+        try {
+            uri = new URI(method);
+        } catch (URISyntaxException e) {
+            throw new IllegalArgumentException("malformed init method \"" + method + "\": " + e.getMessage()
+                    + "; use env://, tcp://host:port or file:///path");
+        }
+        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase();
+        Map<String, String> query = query(uri.getRawQuery());
+        switch (scheme) {
+            case "tcp": {
+                String host = uri.getHost();
+                int port = uri.getPort();
+                if (host == null || port <= 0 || port > 65535) {
+                    throw new IllegalArgumentException("init method \"" + method + "\" needs a host and a port:"
+                            + " tcp://host:port, e.g. tcp://10.0.0.1:29500");
+                }
+                if (host.startsWith("[") && host.endsWith("]")) {
+                    host = host.substring(1, host.length() - 1);
+                }
+                int world = worldOrRank(worldSize, query.get("world_size"), "WORLD_SIZE", "worldSize", method, env);
+                int r = worldOrRank(rank, query.get("rank"), "RANK", "rank", method, env);
+                checkRank(r, world);
+                return tcp(host, port, world, r, timeout, env);
+            }
+            case "file": {
+                String path = uri.getPath();
+                if (path == null || path.isEmpty()) {
+                    throw new IllegalArgumentException("init method \"" + method + "\" needs a path: file:///path/to/file");
+                }
+                int world = worldOrRank(worldSize, query.get("world_size"), "WORLD_SIZE", "worldSize", method, env);
+                int r = worldOrRank(rank, query.get("rank"), "RANK", "rank", method, env);
+                checkRank(r, world);
+                FileStore store = new FileStore(Path.of(path), timeout);
+                return new Result(store, r, world, null, store);
+            }
+            default:
+                throw new IllegalArgumentException("unsupported init method \"" + method
+                        + "\": use env:// (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK), tcp://host:port or file:///path");
+        }
+    }
+
+    private static Result env(int worldSize, int rank, Duration timeout, Map<String, String> env) {
+        List<String> missing = new ArrayList<>();
+        for (String name : List.of("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")) {
+            boolean given = (name.equals("WORLD_SIZE") && worldSize >= 0) || (name.equals("RANK") && rank >= 0);
+            String value = env.get(name);
+            if (!given && (value == null || value.isBlank())) {
+                missing.add(name);
+            }
+        }
+        if (!missing.isEmpty()) {
+            throw new IllegalStateException("env:// initialization needs the environment variables MASTER_ADDR,"
+                    + " MASTER_PORT, WORLD_SIZE and RANK, but " + String.join(", ", missing)
+                    + (missing.size() == 1 ? " is" : " are") + " not set: " + LAUNCHER_HINT);
+        }
+        String addr = env.get("MASTER_ADDR").trim();
+        int port = parseEnvInt(env, "MASTER_PORT", 1, 65535);
+        int world = worldSize >= 0 ? worldSize : parseEnvInt(env, "WORLD_SIZE", 1, Integer.MAX_VALUE);
+        int r = rank >= 0 ? rank : parseEnvInt(env, "RANK", 0, Integer.MAX_VALUE);
+        checkRank(r, world);
+        return tcp(addr, port, world, r, timeout, env);
+    }
+
+    /** A TcpStore at host:port: the launcher's (DDP4J_AGENT_STORE=1), or hosted by rank 0. */
+    private static Result tcp(String host, int port, int world, int rank, Duration timeout, Map<String, String> env) {
+        if ("1".equals(trim(env.get("DDP4J_AGENT_STORE"))) && isLaunchersStore(host, port, env)) {
+            // The launcher hosts the store; each restart of the workers uses a fresh namespace.
+            String restart = trim(env.get("DDP4J_RESTART_COUNT"));
+            TcpStore client = TcpStore.client(host, port, timeout);
+            return new Result(new PrefixStore("ddp4j/worker/" + (restart == null || restart.isEmpty() ? "0" : restart),
+                    client), rank, world, host, client);
+        }
+        TcpStore store = rank == 0 ? TcpStore.server(bindAddress(host), port, timeout) : TcpStore.client(host, port, timeout);
+        return new Result(store, rank, world, host, store);
+    }
+
+    private static boolean isLaunchersStore(String host, int port, Map<String, String> env) {
+        String masterPort = trim(env.get("MASTER_PORT"));
+        String masterAddr = trim(env.get("MASTER_ADDR"));
+        return masterPort == null || masterAddr == null
+                || (masterPort.equals(Integer.toString(port)) && masterAddr.equalsIgnoreCase(host));
+    }
+
+    /** Rank 0 listens on every interface, or only on the loopback one when the master address is a loopback address. */
+    private static String bindAddress(String masterAddr) {
+        try {
+            InetAddress a = InetAddress.getByName(masterAddr);
+            if (a.isLoopbackAddress()) {
+                return a.getHostAddress();
+            }
+        } catch (UnknownHostException e) {
+            // listen everywhere; the clients will report what they cannot reach
+        }
+        return "0.0.0.0";
+    }
+
+    private static int worldOrRank(int given, String fromQuery, String envName, String argName, String method,
+            Map<String, String> env) {
+        if (given >= 0) {
+            return given;
+        }
+        if (fromQuery != null) {
+            try {
+                return Integer.parseInt(fromQuery);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("init method \"" + method + "\": " + argName + " \"" + fromQuery
+                        + "\" is not a number");
+            }
+        }
+        if (env.get(envName) != null && !env.get(envName).isBlank()) {
+            return parseEnvInt(env, envName, envName.equals("RANK") ? 0 : 1, Integer.MAX_VALUE);
+        }
+        throw new IllegalArgumentException("init method \"" + method + "\" needs the " + argName + ": pass it to"
+                + " initProcessGroup, add ?rank=R&world_size=N to the URL, or set " + envName);
+    }
+
+    private static int parseEnvInt(Map<String, String> env, String name, int min, int max) {
+        String raw = env.get(name).trim();
+        try {
+            int v = Integer.parseInt(raw);
+            if (v < min || v > max) {
+                throw new NumberFormatException();
+            }
+            return v;
+        } catch (NumberFormatException e) {
+            throw new IllegalStateException(name + "=\"" + raw + "\" is not " + (name.equals("MASTER_PORT")
+                    ? "a port number (1..65535)" : "a number >= " + min) + ": " + LAUNCHER_HINT);
+        }
+    }
+
+    private static void checkRank(int rank, int world) {
+        if (world < 1) {
+            throw new IllegalArgumentException("world size must be at least 1, got " + world);
+        }
+        if (rank < 0 || rank >= world) {
+            throw new IllegalArgumentException("rank " + rank + " is not in [0, " + world + ") (world size " + world + ")");
+        }
+    }
+
+    private static Map<String, String> query(String raw) {
+        Map<String, String> out = new LinkedHashMap<>();
+        if (raw == null || raw.isEmpty()) {
+            return out;
+        }
+        for (String part : raw.split("&")) {
+            int eq = part.indexOf('=');
+            if (eq > 0) {
+                out.put(part.substring(0, eq), part.substring(eq + 1));
+            }
+        }
+        return out;
+    }
+
+    private static String trim(String s) {
+        return s == null ? null : s.trim();
+    }
+}

@@ -1,0 +1,91 @@
+package org.ddp4j.distributed;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/** Runs ranks as threads of this JVM, each with its own group, and collects what each returned or threw. */
+final class Ranks {
+    /** Longest a multi-rank test may take before it is declared hung. */
+    static final Duration HANG_LIMIT = Duration.ofSeconds(30);
+
+    interface Body<T> {
+        T run(int rank) throws Exception;
+    }
+
+    interface GroupBody<T> {
+        T run(int rank, ProcessGroup group) throws Exception;
+    }
+
+    /** What one rank's thread returned or threw. */
+    record Outcome<T>(T value, Throwable error) {}
+
+    private Ranks() {}
+
+    /** Runs body on {@code world} threads; fails the test if any thread is still running after {@link #HANG_LIMIT}. */
+    static <T> List<Outcome<T>> collect(int world, Body<T> body) throws InterruptedException {
+        AtomicReferenceArray<Outcome<T>> outcomes = new AtomicReferenceArray<>(world);
+        List<Thread> threads = new ArrayList<>();
+        for (int r = 0; r < world; r++) {
+            final int rank = r;
+            Thread t = new Thread(() -> {
+                try {
+                    outcomes.set(rank, new Outcome<>(body.run(rank), null));
+                } catch (Throwable e) {
+                    outcomes.set(rank, new Outcome<>(null, e));
+                }
+            }, "rank-" + r);
+            t.setDaemon(true);
+            threads.add(t);
+            t.start();
+        }
+        long deadline = System.nanoTime() + HANG_LIMIT.toNanos();
+        for (Thread t : threads) {
+            t.join(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
+            if (t.isAlive()) {
+                fail(t.getName() + " is still running after " + HANG_LIMIT.toSeconds() + " s: a collective hung");
+            }
+        }
+        List<Outcome<T>> out = new ArrayList<>();
+        for (int r = 0; r < world; r++) {
+            out.add(outcomes.get(r));
+        }
+        return out;
+    }
+
+    /** Like {@link #collect} but rethrows the first rank's error; returns each rank's value. */
+    static <T> List<T> run(int world, Body<T> body) throws Exception {
+        List<Outcome<T>> outcomes = collect(world, body);
+        List<T> values = new ArrayList<>();
+        Exception first = null;
+        for (int r = 0; r < world; r++) {
+            Outcome<T> o = outcomes.get(r);
+            if (o.error() != null) {
+                Exception e = new Exception("rank " + r + " failed: " + o.error(), o.error());
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+            values.add(o.value());
+        }
+        if (first != null) {
+            throw first;
+        }
+        return values;
+    }
+
+    /** Each rank joins a Gloo group on 127.0.0.1 through one shared HashStore, runs body, and closes the group. */
+    static <T> List<T> withGroups(int world, Duration timeout, GroupBody<T> body) throws Exception {
+        HashStore store = new HashStore(Duration.ofSeconds(20));
+        return run(world, rank -> {
+            try (ProcessGroupGloo group = new ProcessGroupGloo(store, rank, world, timeout, "127.0.0.1")) {
+                return body.run(rank, group);
+            }
+        });
+    }
+}

@@ -1,0 +1,122 @@
+// process_group.h: the backend-neutral collective API. A ProcessGroup is one rank's handle on a
+// group of `size` processes; every collective is asynchronous and returns a Work to wait on.
+// Backends: Gloo (CPU tensors, native/src/comm/gloo_process_group.*); NCCL (CUDA, later).
+// Mirrors torch.distributed's ProcessGroup / Work / ReduceOp.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ddp4j/tensor.h"
+
+namespace ddp4j {
+
+/**
+ * Element-wise reduction of allreduce. Values match org.ddp4j.distributed.ReduceOp ordinals and
+ * PyTorch's c10d::ReduceOp::RedOpType numbering (SUM 0, AVG 1, PRODUCT 2, MIN 3, MAX 4).
+ * AVG is SUM followed by a division by the world size (float32 only).
+ */
+enum class ReduceOp : int32_t { SUM = 0, AVG = 1, PRODUCT = 2, MIN = 3, MAX = 4 };
+constexpr int kNumReduceOps = 5;
+
+/** "SUM", "AVG", ... for messages. */
+const char* reduce_op_name(ReduceOp op);
+
+/** "1 s", "250 ms", "30 min": a timeout for messages. */
+std::string duration_str(std::chrono::milliseconds d);
+
+/**
+ * The handle of one asynchronous collective. Mirrors torch.distributed.Work. Thread-safe: any
+ * thread may wait; the backend completes it exactly once with finish(). Until then it keeps the
+ * tensors it was given alive (copies of Tensor share storage), so a caller that drops its own
+ * references early cannot free memory the collective still writes.
+ */
+class Work {
+ public:
+  /** `description` names the op for messages, e.g. "allReduce(SUM) of 10 float32 elements". */
+  explicit Work(std::string description, std::vector<Tensor> keep_alive = {});
+  virtual ~Work() = default;
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+
+  /** Whether the op has finished, successfully or not. Never blocks. */
+  bool is_completed() const;
+
+  /**
+   * Blocks until the op finishes, then rethrows its error (a ddp4j::Error of kind Distributed or
+   * Timeout) if it failed. A timeout <= 0 waits without limit (the op itself is bounded by its
+   * group's timeout). Throws Error(Timeout) naming the op if it has not finished in time; the op
+   * keeps running in that case.
+   */
+  void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+  /** The op's error, or null if it succeeded or is still running. */
+  std::exception_ptr error() const;
+
+  const std::string& description() const { return description_; }
+
+  /** Marks the op finished (error null on success), releases its tensors and wakes waiters. Backends only. */
+  void finish(std::exception_ptr error = nullptr);
+
+ private:
+  const std::string description_;
+  std::vector<Tensor> keep_alive_;
+  mutable std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+/**
+ * One rank's membership of a group of processes, with asynchronous collectives. Every rank must
+ * call the same collectives in the same order with tensors of the same dtype and element count;
+ * backends report a violation as Error(Distributed) rather than hanging or crashing.
+ *
+ * Tensors are contiguous; ops run in place on the tensor's storage. Errors surface through
+ * Work::wait; argument errors (wrong device, dtype, sizes known locally) throw
+ * Error(InvalidArgument) at the call.
+ */
+class ProcessGroup {
+ public:
+  ProcessGroup(int rank, int size) : rank_(rank), size_(size) {}
+  virtual ~ProcessGroup() = default;
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /** "gloo" or "nccl". */
+  virtual std::string backend() const = 0;
+
+  /** Reduces `tensor` element-wise across ranks, in place, on every rank. Mirrors all_reduce. */
+  virtual std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op) = 0;
+
+  /** Copies root's `tensor` into every other rank's `tensor`. Mirrors broadcast(tensor, src=root). */
+  virtual std::shared_ptr<Work> broadcast(const Tensor& tensor, int root) = 0;
+
+  /**
+   * Gathers every rank's `input` into `output` (size() * input.numel() elements, same dtype),
+   * rank r's block at offset r * input.numel(). Mirrors all_gather_into_tensor.
+   */
+  virtual std::shared_ptr<Work> allgather(const Tensor& output, const Tensor& input) = 0;
+
+  /**
+   * Gathers every rank's `input` into outputs[r] (size() tensors, each with input's dtype and
+   * element count). Mirrors all_gather(tensor_list, tensor).
+   */
+  virtual std::shared_ptr<Work> allgather(const std::vector<Tensor>& outputs, const Tensor& input) = 0;
+
+  /** Completes once every rank has entered the barrier. Mirrors barrier. */
+  virtual std::shared_ptr<Work> barrier() = 0;
+
+ private:
+  const int rank_;
+  const int size_;
+};
+
+}  // namespace ddp4j

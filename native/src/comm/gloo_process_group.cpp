@@ -1,0 +1,566 @@
+// The Gloo backend: rendezvous, a full mesh of TCP pairs, and a worker thread that runs queued
+// collectives in order. See gloo_process_group.h for the contract.
+#include "comm/gloo_process_group.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/tcp/address.h>
+#include <gloo/transport/pair.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace ddp4j {
+namespace {
+
+using Millis = std::chrono::milliseconds;
+
+/** Gloo prefixes messages with "[file.cc:123] "; users do not need that. */
+std::string strip_location(const std::string& message) {
+  std::string m = message;
+  // Nested messages repeat the prefix ("[a.cc:1] [b.cc:2] text"); drop each leading one.
+  while (m.size() > 2 && m[0] == '[') {
+    size_t close = m.find("] ");
+    if (close == std::string::npos || m.find(".cc:", 0) > close) break;
+    m = m.substr(close + 2);
+  }
+  return m;
+}
+
+bool contains(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
+
+/** Whether message mentions address as a whole (":1234" must not match ":12345"). */
+bool mentions_address(const std::string& message, const std::string& address) {
+  for (size_t at = message.find(address); at != std::string::npos; at = message.find(address, at + 1)) {
+    size_t end = at + address.size();
+    if (end >= message.size() || !std::isdigit(static_cast<unsigned char>(message[end]))) return true;
+  }
+  return false;
+}
+
+bool is_gloo_timeout(const std::string& message) {
+  return contains(message, "Timed out") || contains(message, "timeout") || contains(message, "Timeout");
+}
+
+std::string elements_str(int64_t n, int64_t dtype) {
+  return detail::concat(n, " ", dtype_name(static_cast<DType>(dtype)), n == 1 ? " element" : " elements");
+}
+
+/** An IPv4/IPv6 socket address, as Gloo's tcp::Address holds it. */
+bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  if (a.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+    return x.sin6_port == y.sin6_port && std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(in6_addr)) == 0;
+  }
+  return false;
+}
+
+/** Parses a /proc/net/tcp{,6} endpoint "0100007F:1F90" (address words as the kernel prints them, port in host order). */
+bool parse_proc_endpoint(const std::string& text, int family, sockaddr_storage* out) {
+  size_t colon = text.find(':');
+  if (colon == std::string::npos) return false;
+  const std::string hex = text.substr(0, colon);
+  const unsigned long port = std::strtoul(text.c_str() + colon + 1, nullptr, 16);
+  std::memset(out, 0, sizeof(*out));
+  if (family == AF_INET && hex.size() == 8) {
+    auto* in = reinterpret_cast<sockaddr_in*>(out);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(static_cast<uint16_t>(port));
+    in->sin_addr.s_addr = static_cast<uint32_t>(std::strtoul(hex.c_str(), nullptr, 16));
+    return true;
+  }
+  if (family == AF_INET6 && hex.size() == 32) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(out);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(static_cast<uint16_t>(port));
+    for (int w = 0; w < 4; w++) {
+      uint32_t word = static_cast<uint32_t>(std::strtoul(hex.substr(static_cast<size_t>(w) * 8, 8).c_str(), nullptr, 16));
+      std::memcpy(reinterpret_cast<char*>(&in6->sin6_addr) + w * 4, &word, 4);
+    }
+    return true;
+  }
+  return false;
+}
+
+/**
+ * The remote end of the established TCP connection whose local end is `local`, from the kernel's
+ * socket table. Gloo's listening side of a pair names its peer by that remote (ephemeral) address
+ * in error messages; nothing in Gloo's public API reveals it.
+ */
+bool remote_of_connection(const sockaddr_storage& local, sockaddr_storage* remote) {
+  const bool v6 = local.ss_family == AF_INET6;
+  std::ifstream table(v6 ? "/proc/net/tcp6" : "/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local_text, remote_text, state;
+    if (!(fields >> slot >> local_text >> remote_text >> state)) continue;
+    if (state != "01") continue;  // ESTABLISHED
+    sockaddr_storage l;
+    if (!parse_proc_endpoint(local_text, local.ss_family, &l) || !same_endpoint(l, local)) continue;
+    return parse_proc_endpoint(remote_text, local.ss_family, remote);
+  }
+  return false;
+}
+
+/** Element-wise c[i] = f(a[i], b[i]) for Gloo's reduction callback (a or b may alias c). */
+template <typename T, typename F>
+void reduce_into(void* c, const void* a, const void* b, size_t n) {
+  T* out = static_cast<T*>(c);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  F f;
+  for (size_t i = 0; i < n; i++) out[i] = f(x[i], y[i]);
+}
+
+struct Add {
+  template <typename T>
+  T operator()(T a, T b) const { return a + b; }
+};
+struct Mul {
+  template <typename T>
+  T operator()(T a, T b) const { return a * b; }
+};
+struct Min {
+  template <typename T>
+  T operator()(T a, T b) const { return b < a ? b : a; }
+};
+struct Max {
+  template <typename T>
+  T operator()(T a, T b) const { return b > a ? b : a; }
+};
+
+template <typename T>
+gloo::AllreduceOptions::Func reduce_function(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM:
+    case ReduceOp::AVG: return &reduce_into<T, Add>;
+    case ReduceOp::PRODUCT: return &reduce_into<T, Mul>;
+    case ReduceOp::MIN: return &reduce_into<T, Min>;
+    case ReduceOp::MAX: return &reduce_into<T, Max>;
+  }
+  throw Error(ErrorKind::InvalidArgument, "allReduce: unknown ReduceOp");
+}
+
+void check_collective_tensor(const char* op, const char* what, const Tensor& t) {
+  DDP4J_CHECK_ARG(t.defined(), op, ": the ", what, " tensor is missing");
+  DDP4J_CHECK_ARG(t.device().type == DeviceType::CPU, op, ": the gloo backend works on CPU tensors, but the ", what,
+                  " is ", t.describe(), "; move it with to(Device.CPU) or use the nccl backend for CUDA tensors");
+  DDP4J_CHECK_ARG(t.dtype() == DType::Float32 || t.dtype() == DType::Int64, op, ": unsupported dtype of ", what, " ",
+                  t.describe());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Construction: device, rendezvous, full mesh.
+
+GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options)
+    : ProcessGroup(rank, size), options_(std::move(options)) {
+  DDP4J_CHECK_ARG(size >= 1, "process group size must be at least 1, got ", size);
+  DDP4J_CHECK_ARG(rank >= 0 && rank < size, "rank must be in [0, ", size, "), got ", rank);
+  DDP4J_CHECK_ARG(options_.timeout.count() > 0, "process group timeout must be positive, got ",
+                  options_.timeout.count(), " ms");
+
+  std::shared_ptr<gloo::transport::Device> device;
+  try {
+    gloo::transport::tcp::attr attr;
+    if (!options_.hostname.empty()) {
+      attr.hostname = options_.hostname;
+    } else if (!options_.iface.empty()) {
+      attr.iface = options_.iface;
+    }
+    device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    std::string where = !options_.hostname.empty() ? "address \"" + options_.hostname + "\""
+                        : !options_.iface.empty()  ? "interface \"" + options_.iface + "\""
+                                                   : std::string("this host's name");
+    throw Error(ErrorKind::Distributed,
+                detail::concat("rank ", rank, ": cannot open Gloo's TCP transport on ", where, ": ",
+                               strip_location(e.what()),
+                               "; set DDP4J_GLOO_HOSTNAME to an address of this machine that the other ranks can reach"
+                               " (or GLOO_SOCKET_IFNAME to its network interface)"));
+  }
+
+  rendezvous(store);
+
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  context->setTimeout(options_.timeout);
+  gloo::rendezvous::PrefixStore gloo_store("ddp4j/gloo", store);
+  try {
+    context->connectFullMesh(gloo_store, device);
+  } catch (const Error& e) {
+    // From the Java store (a Java exception turned into a C++ one).
+    throw Error(e.kind(), detail::concat("rank ", rank, " of ", size,
+                                         ": connecting to the other ranks failed: ", e.what()));
+  } catch (const std::exception& e) {
+    std::string m = strip_location(e.what());
+    throw Error(is_gloo_timeout(m) ? ErrorKind::Timeout : ErrorKind::Distributed,
+                detail::concat("rank ", rank, " of ", size, ": connecting to the other ranks failed (",
+                               m, ") within ", duration_str(options_.timeout),
+                               "; check that every rank can reach the address the others advertise (this rank: ",
+                               device->str(), "; set DDP4J_GLOO_HOSTNAME to change it)"));
+  }
+  context_ = context;
+  record_peer_addresses(gloo_store);
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+void GlooProcessGroup::rendezvous(gloo::rendezvous::Store& store) {
+  const int r = rank();
+  const int n = size();
+  auto key = [](int i) { return "ddp4j/joined/" + std::to_string(i); };
+  const std::string mine = std::to_string(r);
+  store.set(key(r), std::vector<char>(mine.begin(), mine.end()));
+  std::vector<std::string> keys;
+  for (int i = 0; i < n; i++) keys.push_back(key(i));
+
+  bool timed_out = false;
+  std::string cause;
+  try {
+    store.wait(keys, options_.timeout);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Timeout) throw;
+    timed_out = true;
+    cause = e.what();
+  } catch (const gloo::IoException& e) {
+    if (!is_gloo_timeout(e.what())) throw Error(ErrorKind::Distributed, strip_location(e.what()));
+    timed_out = true;
+    cause = strip_location(e.what());
+  }
+  if (!timed_out) return;
+
+  // Which ranks are missing? Probe each key with a tiny timeout (0 means "forever" for Gloo's stores).
+  std::vector<int> missing;
+  for (int i = 0; i < n; i++) {
+    try {
+      store.wait({key(i)}, Millis(1));
+    } catch (const std::exception&) {
+      missing.push_back(i);
+    }
+  }
+  std::ostringstream list;
+  for (size_t i = 0; i < missing.size(); i++) list << (i ? ", " : "") << missing[i];
+  std::string who = missing.empty() ? std::string("some ranks")
+                    : missing.size() == 1 ? detail::concat("rank ", list.str(), " of ", n)
+                                          : detail::concat("ranks [", list.str(), "] of ", n);
+  throw Error(ErrorKind::Timeout,
+              detail::concat(who, " did not join within ", duration_str(options_.timeout), " (seen from rank ", r,
+                             "): ", missing.size() == 1 ? "was it" : "were they",
+                             " started? check MASTER_ADDR/MASTER_PORT, WORLD_SIZE and RANK (store: ", cause, ")"));
+}
+
+void GlooProcessGroup::record_peer_addresses(gloo::rendezvous::Store& gloo_store) {
+  // Gloo's error messages name the peer of a failed connection by its address: the peer's
+  // listening address where this rank connected, the peer's ephemeral address where this rank
+  // accepted. Record both forms for each rank so that errors can name the rank. Best effort.
+  using gloo::transport::tcp::Address;
+  peer_addresses_.assign(static_cast<size_t>(size()), {});
+  for (int i = 0; i < size(); i++) {
+    if (i == rank()) continue;
+    auto& names = peer_addresses_[static_cast<size_t>(i)];
+    try {
+      std::vector<char> all = gloo_store.get(std::to_string(i));  // rank i's addresses, one per peer
+      const size_t chunk = all.size() / static_cast<size_t>(size() - 1);
+      const size_t index = static_cast<size_t>(rank() > i ? rank() - 1 : rank());
+      if (chunk > 0 && all.size() >= (index + 1) * chunk) {
+        names.push_back(Address(std::vector<char>(all.begin() + static_cast<long>(index * chunk),
+                                                  all.begin() + static_cast<long>((index + 1) * chunk)))
+                            .str());
+      }
+    } catch (const std::exception&) {
+    }
+    try {
+      Address self(context_->getPair(i)->address().bytes());
+      sockaddr_storage remote;
+      if (remote_of_connection(self.getSockaddr(), &remote)) names.push_back(Address(remote).str());
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+GlooProcessGroup::~GlooProcessGroup() {
+  std::deque<Op> abandoned;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    abandoned.swap(queue_);
+  }
+  cv_.notify_all();
+  for (auto& op : abandoned) {
+    op.work->finish(std::make_exception_ptr(
+        Error(ErrorKind::Distributed, detail::concat(op.work->description(), " did not run: rank ", rank(),
+                                                     " closed its process group first"))));
+  }
+  if (worker_.joinable()) worker_.join();
+  context_.reset();  // closes the pairs and stops Gloo's network thread
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submission (caller's thread): validate, describe, queue.
+
+std::string GlooProcessGroup::describe(const Header& h) {
+  switch (h.kind) {
+    case kAllreduce:
+      return detail::concat("allReduce(", reduce_op_name(static_cast<ReduceOp>(h.arg)), ") of ",
+                            elements_str(h.numel, h.dtype));
+    case kBroadcast:
+      return detail::concat("broadcast from rank ", h.arg, " of ", elements_str(h.numel, h.dtype));
+    case kAllgather:
+      return detail::concat("allGather of ", elements_str(h.numel, h.dtype), " per rank");
+    case kBarrier:
+      return "barrier";
+    default:
+      return detail::concat("unknown collective ", h.kind);
+  }
+}
+
+std::shared_ptr<Work> GlooProcessGroup::enqueue(const Header& header, std::vector<Tensor> keep_alive,
+                                                std::function<void(uint32_t)> run) {
+  auto work = std::make_shared<Work>(describe(header), std::move(keep_alive));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    DDP4J_CHECK(!stopping_, IllegalState, describe(header), ": the process group is closed");
+    queue_.push_back(Op{work, header, std::move(run)});
+  }
+  cv_.notify_one();
+  return work;
+}
+
+std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
+  check_collective_tensor("allReduce", "input", tensor);
+  DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, "allReduce: unknown ReduceOp ",
+                  static_cast<int>(op));
+  DDP4J_CHECK_ARG(op != ReduceOp::AVG || tensor.dtype() == DType::Float32,
+                  "allReduce: ReduceOp.AVG needs a float32 tensor, got ", tensor.describe(),
+                  "; use SUM and divide by the world size");
+  Header h{kAllreduce, static_cast<int64_t>(tensor.dtype()), tensor.numel(), static_cast<int64_t>(op)};
+  Tensor t = tensor;
+  auto context = context_;
+  const Millis timeout = options_.timeout;
+  const int world = size();
+  return enqueue(h, {tensor}, [t, op, context, timeout, world](uint32_t tag) {
+    if (t.numel() == 0) return;
+    gloo::AllreduceOptions opts(context);
+    opts.setTag(tag);
+    opts.setTimeout(timeout);
+    const size_t n = static_cast<size_t>(t.numel());
+    if (t.dtype() == DType::Float32) {
+      opts.setOutput<float>(t.data<float>(), n);
+      opts.setReduceFunction(reduce_function<float>(op));
+    } else {
+      opts.setOutput<int64_t>(t.data<int64_t>(), n);
+      opts.setReduceFunction(reduce_function<int64_t>(op));
+    }
+    gloo::allreduce(opts);
+    if (op == ReduceOp::AVG) {
+      float* p = t.data<float>();
+      const float inv = 1.0f / static_cast<float>(world);
+      for (size_t i = 0; i < n; i++) p[i] *= inv;
+    }
+  });
+}
+
+std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root) {
+  check_collective_tensor("broadcast", "input", tensor);
+  DDP4J_CHECK_ARG(root >= 0 && root < size(), "broadcast: source rank ", root, " is not in [0, ", size(), ")");
+  Header h{kBroadcast, static_cast<int64_t>(tensor.dtype()), tensor.numel(), root};
+  Tensor t = tensor;
+  auto context = context_;
+  const Millis timeout = options_.timeout;
+  return enqueue(h, {tensor}, [t, root, context, timeout](uint32_t tag) {
+    if (t.numel() == 0) return;
+    gloo::BroadcastOptions opts(context);
+    opts.setTag(tag);
+    opts.setTimeout(timeout);
+    opts.setRoot(root);
+    opts.setOutput<uint8_t>(static_cast<uint8_t*>(t.raw_data()), t.nbytes());
+    gloo::broadcast(opts);
+  });
+}
+
+std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Tensor& input) {
+  check_collective_tensor("allGather", "input", input);
+  check_collective_tensor("allGather", "output", output);
+  DDP4J_CHECK_ARG(output.dtype() == input.dtype(), "allGather: output ", output.describe(),
+                  " and input ", input.describe(), " have different dtypes");
+  DDP4J_CHECK_ARG(output.numel() == input.numel() * size(), "allGather: output ", output.describe(), " must have ",
+                  size(), " x ", input.numel(), " = ", input.numel() * size(), " elements (world size x input)");
+  Header h{kAllgather, static_cast<int64_t>(input.dtype()), input.numel(), 0};
+  Tensor in = input;
+  Tensor out = output;
+  auto context = context_;
+  const Millis timeout = options_.timeout;
+  return enqueue(h, {input, output}, [in, out, context, timeout](uint32_t tag) {
+    if (in.numel() == 0) return;
+    gloo::AllgatherOptions opts(context);
+    opts.setTag(tag);
+    opts.setTimeout(timeout);
+    opts.setInput<uint8_t>(static_cast<uint8_t*>(in.raw_data()), in.nbytes());
+    opts.setOutput<uint8_t>(static_cast<uint8_t*>(out.raw_data()), out.nbytes());
+    gloo::allgather(opts);
+  });
+}
+
+std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
+  check_collective_tensor("allGather", "input", input);
+  DDP4J_CHECK_ARG(static_cast<int>(outputs.size()) == size(), "allGather: got ", outputs.size(),
+                  " output tensors for a world of ", size(), "; pass one per rank");
+  for (size_t r = 0; r < outputs.size(); r++) {
+    check_collective_tensor("allGather", "output", outputs[r]);
+    DDP4J_CHECK_ARG(outputs[r].dtype() == input.dtype() && outputs[r].numel() == input.numel(), "allGather: output ",
+                    r, " is ", outputs[r].describe(), " but the input is ", input.describe(),
+                    "; every output needs the input's dtype and number of elements");
+  }
+  Header h{kAllgather, static_cast<int64_t>(input.dtype()), input.numel(), 0};
+  std::vector<Tensor> keep(outputs);
+  keep.push_back(input);
+  Tensor in = input;
+  std::vector<Tensor> outs = outputs;
+  auto context = context_;
+  const Millis timeout = options_.timeout;
+  const int world = size();
+  return enqueue(h, std::move(keep), [in, outs, context, timeout, world](uint32_t tag) {
+    if (in.numel() == 0) return;
+    // Gather into one flat buffer (Gloo's layout), then copy each rank's block out. The flat buffer
+    // also keeps this correct when an output aliases the input.
+    Tensor flat = Tensor::empty({in.numel() * world}, in.dtype(), in.device());
+    gloo::AllgatherOptions opts(context);
+    opts.setTag(tag);
+    opts.setTimeout(timeout);
+    opts.setInput<uint8_t>(static_cast<uint8_t*>(in.raw_data()), in.nbytes());
+    opts.setOutput<uint8_t>(static_cast<uint8_t*>(flat.raw_data()), flat.nbytes());
+    gloo::allgather(opts);
+    const size_t block = in.nbytes();
+    for (size_t r = 0; r < outs.size(); r++) {
+      std::memcpy(outs[r].raw_data(), static_cast<const char*>(flat.raw_data()) + r * block, block);
+    }
+  });
+}
+
+std::shared_ptr<Work> GlooProcessGroup::barrier() {
+  // The header exchange is an allgather, which no rank leaves before every rank has entered it:
+  // that is the barrier.
+  return enqueue(Header{kBarrier, 0, 0, 0}, {}, nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker thread.
+
+void GlooProcessGroup::worker_loop() {
+  while (true) {
+    Op op;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping
+      op = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    run_op(op);
+  }
+}
+
+void GlooProcessGroup::run_op(Op& op) {
+  const uint64_t seq = seq_++;
+  // Distinct tags per op keep a fast rank's next collective apart from a slow rank's current one.
+  const uint32_t header_tag = static_cast<uint32_t>(seq * 2);
+  const uint32_t data_tag = header_tag + 1;
+  std::exception_ptr error;
+  if (!broken_.empty()) {
+    error = std::make_exception_ptr(Error(
+        ErrorKind::Distributed,
+        detail::concat(op.work->description(), " cannot run: this process group failed earlier (", broken_,
+                       "); destroy it and create a new one (Distributed.destroyProcessGroup, then initProcessGroup)")));
+  } else {
+    try {
+      if (options_.check_collectives || op.header.kind == kBarrier) exchange_headers(op, header_tag);
+      if (op.run) op.run(data_tag);
+    } catch (const Error& e) {
+      error = std::current_exception();  // a disagreement between ranks: the connections are intact
+    } catch (const std::exception& e) {
+      Error translated = translate(op, strip_location(e.what()));
+      broken_ = translated.what();
+      error = std::make_exception_ptr(translated);
+      // Gloo leaves the other connections open; close them so that peers blocked on this rank
+      // fail now instead of at their timeout (Gloo does the same itself after a timeout).
+      try {
+        context_->closeConnections();
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  op.work->finish(error);
+}
+
+void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
+  const int n = size();
+  if (n == 1) return;
+  const Header mine = op.header;
+  std::vector<Header> all(static_cast<size_t>(n));
+  gloo::AllgatherOptions opts(context_);
+  opts.setTag(tag);
+  opts.setTimeout(options_.timeout);
+  opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(const_cast<Header*>(&mine)), sizeof(Header));
+  opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(Header) * all.size());
+  gloo::allgather(opts);
+
+  bool same = true;
+  for (const Header& h : all) {
+    same = same && h.kind == mine.kind && h.dtype == mine.dtype && h.numel == mine.numel && h.arg == mine.arg;
+  }
+  if (same) return;
+  std::ostringstream ranks;
+  for (int r = 0; r < n; r++) ranks << (r ? "; " : "") << "rank " << r << ": " << describe(all[static_cast<size_t>(r)]);
+  throw Error(ErrorKind::Distributed,
+              detail::concat(op.work->description(), " on rank ", rank(),
+                             ": the ranks called different collectives or passed tensors of different sizes (",
+                             ranks.str(),
+                             "). Every rank must call the same collectives in the same order, with tensors of the same"
+                             " dtype and number of elements"));
+}
+
+Error GlooProcessGroup::translate(const Op& op, const std::string& gloo_message) const {
+  const std::string& desc = op.work->description();
+  if (is_gloo_timeout(gloo_message)) {
+    return Error(ErrorKind::Timeout,
+                 detail::concat(desc, " timed out after ", duration_str(options_.timeout), " on rank ", rank(),
+                                ": not every rank took part in time (a rank may be stuck, slower than the timeout, or"
+                                " calling a different collective; raise the timeout of initProcessGroup or"
+                                " DDP4J_TIMEOUT_SECONDS if the work is just slow) [gloo: ",
+                                gloo_message, "]"));
+  }
+  for (int i = 0; i < size(); i++) {
+    for (const std::string& address : peer_addresses_[static_cast<size_t>(i)]) {
+      if (address.empty() || !mentions_address(gloo_message, address)) continue;
+      return Error(ErrorKind::Distributed,
+                   detail::concat(desc, " failed on rank ", rank(), ": peer rank ", i,
+                                  " may have died or closed its process group [gloo: ", gloo_message, "]"));
+    }
+  }
+  return Error(ErrorKind::Distributed,
+               detail::concat(desc, " failed on rank ", rank(), ": ", gloo_message,
+                              " (a peer may have died or closed its process group)"));
+}
+
+}  // namespace ddp4j

@@ -1,0 +1,115 @@
+// gloo_process_group.h: the CPU backend. Rendezvous through a gloo::rendezvous::Store (the Java
+// Store through java_store.h, or Gloo's own HashStore in C++ tests), a full mesh of TCP pairs, and
+// one worker thread per group that runs the queued collectives in order.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ddp4j/process_group.h"
+
+namespace gloo {
+class Context;
+namespace rendezvous {
+class Store;
+}
+}  // namespace gloo
+
+namespace ddp4j {
+
+/** How a GlooProcessGroup connects and how long its operations may take. */
+struct GlooOptions {
+  /** Rendezvous, connection and per-collective timeout. */
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  /** Address (or host name) this rank binds and advertises to its peers; empty lets Gloo resolve this host's name. */
+  std::string hostname = "127.0.0.1";
+  /** Network interface to bind instead of a hostname (like GLOO_SOCKET_IFNAME); used when hostname is empty. */
+  std::string iface;
+  /**
+   * Before each collective, exchange a 32-byte header (op, dtype, element count, root / reduce op)
+   * with every rank and fail cleanly on a mismatch. Gloo itself aborts the process (std::terminate
+   * in its network thread) when ranks pass different sizes, so turning this off is only safe for
+   * programs known to be correct. DDP4J_GLOO_CHECK_COLLECTIVES=0 turns it off in the JNI layer.
+   */
+  bool check_collectives = true;
+};
+
+/**
+ * A ProcessGroup over Gloo's TCP transport for CPU tensors (float32, int64).
+ *
+ * Construction is the rendezvous: every rank sets "ddp4j/joined/<rank>" in the store and waits for
+ * all of them (timeout: Error(Timeout) naming the missing ranks), then Gloo exchanges addresses
+ * under "ddp4j/gloo/" and connects a full mesh. The store is used only during construction.
+ *
+ * Errors of a collective surface through its Work: Error(Distributed) for a peer that died (naming
+ * its rank when the failed connection identifies it) or for ranks that disagree on the collective;
+ * Error(Timeout) naming the op, its element count and the timeout. After a network error or a
+ * timeout the group is unusable (Gloo closes its connections) and every later collective fails
+ * fast saying so; a disagreement detected by the header check leaves the group usable.
+ */
+class GlooProcessGroup : public ProcessGroup {
+ public:
+  GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options);
+  /** Fails collectives that have not started, waits for the running one, closes the connections. */
+  ~GlooProcessGroup() override;
+
+  std::string backend() const override { return "gloo"; }
+  const GlooOptions& options() const { return options_; }
+
+  std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op) override;
+  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root) override;
+  std::shared_ptr<Work> allgather(const Tensor& output, const Tensor& input) override;
+  std::shared_ptr<Work> allgather(const std::vector<Tensor>& outputs, const Tensor& input) override;
+  std::shared_ptr<Work> barrier() override;
+
+  /** What every rank exchanges before a collective (when check_collectives is on). */
+  struct Header {
+    int64_t kind = 0;   // Kind
+    int64_t dtype = 0;  // DType
+    int64_t numel = 0;  // elements per rank
+    int64_t arg = 0;    // ReduceOp for allreduce, root for broadcast
+  };
+  enum Kind : int64_t { kAllreduce = 1, kBroadcast = 2, kAllgather = 3, kBarrier = 4 };
+  /** "allReduce(SUM) of 10 float32 elements" etc. */
+  static std::string describe(const Header& h);
+
+ private:
+  struct Op {
+    std::shared_ptr<Work> work;
+    Header header;
+    std::function<void(uint32_t tag)> run;  // the data movement; empty for barrier
+  };
+
+  void rendezvous(gloo::rendezvous::Store& store);
+  void record_peer_addresses(gloo::rendezvous::Store& gloo_store);
+  std::shared_ptr<Work> enqueue(const Header& header, std::vector<Tensor> keep_alive,
+                                std::function<void(uint32_t tag)> run);
+  void worker_loop();
+  void run_op(Op& op);
+  void exchange_headers(const Op& op, uint32_t tag);
+  Error translate(const Op& op, const std::string& gloo_message) const;
+
+  GlooOptions options_;
+  std::shared_ptr<gloo::Context> context_;
+  std::vector<std::vector<std::string>> peer_addresses_;  // by rank, as Gloo's error messages print them
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Op> queue_;
+  bool stopping_ = false;
+
+  // Worker thread only.
+  uint64_t seq_ = 0;
+  std::string broken_;  // first network error or timeout; later collectives fail fast
+
+  std::thread worker_;
+};
+
+}  // namespace ddp4j

@@ -1,0 +1,72 @@
+// Backend-neutral parts of process_group.h: Work's completion and waiting, names for messages.
+#include "ddp4j/process_group.h"
+
+#include <sstream>
+
+namespace ddp4j {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM: return "SUM";
+    case ReduceOp::AVG: return "AVG";
+    case ReduceOp::PRODUCT: return "PRODUCT";
+    case ReduceOp::MIN: return "MIN";
+    case ReduceOp::MAX: return "MAX";
+  }
+  return "UNKNOWN";
+}
+
+std::string duration_str(std::chrono::milliseconds d) {
+  const long long ms = d.count();
+  std::ostringstream out;
+  if (ms >= 60000 && ms % 60000 == 0) {
+    out << ms / 60000 << " min";
+  } else if (ms >= 1000 && ms % 1000 == 0) {
+    out << ms / 1000 << " s";
+  } else if (ms >= 1000) {
+    out << static_cast<double>(ms) / 1000.0 << " s";
+  } else {
+    out << ms << " ms";
+  }
+  return out.str();
+}
+
+Work::Work(std::string description, std::vector<Tensor> keep_alive)
+    : description_(std::move(description)), keep_alive_(std::move(keep_alive)) {}
+
+bool Work::is_completed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
+std::exception_ptr Work::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+void Work::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (timeout.count() <= 0) {
+    done_cv_.wait(lock, [this] { return done_; });
+  } else if (!done_cv_.wait_for(lock, timeout, [this] { return done_; })) {
+    throw Error(ErrorKind::Timeout, detail::concat(description_, " did not complete within ", duration_str(timeout),
+                                                   " (the wait's timeout); it is still running: a peer may be slow,"
+                                                   " stuck, or calling a different collective"));
+  }
+  if (error_) std::rethrow_exception(error_);
+}
+
+void Work::finish(std::exception_ptr error) {
+  std::vector<Tensor> release;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    error_ = std::move(error);
+    release.swap(keep_alive_);
+  }
+  done_cv_.notify_all();
+  // `release` drops the tensors here, outside the lock.
+}
+
+}  // namespace ddp4j
