@@ -1,0 +1,45 @@
+package org.ddp4j.internal;
+
+/**
+ * JNI declarations for tensor creation, copies and lifetime (native/src/jni/tensor_natives.cpp).
+ * Handles are pointers to native tensors owned by {@link org.ddp4j.tensor.Tensor}; 0 means absent.
+ * Errors arrive as IllegalArgumentException / IllegalStateException with the native message.
+ */
+public final class TensorNatives {
+    static {
+        NativeLibrary.load();
+    }
+
+    private TensorNatives() {}
+
+    public static native long empty(long[] shape, int dtype, int deviceType, int deviceIndex);
+
+    public static native long full(long[] shape, int dtype, int deviceType, int deviceIndex, double value);
+
+    public static native long fromFloats(float[] data, int offset, long[] shape);
+
+    public static native long fromLongs(long[] data, int offset, long[] shape);
+
+    public static native void toFloats(long handle, float[] out);
+
+    public static native void toLongs(long handle, long[] out);
+
+    public static native long view(long handle, long[] shape);
+
+    public static native long cloneTensor(long handle);
+
+    public static native void copyInto(long src, long dst);
+
+    public static native void fill(long handle, double value);
+
+    public static native void free(long handle);
+
+    /** {dtype ordinal, device type ordinal, device index, sizes...} of a tensor. */
+    public static native long[] meta(long handle);
+
+    public static native long bytesInUse(int deviceType);
+
+    public static native long allocationCount(int deviceType);
+
+    public static native long dataAddress(long handle);
+}

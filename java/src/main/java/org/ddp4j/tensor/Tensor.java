@@ -1,0 +1,457 @@
+package org.ddp4j.tensor;
+
+import java.lang.ref.Cleaner;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.Consumer;
+import org.ddp4j.internal.ElementwiseNatives;
+import org.ddp4j.internal.TensorNatives;
+
+/**
+ * An n-dimensional array in native memory (contiguous, row-major), with autograd: PyTorch's
+ * {@code torch.Tensor}.
+ *
+ * <p>A tensor owns a native handle. Free it with {@link #close()}, or create it inside a
+ * {@link Tensors#scope()} that frees everything it created; a {@link Cleaner} frees forgotten
+ * tensors eventually, as a backstop only. Any op on a closed tensor throws
+ * {@link IllegalStateException}. Tensors are not thread-safe.
+ */
+public final class Tensor implements AutoCloseable {
+    private static final Cleaner CLEANER = Cleaner.create();
+
+    /** The native handle, freed exactly once by close() or by the Cleaner. */
+    private static final class Handle implements Runnable {
+        private long value;
+
+        Handle(long value) {
+            this.value = value;
+        }
+
+        @Override
+        public synchronized void run() {
+            long h = value;
+            value = 0;
+            if (h != 0) {
+                TensorNatives.free(h);
+            }
+        }
+
+        synchronized long get() {
+            return value;
+        }
+    }
+
+    private final Handle handle;
+    private final Cleaner.Cleanable cleanable;
+    private final long[] shape;
+    private final DType dtype;
+    private final Device device;
+    private final long numel;
+
+    TensorScope scope;
+    private boolean requiresGrad;
+    private Tensor grad;
+    private Node gradFn;
+    private List<Consumer<Tensor>> postAccumulateGradHooks;
+
+    private Tensor(long nativeHandle, boolean tracked) {
+        long[] meta = TensorNatives.meta(nativeHandle);
+        this.handle = new Handle(nativeHandle);
+        this.cleanable = CLEANER.register(this, handle);
+        this.dtype = DType.values()[(int) meta[0]];
+        this.device = meta[1] == 0 ? Device.CPU : Device.cuda((int) meta[2]);
+        this.shape = Arrays.copyOfRange(meta, 3, meta.length);
+        long n = 1;
+        for (long s : shape) {
+            n *= s;
+        }
+        this.numel = n;
+        if (tracked) {
+            TensorScope current = TensorScope.current();
+            if (current != null) {
+                current.register(this);
+            }
+        }
+    }
+
+    /**
+     * Wraps a handle returned by a ddp4j native call; the tensor now owns it and joins the current
+     * scope. For ddp4j's own JNI bindings.
+     */
+    public static Tensor fromNativeHandle(long nativeHandle) {
+        if (nativeHandle == 0) {
+            throw new IllegalArgumentException("null native tensor handle");
+        }
+        return new Tensor(nativeHandle, true);
+    }
+
+    /** Like {@link #fromNativeHandle} but outside any scope: for parameters, gradients, buffers. */
+    static Tensor fromNativeHandleUntracked(long nativeHandle) {
+        return new Tensor(nativeHandle, false);
+    }
+
+    // ---- creation ---------------------------------------------------------------------------------
+
+    /**
+     * A float32 CPU tensor holding {@code data} (copied) in row-major order. Mirrors {@code torch.tensor}.
+     *
+     * @throws IllegalArgumentException if data.length differs from the product of shape
+     */
+    public static Tensor of(float[] data, long... shape) {
+        checkLength(data.length, shape);
+        return fromNativeHandle(TensorNatives.fromFloats(data, 0, shape));
+    }
+
+    /** A float32 CPU tensor from {@code shape}-many values of {@code data} starting at {@code offset}. */
+    public static Tensor ofRegion(float[] data, int offset, long... shape) {
+        return fromNativeHandle(TensorNatives.fromFloats(data, offset, shape));
+    }
+
+    /**
+     * An int64 CPU tensor holding {@code data} (copied), e.g. class labels.
+     *
+     * @throws IllegalArgumentException if data.length differs from the product of shape
+     */
+    public static Tensor ofLongs(long[] data, long... shape) {
+        checkLength(data.length, shape);
+        return fromNativeHandle(TensorNatives.fromLongs(data, 0, shape));
+    }
+
+    /** A float32 scalar (shape []). */
+    public static Tensor scalar(float value) {
+        return of(new float[] {value});
+    }
+
+    /** A float32 CPU tensor of zeros. Mirrors {@code torch.zeros}. */
+    public static Tensor zeros(long... shape) {
+        return full(0, DType.FLOAT32, Device.CPU, shape);
+    }
+
+    /** A float32 CPU tensor of ones. Mirrors {@code torch.ones}. */
+    public static Tensor ones(long... shape) {
+        return full(1, DType.FLOAT32, Device.CPU, shape);
+    }
+
+    /** A tensor of {@code value} with the given dtype and device. Mirrors {@code torch.full}. */
+    public static Tensor full(double value, DType dtype, Device device, long... shape) {
+        return fromNativeHandle(TensorNatives.full(shape, dtype.ordinal(), device.type().ordinal(), device.index(), value));
+    }
+
+    /** A zero tensor with this tensor's shape, dtype and device. Mirrors {@code torch.zeros_like}. */
+    public Tensor zerosLike() {
+        return full(0, dtype, device, shape);
+    }
+
+    private static void checkLength(int length, long[] shape) {
+        long n = 1;
+        for (long s : shape) {
+            n *= s;
+        }
+        if (n != length) {
+            throw new IllegalArgumentException(length + " values cannot fill shape " + Arrays.toString(shape)
+                    + " (" + n + " elements)");
+        }
+    }
+
+    // ---- metadata ---------------------------------------------------------------------------------
+
+    /**
+     * The native handle, for ddp4j's JNI bindings.
+     *
+     * @throws IllegalStateException if this tensor is closed
+     */
+    public long nativeHandle() {
+        long h = handle.get();
+        if (h == 0) {
+            throw new IllegalStateException("tensor " + describe() + " is closed: it was freed by close() or by the "
+                    + "Tensors.scope() that created it; create tensors you need after the scope outside it, or keep() them");
+        }
+        return h;
+    }
+
+    /** Sizes of each dimension (a copy). Mirrors {@code Tensor.shape}. */
+    public long[] shape() {
+        return shape.clone();
+    }
+
+    /** Size of dimension d (negative counts from the end). Mirrors {@code Tensor.size(d)}. */
+    public long size(int d) {
+        int i = d < 0 ? d + shape.length : d;
+        if (i < 0 || i >= shape.length) {
+            throw new IllegalArgumentException("dimension " + d + " out of range for shape " + Arrays.toString(shape));
+        }
+        return shape[i];
+    }
+
+    public int dim() {
+        return shape.length;
+    }
+
+    public long numel() {
+        return numel;
+    }
+
+    public DType dtype() {
+        return dtype;
+    }
+
+    public Device device() {
+        return device;
+    }
+
+    /** Whether {@link #close()} has freed this tensor. */
+    public boolean isClosed() {
+        return handle.get() == 0;
+    }
+
+    /** "float32[2, 3] on cpu". */
+    public String describe() {
+        return dtype.name().toLowerCase() + Arrays.toString(shape) + " on " + device;
+    }
+
+    // ---- lifetime ---------------------------------------------------------------------------------
+
+    /** Frees the native memory now (idempotent). Its gradient is not closed. */
+    @Override
+    public void close() {
+        cleanable.clean();
+    }
+
+    /** Takes this tensor out of the scope that created it, so it outlives the scope. Returns this. */
+    public Tensor keep() {
+        scope = null;
+        return this;
+    }
+
+    // ---- data -------------------------------------------------------------------------------------
+
+    /** The values, copied to a Java array (float32 CPU tensors). */
+    public float[] toFloatArray() {
+        float[] out = new float[Math.toIntExact(numel)];
+        TensorNatives.toFloats(nativeHandle(), out);
+        return out;
+    }
+
+    /** The values, copied to a Java array (int64 CPU tensors). */
+    public long[] toLongArray() {
+        long[] out = new long[Math.toIntExact(numel)];
+        TensorNatives.toLongs(nativeHandle(), out);
+        return out;
+    }
+
+    /**
+     * The single value of a one-element float32 tensor. Mirrors {@code Tensor.item()}.
+     *
+     * @throws IllegalArgumentException if numel() != 1
+     */
+    public float item() {
+        if (numel != 1) {
+            throw new IllegalArgumentException("item() needs a tensor with one element, got shape " + Arrays.toString(shape));
+        }
+        return toFloatArray()[0];
+    }
+
+    /** Overwrites every element with value (no autograd). Returns this. Mirrors {@code Tensor.fill_}. */
+    public Tensor fill(double value) {
+        TensorNatives.fill(nativeHandle(), value);
+        return this;
+    }
+
+    /** Copies src's values into this tensor (same dtype and numel; no autograd). Mirrors {@code Tensor.copy_}. */
+    public Tensor copyFrom(Tensor src) {
+        TensorNatives.copyInto(src.nativeHandle(), nativeHandle());
+        return this;
+    }
+
+    /** this += alpha * other, in place, no autograd. Mirrors {@code Tensor.add_(other, alpha=alpha)}. */
+    public Tensor addInPlace(Tensor other, float alpha) {
+        ElementwiseNatives.addInPlace(nativeHandle(), other.nativeHandle(), alpha);
+        return this;
+    }
+
+    /** this *= s, in place, no autograd. Mirrors {@code Tensor.mul_}. */
+    public Tensor mulInPlace(float s) {
+        ElementwiseNatives.scaleInPlace(nativeHandle(), s);
+        return this;
+    }
+
+    /** A copy with its own storage, outside autograd. Mirrors {@code Tensor.clone().detach()}. */
+    public Tensor copy() {
+        return fromNativeHandle(TensorNatives.cloneTensor(nativeHandle()));
+    }
+
+    /** A tensor sharing this one's storage, cut from the graph. Mirrors {@code Tensor.detach()}. */
+    public Tensor detach() {
+        return fromNativeHandle(TensorNatives.view(nativeHandle(), shape));
+    }
+
+    /**
+     * This tensor on {@code target}. Returns this when it is already there. Mirrors {@code Tensor.to}.
+     *
+     * @throws IllegalStateException for CUDA devices until the CUDA library is available
+     */
+    public Tensor to(Device target) {
+        if (target.equals(device)) {
+            return this;
+        }
+        throw new IllegalStateException("cannot move " + describe() + " to " + target
+                + ": this build of ddp4j has no CUDA support (libddp4j_cuda.so is not loaded)");
+    }
+
+    // ---- autograd -----------------------------------------------------------------------------------
+
+    /** Whether gradients flow to this tensor. Mirrors {@code Tensor.requires_grad}. */
+    public boolean requiresGrad() {
+        return requiresGrad;
+    }
+
+    /**
+     * Marks a leaf as needing a gradient (for parameters). Returns this. Mirrors {@code Tensor.requires_grad_}.
+     *
+     * @throws IllegalStateException on a non-leaf
+     */
+    public Tensor requiresGrad(boolean value) {
+        if (gradFn != null) {
+            throw new IllegalStateException("requiresGrad(" + value + ") is only for leaf tensors; "
+                    + "this one was produced by " + gradFn.name() + " (use detach())");
+        }
+        requiresGrad = value;
+        return this;
+    }
+
+    /** True when no op produced this tensor under autograd. Mirrors {@code Tensor.is_leaf}. */
+    public boolean isLeaf() {
+        return gradFn == null;
+    }
+
+    /** The accumulated gradient of a leaf, or null before the first backward. Mirrors {@code Tensor.grad}. */
+    public Tensor grad() {
+        return grad;
+    }
+
+    /** Replaces the gradient (it must have this tensor's shape), e.g. with a view into a DDP bucket. */
+    public void setGrad(Tensor newGrad) {
+        if (newGrad != null && !Arrays.equals(newGrad.shape, shape)) {
+            throw new IllegalArgumentException("gradient shape " + Arrays.toString(newGrad.shape)
+                    + " does not match tensor shape " + Arrays.toString(shape));
+        }
+        grad = newGrad;
+    }
+
+    /** The node that produced this tensor, or null for a leaf. Mirrors {@code Tensor.grad_fn}. */
+    public Node gradFn() {
+        return gradFn;
+    }
+
+    void setGradFn(Node node) {
+        gradFn = node;
+        requiresGrad = true;
+    }
+
+    /**
+     * Runs {@code hook} each time a gradient has been accumulated into this leaf's {@link #grad()}.
+     * Mirrors {@code Tensor.register_post_accumulate_grad_hook}.
+     */
+    public void registerPostAccumulateGradHook(Consumer<Tensor> hook) {
+        if (postAccumulateGradHooks == null) {
+            postAccumulateGradHooks = new ArrayList<>();
+        }
+        postAccumulateGradHooks.add(hook);
+    }
+
+    void accumulateGrad(Tensor incoming) {
+        if (grad == null) {
+            grad = fromNativeHandleUntracked(TensorNatives.cloneTensor(incoming.nativeHandle()));
+        } else {
+            grad.addInPlace(incoming, 1f);
+        }
+        if (postAccumulateGradHooks != null) {
+            for (Consumer<Tensor> hook : postAccumulateGradHooks) {
+                hook.accept(this);
+            }
+        }
+    }
+
+    /**
+     * Computes the gradient of this scalar with respect to every leaf that requires grad and
+     * accumulates it into their {@link #grad()}. Mirrors {@code Tensor.backward()}.
+     *
+     * @throws IllegalStateException if this tensor does not require grad or is not a scalar
+     */
+    public void backward() {
+        if (numel != 1) {
+            throw new IllegalStateException("backward() needs a scalar (e.g. a loss); got shape " + Arrays.toString(shape));
+        }
+        Autograd.backward(this, full(1, dtype, device, shape));
+    }
+
+    /** Backward from this tensor with an explicit output gradient of the same shape. */
+    public void backward(Tensor gradOutput) {
+        Autograd.backward(this, gradOutput);
+    }
+
+    // ---- differentiable ops -------------------------------------------------------------------------
+
+    /** this + other (same shape). Mirrors {@code torch.add}. */
+    public Tensor add(Tensor other) {
+        return ElementwiseOps.add(this, other, 1f);
+    }
+
+    /** this - other (same shape). Mirrors {@code torch.sub}. */
+    public Tensor sub(Tensor other) {
+        return ElementwiseOps.add(this, other, -1f);
+    }
+
+    /** this * other elementwise (same shape). Mirrors {@code torch.mul}. */
+    public Tensor mul(Tensor other) {
+        return ElementwiseOps.mul(this, other);
+    }
+
+    /** this * s. */
+    public Tensor mul(float s) {
+        return ElementwiseOps.scale(this, s);
+    }
+
+    /** Sum of all elements, shape []. Mirrors {@code torch.sum}. */
+    public Tensor sum() {
+        return ElementwiseOps.sum(this);
+    }
+
+    /** Mean of all elements, shape []. Mirrors {@code torch.mean}. */
+    public Tensor mean() {
+        return sum().mul(1f / numel);
+    }
+
+    /**
+     * The same elements in a new shape (one size may be -1). Shares storage. Mirrors {@code Tensor.reshape}.
+     *
+     * @throws IllegalArgumentException if the sizes do not multiply to numel()
+     */
+    public Tensor reshape(long... newShape) {
+        return ElementwiseOps.reshape(this, newShape);
+    }
+
+    /** Alias of {@link #reshape}. Mirrors {@code Tensor.view}. */
+    public Tensor view(long... newShape) {
+        return reshape(newShape);
+    }
+
+    /**
+     * Index of the largest element of each row of a 2-D tensor, int64 [N] (no gradient).
+     * Mirrors {@code torch.argmax(x, dim=1)}.
+     *
+     * @throws IllegalArgumentException if dim is not 1 or the tensor is not 2-D
+     */
+    public Tensor argmax(int dim) {
+        if (dim != 1 && dim != -1) {
+            throw new IllegalArgumentException("argmax supports dim 1 of a 2-D tensor, got dim " + dim);
+        }
+        return fromNativeHandle(ElementwiseNatives.argmaxRows(nativeHandle()));
+    }
+
+    @Override
+    public String toString() {
+        return TensorFormat.format(this);
+    }
+}

@@ -1,0 +1,107 @@
+// kernels.h: the signature of every kernel, one per op. A kernel gets validated inputs and
+// preallocated outputs (shapes already checked by ops.h), all on one device, float32 unless said.
+// Each device implements these (CPU in src/cpu, CUDA in src/cuda) and registers them with
+// DDP4J_REGISTER_KERNEL(name, CPU, fn), where name is the typedef below without "_fn".
+#pragma once
+#include <cstdint>
+
+#include "ddp4j/tensor.h"
+
+namespace ddp4j::kernels {
+
+// ---- elementwise and reductions ---------------------------------------------------------------
+/** t[:] = value (float32 or int64). */
+using fill_fn = void (*)(Tensor& t, double value);
+/** dst[:] = src[:]; same dtype and numel. */
+using copy_fn = void (*)(const Tensor& src, Tensor& dst);
+/** out = a + alpha * b; same numel. out may alias a (in-place accumulate). */
+using add_fn = void (*)(const Tensor& a, const Tensor& b, float alpha, Tensor& out);
+/** out = a * b elementwise; same numel. */
+using mul_fn = void (*)(const Tensor& a, const Tensor& b, Tensor& out);
+/** out = a * s; out may alias a. */
+using scale_fn = void (*)(const Tensor& a, float s, Tensor& out);
+/** out (shape []) = sum of all elements of a (float32, accumulated in double). */
+using sum_fn = void (*)(const Tensor& a, Tensor& out);
+/** out[n] (int64) = index of the largest x[n, :]; first index on ties. x is [N, C]. */
+using argmax_rows_fn = void (*)(const Tensor& x, Tensor& out);
+
+// ---- layers -------------------------------------------------------------------------------------
+/** y[N, out] = x[N, in] · w[out, in]ᵀ + b[out] (b may be undefined). torch.nn.functional.linear. */
+using linear_forward_fn = void (*)(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);
+/** gx = gy·w, gw = gyᵀ·x, gb = Σ_n gy (gx, gb may be undefined: not needed). Outputs are overwritten. */
+using linear_backward_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx,
+                                    Tensor& gw, Tensor& gb);
+/** y = max(x, 0). */
+using relu_forward_fn = void (*)(const Tensor& x, Tensor& y);
+/** gx = gy where y > 0, else 0. */
+using relu_backward_fn = void (*)(const Tensor& gy, const Tensor& y, Tensor& gx);
+
+/** Convolution geometry (PyTorch's Conv2d with dilation 1, groups 1). */
+struct Conv2dGeometry {
+  int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+};
+/** y[N, K, P, Q] = conv(x[N, C, H, W], w[K, C, R, S]) + b[K] (b may be undefined). */
+using conv2d_forward_fn = void (*)(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y,
+                                   const Conv2dGeometry& g);
+/** Gradients of conv2d_forward; gx and gb may be undefined (not needed). Outputs are overwritten. */
+using conv2d_backward_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx,
+                                    Tensor& gw, Tensor& gb, const Conv2dGeometry& g);
+
+/**
+ * Training-mode BatchNorm2d over x[N, C, H, W]: y = (x - mean) * invstd * gamma + beta with batch
+ * statistics (biased variance); saves mean[C] and invstd[C]; updates running_mean/running_var
+ * (unbiased variance) with running = (1 - momentum) * running + momentum * batch.
+ */
+using batch_norm2d_forward_train_fn = void (*)(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                               Tensor& running_mean, Tensor& running_var, double momentum,
+                                               double eps, Tensor& y, Tensor& save_mean, Tensor& save_invstd);
+/** Eval-mode BatchNorm2d: uses running statistics. */
+using batch_norm2d_forward_eval_fn = void (*)(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                              const Tensor& running_mean, const Tensor& running_var,
+                                              double eps, Tensor& y);
+/** Gradients of training-mode BatchNorm2d (w.r.t. x, gamma, beta). Outputs are overwritten. */
+using batch_norm2d_backward_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& gamma,
+                                          const Tensor& save_mean, const Tensor& save_invstd, Tensor& gx,
+                                          Tensor& ggamma, Tensor& gbeta);
+
+/** Pooling geometry (PyTorch's MaxPool2d with dilation 1, ceil_mode false). */
+struct Pool2dGeometry {
+  int kernel_h = 2, kernel_w = 2, stride_h = 2, stride_w = 2, pad_h = 0, pad_w = 0;
+};
+/** y[N, C, P, Q] = max over each window of x; indices (int64, same shape as y) = flat h*W+w of the max. */
+using max_pool2d_forward_fn = void (*)(const Tensor& x, Tensor& y, Tensor& indices, const Pool2dGeometry& g);
+/** gx = scatter-add of gy into the argmax positions; gx is overwritten. */
+using max_pool2d_backward_fn = void (*)(const Tensor& gy, const Tensor& indices, Tensor& gx);
+
+// ---- losses -------------------------------------------------------------------------------------
+/** out (shape []) = mean((input - target)²). */
+using mse_loss_forward_fn = void (*)(const Tensor& input, const Tensor& target, Tensor& out);
+/** ginput = gout * 2 (input - target) / numel; gout has shape []. */
+using mse_loss_backward_fn = void (*)(const Tensor& gout, const Tensor& input, const Tensor& target,
+                                      Tensor& ginput);
+/**
+ * out (shape []) = mean over n of -log_softmax(logits[n])[target[n]], computed stably (max
+ * subtracted); target is int64 [N] with values in [0, C) (checked: throws InvalidArgument naming
+ * the bad value). Saves softmax probabilities [N, C] for the backward.
+ */
+using cross_entropy_forward_fn = void (*)(const Tensor& logits, const Tensor& target, Tensor& out,
+                                          Tensor& probs);
+/** glogits = gout * (probs - onehot(target)) / N. */
+using cross_entropy_backward_fn = void (*)(const Tensor& gout, const Tensor& probs, const Tensor& target,
+                                           Tensor& glogits);
+
+// ---- optimiser ----------------------------------------------------------------------------------
+/** Hyper-parameters of torch.optim.SGD. */
+struct SgdOptions {
+  double lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+};
+/**
+ * One SGD update of param in place, exactly as torch.optim.SGD: g = grad + wd * param; with
+ * momentum: buf = first ? g : momentum * buf + (1 - dampening) * g; g = nesterov ? g + momentum *
+ * buf : buf; param -= lr * g. momentum_buf is undefined when momentum == 0.
+ */
+using sgd_step_fn = void (*)(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdOptions& o,
+                             bool first);
+
+}  // namespace ddp4j::kernels

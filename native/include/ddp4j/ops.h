@@ -1,0 +1,77 @@
+// ops.h: the device-independent ops the JNI layer calls. Each checks dtypes, devices and shapes
+// (throwing InvalidArgument with both shapes in the message), allocates outputs on the inputs'
+// device, and calls the registered kernel (kernels.h). An undefined Tensor means "absent".
+#pragma once
+#include <vector>
+
+#include "ddp4j/kernels.h"
+#include "ddp4j/tensor.h"
+
+namespace ddp4j::ops {
+
+// ---- elementwise and reductions (src/core/ops_basic.cpp) ---------------------------------------
+void fill_(Tensor& t, double value);
+/** Copies src into dst (same dtype and numel). */
+void copy_(const Tensor& src, Tensor& dst);
+/** a + alpha * b (same shape). torch.add. */
+Tensor add(const Tensor& a, const Tensor& b, float alpha);
+/** a += alpha * b in place (same numel). torch.Tensor.add_. */
+void add_(Tensor& a, const Tensor& b, float alpha);
+/** a * b (same shape). torch.mul. */
+Tensor mul(const Tensor& a, const Tensor& b);
+/** a * s. */
+Tensor scale(const Tensor& a, float s);
+/** a *= s in place. */
+void scale_(Tensor& a, float s);
+/** Sum of all elements, shape []. torch.sum. */
+Tensor sum(const Tensor& a);
+/** Index of the max of each row of x[N, C], int64 [N]. torch.argmax(x, 1). */
+Tensor argmax_rows(const Tensor& x);
+
+// ---- layers (src/core/ops_linear.cpp, ops_conv.cpp, ops_norm.cpp, ops_pool.cpp) ----------------
+/** torch.nn.functional.linear: x[N, in], w[out, in], b[out] or undefined -> [N, out]. */
+Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b);
+/** Returns {gx, gw, gb}; gx / gb undefined when need_gx / b undefined. */
+std::vector<Tensor> linear_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool need_gx, bool has_bias);
+Tensor relu_forward(const Tensor& x);
+Tensor relu_backward(const Tensor& gy, const Tensor& y);
+
+/** torch.nn.functional.conv2d: x[N, C, H, W], w[K, C, R, S], b[K] or undefined -> [N, K, P, Q]. */
+Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const kernels::Conv2dGeometry& g);
+/** Returns {gx, gw, gb}. */
+std::vector<Tensor> conv2d_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool need_gx, bool has_bias,
+                                    const kernels::Conv2dGeometry& g);
+
+/** Training BatchNorm2d: returns {y, save_mean, save_invstd}; updates running stats in place. */
+std::vector<Tensor> batch_norm2d_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                               Tensor& running_mean, Tensor& running_var, double momentum,
+                                               double eps);
+Tensor batch_norm2d_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 const Tensor& running_mean, const Tensor& running_var, double eps);
+/** Returns {gx, ggamma, gbeta}. */
+std::vector<Tensor> batch_norm2d_backward(const Tensor& gy, const Tensor& x, const Tensor& gamma,
+                                          const Tensor& save_mean, const Tensor& save_invstd);
+
+/** Returns {y, indices}. */
+std::vector<Tensor> max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& g);
+/** x_shape is the forward input's shape. */
+Tensor max_pool2d_backward(const Tensor& gy, const Tensor& indices, const Shape& x_shape);
+
+// ---- losses (src/core/ops_loss.cpp) -------------------------------------------------------------
+Tensor mse_loss_forward(const Tensor& input, const Tensor& target);
+Tensor mse_loss_backward(const Tensor& gout, const Tensor& input, const Tensor& target);
+/** Returns {loss, probs}. */
+std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& target);
+Tensor cross_entropy_backward(const Tensor& gout, const Tensor& probs, const Tensor& target);
+
+// ---- optimiser (src/core/ops_sgd.cpp) -----------------------------------------------------------
+void sgd_step_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const kernels::SgdOptions& o, bool first);
+
+// ---- shared checks ------------------------------------------------------------------------------
+/** Throws InvalidArgument "<op>: <what> must be float32, got ..." etc. */
+void check_dtype(const char* op, const char* what, const Tensor& t, DType dtype);
+void check_dim(const char* op, const char* what, const Tensor& t, int dim);
+void check_same_device(const char* op, const Tensor& a, const Tensor& b);
+void check_same_shape(const char* op, const Tensor& a, const Tensor& b);
+
+}  // namespace ddp4j::ops

@@ -1,0 +1,25 @@
+// Shared argument checks for the ops: every message names the op, the argument and the shapes.
+#include "ddp4j/ops.h"
+
+namespace ddp4j::ops {
+
+void check_dtype(const char* op, const char* what, const Tensor& t, DType dtype) {
+  DDP4J_CHECK_ARG(t.dtype() == dtype, op, ": ", what, " must be ", dtype_name(dtype), ", got ", t.describe());
+}
+
+void check_dim(const char* op, const char* what, const Tensor& t, int dim) {
+  DDP4J_CHECK_ARG(t.dim() == dim, op, ": ", what, " must have ", dim, " dimensions, got shape ",
+                  shape_str(t.shape()));
+}
+
+void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  DDP4J_CHECK_ARG(a.device() == b.device(), op, ": tensors are on different devices (", a.device().str(), " and ",
+                  b.device().str(), "); move them with to(device)");
+}
+
+void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
+  DDP4J_CHECK_ARG(a.shape() == b.shape(), op, ": shapes must match, got ", shape_str(a.shape()), " and ",
+                  shape_str(b.shape()));
+}
+
+}  // namespace ddp4j::ops

@@ -1,0 +1,61 @@
+// jni_util.h: the rules every JNI entry point follows. guarded() runs the body and turns any C++
+// exception into a pending Java exception (no C++ exception crosses JNI); tensors travel as jlong
+// handles to heap-allocated ddp4j::Tensor objects owned by org.ddp4j.tensor.Tensor.
+#pragma once
+#include <jni.h>
+
+#include <exception>
+#include <new>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ddp4j/errors.h"
+#include "ddp4j/tensor.h"
+
+namespace ddp4j::jni {
+
+/** The JVM, saved by JNI_OnLoad, for native threads that call back into Java. */
+JavaVM* java_vm();
+
+/** Throws a Java exception of the class that matches kind. */
+void throw_java(JNIEnv* env, ErrorKind kind, const char* message);
+
+/** Runs body; a C++ exception becomes a Java exception and the default value is returned. */
+template <typename F>
+auto guarded(JNIEnv* env, F&& body) -> decltype(body()) {
+  using R = decltype(body());
+  try {
+    return body();
+  } catch (const Error& e) {
+    throw_java(env, e.kind(), e.what());
+  } catch (const std::bad_alloc&) {
+    throw_java(env, ErrorKind::OutOfMemory, "native allocation failed (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    throw_java(env, ErrorKind::Runtime, e.what());
+  } catch (...) {
+    throw_java(env, ErrorKind::Runtime, "unknown native error");
+  }
+  if constexpr (!std::is_void_v<R>) return R{};
+}
+
+/** The tensor behind a handle; handle 0 gives an undefined tensor (an absent optional input). */
+inline const Tensor& tensor_of(jlong handle) {
+  static const Tensor undefined;
+  return handle == 0 ? undefined : *reinterpret_cast<Tensor*>(handle);
+}
+inline Tensor& mutable_tensor_of(jlong handle) {
+  DDP4J_CHECK_ARG(handle != 0, "a required tensor argument is missing");
+  return *reinterpret_cast<Tensor*>(handle);
+}
+
+/** Moves t to the heap and returns its handle; 0 for an undefined tensor. */
+inline jlong handle_of(Tensor t) { return t.defined() ? reinterpret_cast<jlong>(new Tensor(std::move(t))) : 0; }
+
+/** Handles for several tensors as a Java long[]. */
+jlongArray handles_of(JNIEnv* env, std::vector<Tensor> tensors);
+
+/** A Java long[] as a Shape. */
+Shape shape_of(JNIEnv* env, jlongArray shape);
+
+}  // namespace ddp4j::jni

@@ -1,0 +1,132 @@
+// JNI for org.ddp4j.internal.TensorNatives: creating, viewing, copying and freeing tensors.
+#include <jni.h>
+
+#include <cstring>
+
+#include "ddp4j/allocator.h"
+#include "ddp4j/ops.h"
+#include "jni/jni_util.h"
+
+using namespace ddp4j;
+using namespace ddp4j::jni;
+
+namespace {
+Device device_of(jint type, jint index) { return Device{static_cast<DeviceType>(type), index}; }
+
+void check_cpu(const Tensor& t, const char* what) {
+  DDP4J_CHECK_ARG(t.device().type == DeviceType::CPU, what, ": tensor ", t.describe(),
+                  " is not on the CPU; call to(Device.CPU) first");
+}
+}  // namespace
+
+extern "C" {
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_empty(JNIEnv* env, jclass, jlongArray shape,
+                                                                    jint dtype, jint devType, jint devIndex) {
+  return guarded(env, [&] {
+    return handle_of(Tensor::empty(shape_of(env, shape), static_cast<DType>(dtype), device_of(devType, devIndex)));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_full(JNIEnv* env, jclass, jlongArray shape, jint dtype,
+                                                                   jint devType, jint devIndex, jdouble value) {
+  return guarded(env, [&] {
+    Tensor t = Tensor::empty(shape_of(env, shape), static_cast<DType>(dtype), device_of(devType, devIndex));
+    ops::fill_(t, value);
+    return handle_of(std::move(t));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromFloats(JNIEnv* env, jclass, jfloatArray data,
+                                                                         jint offset, jlongArray shape) {
+  return guarded(env, [&] {
+    Tensor t = Tensor::empty(shape_of(env, shape), DType::Float32);
+    DDP4J_CHECK_ARG(offset >= 0 && offset + t.numel() <= env->GetArrayLength(data), "fromFloats: ",
+                    env->GetArrayLength(data), " values (from offset ", offset, ") cannot fill shape ",
+                    shape_str(t.shape()));
+    env->GetFloatArrayRegion(data, offset, static_cast<jsize>(t.numel()), t.data<float>());
+    return handle_of(std::move(t));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromLongs(JNIEnv* env, jclass, jlongArray data,
+                                                                        jint offset, jlongArray shape) {
+  return guarded(env, [&] {
+    Tensor t = Tensor::empty(shape_of(env, shape), DType::Int64);
+    DDP4J_CHECK_ARG(offset >= 0 && offset + t.numel() <= env->GetArrayLength(data), "fromLongs: ",
+                    env->GetArrayLength(data), " values (from offset ", offset, ") cannot fill shape ",
+                    shape_str(t.shape()));
+    env->GetLongArrayRegion(data, offset, static_cast<jsize>(t.numel()), reinterpret_cast<jlong*>(t.data<int64_t>()));
+    return handle_of(std::move(t));
+  });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toFloats(JNIEnv* env, jclass, jlong h, jfloatArray out) {
+  guarded(env, [&] {
+    const Tensor& t = tensor_of(h);
+    check_cpu(t, "toFloatArray");
+    ops::check_dtype("toFloatArray", "tensor", t, DType::Float32);
+    DDP4J_CHECK_ARG(env->GetArrayLength(out) >= t.numel(), "toFloatArray: array too small");
+    env->SetFloatArrayRegion(out, 0, static_cast<jsize>(t.numel()), t.data<float>());
+  });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toLongs(JNIEnv* env, jclass, jlong h, jlongArray out) {
+  guarded(env, [&] {
+    const Tensor& t = tensor_of(h);
+    check_cpu(t, "toLongArray");
+    ops::check_dtype("toLongArray", "tensor", t, DType::Int64);
+    DDP4J_CHECK_ARG(env->GetArrayLength(out) >= t.numel(), "toLongArray: array too small");
+    env->SetLongArrayRegion(out, 0, static_cast<jsize>(t.numel()), reinterpret_cast<jlong*>(t.data<int64_t>()));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_view(JNIEnv* env, jclass, jlong h, jlongArray shape) {
+  return guarded(env, [&] { return handle_of(tensor_of(h).view(shape_of(env, shape))); });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_cloneTensor(JNIEnv* env, jclass, jlong h) {
+  return guarded(env, [&] {
+    const Tensor& src = tensor_of(h);
+    Tensor dst = Tensor::empty(src.shape(), src.dtype(), src.device());
+    ops::copy_(src, dst);
+    return handle_of(std::move(dst));
+  });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_copyInto(JNIEnv* env, jclass, jlong src, jlong dst) {
+  guarded(env, [&] { ops::copy_(tensor_of(src), mutable_tensor_of(dst)); });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_fill(JNIEnv* env, jclass, jlong h, jdouble value) {
+  guarded(env, [&] { ops::fill_(mutable_tensor_of(h), value); });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_free(JNIEnv*, jclass, jlong h) {
+  delete reinterpret_cast<Tensor*>(h);
+}
+
+JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_TensorNatives_meta(JNIEnv* env, jclass, jlong h) {
+  return guarded(env, [&]() -> jlongArray {
+    const Tensor& t = tensor_of(h);
+    std::vector<jlong> meta = {static_cast<jlong>(t.dtype()), static_cast<jlong>(t.device().type), t.device().index};
+    meta.insert(meta.end(), t.shape().begin(), t.shape().end());
+    jlongArray out = env->NewLongArray(static_cast<jsize>(meta.size()));
+    if (out != nullptr) env->SetLongArrayRegion(out, 0, static_cast<jsize>(meta.size()), meta.data());
+    return out;
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_bytesInUse(JNIEnv*, jclass, jint devType) {
+  return native_bytes_in_use(static_cast<DeviceType>(devType));
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_allocationCount(JNIEnv*, jclass, jint devType) {
+  return native_allocation_count(static_cast<DeviceType>(devType));
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_dataAddress(JNIEnv* env, jclass, jlong h) {
+  return guarded(env, [&] { return reinterpret_cast<jlong>(tensor_of(h).raw_data()); });
+}
+
+}  // extern "C"
