@@ -1,13 +1,10 @@
 package org.ddp4j.data;
 
-/**
- * The order in which a DataLoader visits dataset indices. Mirrors PyTorch's
- * {@code torch.utils.data.Sampler}.
- */
+/** The order in which a {@link DataLoader} visits dataset indices. Mirrors {@code torch.utils.data.Sampler}. */
 public interface Sampler {
-    /** The dataset indices to visit, in order, for the current epoch. */
+    /** The indices for the current epoch, in visiting order. */
     int[] indices();
 
-    /** How many indices {@link #indices()} returns. Mirrors {@code Sampler.__len__}. */
+    /** Number of indices per epoch. */
     int size();
 }

@@ -84,6 +84,8 @@ public final class TcpStore implements Store {
     /**
      * Starts a store server on {@code host:port} and connects to it; same as
      * {@code new TcpStore(host, port, true, timeout)}.
+     *
+     * @throws DistributedException if the port is already in use or the host is not an address of this machine
      */
     public static TcpStore server(String host, int port, Duration timeout) {
         return new TcpStore(host, port, true, timeout);
@@ -92,6 +94,9 @@ public final class TcpStore implements Store {
     /**
      * Connects to the store server at {@code host:port}, waiting up to {@code timeout} for it to come up;
      * same as {@code new TcpStore(host, port, false, timeout)}.
+     *
+     * @throws DistributedTimeoutException if the server cannot be reached within {@code timeout}, naming host:port
+     * @throws DistributedException if something other than a ddp4j TcpStore answers on that port
      */
     public static TcpStore client(String host, int port, Duration timeout) {
         return new TcpStore(host, port, false, timeout);
@@ -225,6 +230,11 @@ public final class TcpStore implements Store {
         throw new IOException("corrupt TcpStore answer: status " + status);
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * @throws DistributedException if the connection to the server is lost
+     */
     @Override
     public void set(String key, byte[] value) {
         StoreSupport.checkKey(key);

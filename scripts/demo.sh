@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The main job: installs and builds what is missing (scripts/setup.sh), then runs
+#  1. the two-node linear-model demo: two launchers (node 0 and node 1, 2 processes each, master
+#     127.0.0.1), so 4 ranks;
+#  2. the two-conv network on Fashion-MNIST with 2 ranks for 1 epoch, printing test accuracy.
+# Extra arguments go to the ConvNet demo (e.g. --limit 2000 for a quick run).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$root/scripts/setup.sh"
+
+echo "== two-node linear demo (2 nodes x 2 processes) =="
+"$root/scripts/two-node-demo.sh"
+
+echo "== two-conv network on Fashion-MNIST (2 ranks, 1 epoch) =="
+"$root/scripts/ddp4j-run" --nproc-per-node 2 --master-port "${CONVNET_PORT:-29512}" \
+  org.ddp4j.examples.ConvNetDemo --epochs 1 "$@"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what ddp4j needs on a Debian machine (apt packages, as root) and builds it with Maven:
+# the native library (CMake) lands in java/target/classes/natives/linux_64, runtime jars in
+# java/target/lib. Safe to run again: it installs only what is missing and Maven rebuilds only
+# what changed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+packages=(cmake make g++ libgloo-dev libopenblas-dev dataset-fashion-mnist)
+command -v mvn >/dev/null 2>&1 || packages+=(maven)
+command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
+missing=()
+for pkg in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup.sh: missing Debian packages: ${missing[*]}; run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+fi
+
+cd "$root"
+echo "setup.sh: building ddp4j (mvn package, tests skipped)"
+mvn -q -B -DskipTests package
