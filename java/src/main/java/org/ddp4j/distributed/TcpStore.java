@@ -1,0 +1,410 @@
+package org.ddp4j.distributed;
+
+import static org.ddp4j.distributed.TcpStoreProtocol.*;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A {@link Store} served over TCP by one process and used by all: PyTorch's
+ * {@code torch.distributed.TCPStore}.
+ *
+ * <p>The server is hosted by rank 0 (or by node 0's launcher agent); every rank, the server's own
+ * included, is a client with one connection. Blocking calls ({@link #get}, {@link #waitFor}) are
+ * waited out by the server, in that connection's thread, with the client's timeout, so a waiting
+ * client never holds up the others. One call runs at a time per {@code TcpStore} instance; threads
+ * that share an instance take turns (use one instance per thread for concurrent blocking calls).
+ *
+ * <p>Errors: a port that is already taken, a client that cannot reach the server within the
+ * timeout, and a lost connection each throw a {@link DistributedException} that names the
+ * address; timeouts throw {@link DistributedTimeoutException} naming the keys that were missing.
+ */
+public final class TcpStore implements Store {
+    /** Extra time a client waits for an answer beyond the request's own timeout before giving up on the server. */
+    private static final long ANSWER_GRACE_MS = 30_000;
+
+    private final String host;
+    private final int port;
+    private final Duration timeout;
+    private final TcpStoreServer server;
+    private final String where;
+    private final Object io = new Object();
+    private Socket socket;
+    private DataInputStream in;
+    private DataOutputStream out;
+    private volatile boolean closed;
+    private String broken; // why the connection can no longer be used, or null
+
+    /**
+     * Connects to (and, if {@code isServer}, first starts) the store at {@code host:port}.
+     * Mirrors {@code torch.distributed.TCPStore(host_name, port, is_master=isServer, timeout=timeout)}.
+     *
+     * <p>As a server it binds {@code host:port} ({@code "0.0.0.0"} listens on every interface;
+     * port 0 picks a free port, see {@link #port()}) and serves from daemon threads until
+     * {@link #close()}. As a client it retries refused connections until {@code timeout} passes,
+     * since the server may start after its clients.
+     *
+     * @param host the master's address (MASTER_ADDR); for a server, an address of this machine
+     * @param port the master's port (MASTER_PORT); 0 with {@code isServer} picks a free one
+     * @param isServer whether this instance hosts the store
+     * @param timeout how long to keep trying to connect, and the default wait of blocking calls
+     * @throws DistributedException if the port is already in use or the host is not an address of this machine (server)
+     * @throws DistributedTimeoutException if the server cannot be reached within {@code timeout} (client)
+     * @throws IllegalArgumentException if the port is outside 0..65535 (0 only for a server) or the timeout is negative
+     */
+    public TcpStore(String host, int port, boolean isServer, Duration timeout) {
+        this.host = Objects.requireNonNull(host, "host");
+        this.timeout = StoreSupport.checkTimeout(timeout);
+        if (port < 0 || port > 65535 || (port == 0 && !isServer)) {
+            throw new IllegalArgumentException("TcpStore port must be in 1..65535 (0 = any free port, for a server only), got "
+                    + port);
+        }
+        this.server = isServer ? new TcpStoreServer(host, port) : null;
+        this.port = isServer ? server.port() : port;
+        this.where = "TcpStore at " + host + ":" + this.port;
+        try {
+            connect();
+        } catch (RuntimeException e) {
+            if (server != null) {
+                server.close();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Starts a store server on {@code host:port} and connects to it; same as
+     * {@code new TcpStore(host, port, true, timeout)}.
+     *
+     * @throws DistributedException if the port is already in use or the host is not an address of this machine
+     */
+    public static TcpStore server(String host, int port, Duration timeout) {
+        return new TcpStore(host, port, true, timeout);
+    }
+
+    /**
+     * Connects to the store server at {@code host:port}, waiting up to {@code timeout} for it to come up;
+     * same as {@code new TcpStore(host, port, false, timeout)}.
+     *
+     * @throws DistributedTimeoutException if the server cannot be reached within {@code timeout}, naming host:port
+     * @throws DistributedException if something other than a ddp4j TcpStore answers on that port
+     */
+    public static TcpStore client(String host, int port, Duration timeout) {
+        return new TcpStore(host, port, false, timeout);
+    }
+
+    /** The host this store was given (the master address). Mirrors {@code TCPStore.host}. */
+    public String host() {
+        return host;
+    }
+
+    /** The server's port: the bound port for a server started with port 0. Mirrors {@code TCPStore.port}. */
+    public int port() {
+        return port;
+    }
+
+    /** Whether this instance hosts the server. */
+    public boolean isServer() {
+        return server != null;
+    }
+
+    private void connect() {
+        // A server on the wildcard address is reached through the loopback interface.
+        String target = isWildcard(host) && server != null ? "127.0.0.1" : host;
+        long deadline = StoreSupport.deadlineNanos(timeout);
+        long sleepMs = 10;
+        IOException last = null;
+        while (true) {
+            Socket s = new Socket();
+            try {
+                long remainingMs = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
+                InetSocketAddress address = new InetSocketAddress(target, port);
+                if (address.isUnresolved()) {
+                    throw new IOException("cannot resolve host \"" + target + "\"");
+                }
+                s.connect(address, (int) Math.min(remainingMs, 5_000));
+                s.setTcpNoDelay(true);
+                s.setSoTimeout((int) Math.min(Math.max(remainingMs, 5_000), Integer.MAX_VALUE));
+                DataInputStream din = new DataInputStream(new BufferedInputStream(s.getInputStream()));
+                DataOutputStream dout = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
+                dout.writeInt(MAGIC);
+                dout.writeInt(VERSION);
+                dout.flush();
+                int magic;
+                int version;
+                try {
+                    magic = din.readInt();
+                    version = din.readInt();
+                } catch (IOException e) {
+                    closeQuietly(s);
+                    throw new DistributedException("Connected to " + host + ":" + port
+                            + " but it did not answer as a ddp4j TcpStore (" + e + "); another program may hold"
+                            + " that port: check --master-port / MASTER_PORT", e);
+                }
+                if (magic != MAGIC || version != VERSION) {
+                    closeQuietly(s);
+                    throw new DistributedException("The service at " + host + ":" + port + " is not a ddp4j TcpStore"
+                            + (magic == MAGIC ? " of this version (protocol " + version + ", expected " + VERSION + ")"
+                                    : "; another program holds that port: check --master-port / MASTER_PORT"));
+                }
+                socket = s;
+                in = din;
+                out = dout;
+                return;
+            } catch (IOException e) {
+                closeQuietly(s);
+                last = e;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new DistributedTimeoutException("Could not connect to the TcpStore at " + host + ":" + port
+                        + " within " + StoreSupport.formatDuration(timeout) + " (last error: " + last
+                        + "): the master (rank 0, or node 0's launcher) may not be up, or --master-addr/MASTER_ADDR"
+                        + " and --master-port/MASTER_PORT may not point at it");
+            }
+            sleep(Math.min(sleepMs, Math.max(1, left / 1_000_000)));
+            sleepMs = Math.min(sleepMs * 2, 250);
+        }
+    }
+
+    private static boolean isWildcard(String h) {
+        return h.equals("0.0.0.0") || h.equals("::") || h.equals("[::]") || h.equals("0:0:0:0:0:0:0:0");
+    }
+
+    /** One request and its answer. */
+    private interface Exchange<T> {
+        T run(DataInputStream in, DataOutputStream out) throws IOException;
+    }
+
+    private <T> T call(String what, long waitMs, Exchange<T> exchange) {
+        synchronized (io) {
+            if (closed) {
+                throw new DistributedException(where + " is closed; cannot " + what);
+            }
+            if (broken != null) {
+                throw new DistributedException("The connection to the " + where + " is no longer usable (" + broken
+                        + "); cannot " + what);
+            }
+            try {
+                long soTimeout = Math.max(waitMs, StoreSupport.toMillisSaturated(timeout)) + ANSWER_GRACE_MS;
+                socket.setSoTimeout((int) Math.min(soTimeout, Integer.MAX_VALUE));
+                return exchange.run(in, out);
+            } catch (SocketTimeoutException e) {
+                broken = "no answer in time";
+                throw new DistributedTimeoutException("The " + where + " did not answer " + what + " in time: the"
+                        + " master (rank 0, or node 0's launcher) may be hung or the network may be down");
+            } catch (IOException e) {
+                broken = e.toString();
+                if (closed) {
+                    throw new DistributedException(where + " was closed during " + what, e);
+                }
+                throw new DistributedException("Lost the connection to the " + where + " during " + what + " (" + e
+                        + "): the master process that hosts the store (rank 0, or node 0's launcher) may have exited",
+                        e);
+            }
+        }
+    }
+
+    /** Reads the status byte; throws for TIMEOUT and ERROR answers. */
+    private void expectOk(DataInputStream in, Duration waited) throws IOException {
+        byte status = in.readByte();
+        if (status == OK) {
+            return;
+        }
+        if (status == TIMEOUT) {
+            List<String> missing = readStrings(in);
+            throw new DistributedTimeoutException(StoreSupport.timeoutMessage(waited, missing, where));
+        }
+        if (status == ERROR) {
+            throw new DistributedException(readString(in) + " (via " + where + ")");
+        }
+        throw new IOException("corrupt TcpStore answer: status " + status);
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws DistributedException if the connection to the server is lost
+     */
+    @Override
+    public void set(String key, byte[] value) {
+        StoreSupport.checkKey(key);
+        Objects.requireNonNull(value, "value");
+        call("set(\"" + key + "\")", 0, (in, out) -> {
+            out.writeByte(SET);
+            writeString(out, key);
+            writeBytes(out, value);
+            out.flush();
+            expectOk(in, timeout);
+            return null;
+        });
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws DistributedTimeoutException naming the key, if it is not set within {@link #timeout()}
+     * @throws DistributedException if the connection to the server is lost
+     */
+    @Override
+    public byte[] get(String key) {
+        StoreSupport.checkKey(key);
+        long waitMs = StoreSupport.toMillisSaturated(timeout);
+        return call("get(\"" + key + "\")", waitMs, (in, out) -> {
+            out.writeByte(GET);
+            writeString(out, key);
+            out.writeLong(waitMs);
+            out.flush();
+            expectOk(in, timeout);
+            return readBytes(in);
+        });
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws DistributedException if the key holds a value that is not a decimal counter, or the connection is lost
+     */
+    @Override
+    public long add(String key, long delta) {
+        StoreSupport.checkKey(key);
+        return call("add(\"" + key + "\")", 0, (in, out) -> {
+            out.writeByte(ADD);
+            writeString(out, key);
+            out.writeLong(delta);
+            out.flush();
+            expectOk(in, timeout);
+            return in.readLong();
+        });
+    }
+
+    /** {@inheritDoc} An absent key with a non-empty {@code expected} is left absent and {@code expected} is returned, as in PyTorch. */
+    @Override
+    public byte[] compareSet(String key, byte[] expected, byte[] desired) {
+        StoreSupport.checkKey(key);
+        Objects.requireNonNull(expected, "expected");
+        Objects.requireNonNull(desired, "desired");
+        return call("compareSet(\"" + key + "\")", 0, (in, out) -> {
+            out.writeByte(COMPARE_SET);
+            writeString(out, key);
+            writeBytes(out, expected);
+            writeBytes(out, desired);
+            out.flush();
+            expectOk(in, timeout);
+            return readBytes(in);
+        });
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @param timeout how long the server waits; zero checks once
+     * @throws DistributedTimeoutException naming the keys still missing after {@code timeout}
+     * @throws DistributedException if the connection to the server is lost
+     */
+    @Override
+    public void waitFor(List<String> keys, Duration timeout) {
+        StoreSupport.checkKeys(keys);
+        Objects.requireNonNull(timeout, "timeout");
+        long waitMs = StoreSupport.toMillisSaturated(timeout);
+        call("waitFor(" + StoreSupport.quote(keys) + ")", waitMs, (in, out) -> {
+            out.writeByte(WAIT);
+            writeStrings(out, keys);
+            out.writeLong(waitMs);
+            out.flush();
+            expectOk(in, timeout);
+            return null;
+        });
+    }
+
+    @Override
+    public boolean check(List<String> keys) {
+        StoreSupport.checkKeys(keys);
+        return call("check(" + StoreSupport.quote(keys) + ")", 0, (in, out) -> {
+            out.writeByte(CHECK);
+            writeStrings(out, keys);
+            out.flush();
+            expectOk(in, timeout);
+            return in.readBoolean();
+        });
+    }
+
+    @Override
+    public boolean deleteKey(String key) {
+        StoreSupport.checkKey(key);
+        return call("deleteKey(\"" + key + "\")", 0, (in, out) -> {
+            out.writeByte(DELETE);
+            writeString(out, key);
+            out.flush();
+            expectOk(in, timeout);
+            return in.readBoolean();
+        });
+    }
+
+    /** The number of keys in the store. Mirrors {@code Store.num_keys}. */
+    public int numKeys() {
+        return call("numKeys()", 0, (in, out) -> {
+            out.writeByte(NUM_KEYS);
+            out.flush();
+            expectOk(in, timeout);
+            return in.readInt();
+        });
+    }
+
+    /** The default wait of blocking calls, and how long the constructor kept trying to connect. */
+    @Override
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /**
+     * Closes this client's connection and, on the server instance, stops the server: its socket
+     * and threads are closed, and other clients' calls then fail with a lost-connection error.
+     * Idempotent. A call blocked in another thread fails with a {@link DistributedException}.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        closeQuietly(socket); // unblocks a call in progress in another thread
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new DistributedException("Interrupted while connecting to a TcpStore");
+        }
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        if (c == null) {
+            return;
+        }
+        try {
+            c.close();
+        } catch (Exception ignored) {
+            // closing anyway
+        }
+    }
+
+    @Override
+    public String toString() {
+        return where + (server != null ? " (server)" : "");
+    }
+}
