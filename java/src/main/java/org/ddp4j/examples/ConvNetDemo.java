@@ -74,7 +74,7 @@ public final class ConvNetDemo implements Callable<Integer> {
             sampler.setEpoch(epoch);
             int i = 0;
             for (Batch batch : loader) {
-                try (var scope = Tensors.scope()) {
+                try (batch; var scope = Tensors.scope()) {
                     Tensor loss = criterion.forward(model.forward(batch.inputs()), batch.labels());
                     optimizer.zeroGrad();
                     loss.backward();
@@ -111,7 +111,7 @@ public final class ConvNetDemo implements Callable<Integer> {
         long correct = 0;
         try (var noGrad = Tensors.noGrad()) {
             for (Batch batch : new DataLoader(test, 1000)) {
-                try (var scope = Tensors.scope()) {
+                try (batch; var scope = Tensors.scope()) {
                     long[] predicted = model.module().forward(batch.inputs()).argmax(1).toLongArray();
                     long[] labels = batch.labels().toLongArray();
                     for (int i = 0; i < labels.length; i++) {

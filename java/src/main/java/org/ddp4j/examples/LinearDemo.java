@@ -71,7 +71,7 @@ public final class LinearDemo implements Callable<Integer> {
             sampler.setEpoch(epoch);
             int batchIndex = 0;
             for (Batch batch : loader) {
-                try (var scope = Tensors.scope()) {
+                try (batch; var scope = Tensors.scope()) {
                     if (epoch == 0) {
                         System.out.println("rank " + rank + " batch " + batchIndex + ": " + batch.inputs());
                     }
