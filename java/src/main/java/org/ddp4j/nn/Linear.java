@@ -29,6 +29,10 @@ public class Linear extends Module {
      * A layer initialised from {@code generator} (weight first, then bias, as PyTorch's
      * {@code reset_parameters}).
      *
+     * @param inFeatures size of each input sample (the weight's second dimension)
+     * @param outFeatures size of each output sample (the weight's first dimension)
+     * @param bias whether to add a learnable bias
+     * @param generator the random source for initialisation (same seed, same parameters)
      * @throws IllegalArgumentException if a size is negative
      */
     public Linear(int inFeatures, int outFeatures, boolean bias, Generator generator) {
