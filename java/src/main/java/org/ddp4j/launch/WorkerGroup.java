@@ -204,6 +204,14 @@ final class WorkerGroup {
             }
             awaitExit(targets, Duration.ofSeconds(1));
         }
+        for (Worker w : workers) {
+            try {
+                w.process().waitFor(1, TimeUnit.SECONDS); // reaped: no zombie left behind
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
         return running;
     }
 

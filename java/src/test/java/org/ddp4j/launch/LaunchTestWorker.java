@@ -14,6 +14,8 @@ import java.util.List;
  *       stderr, and writes the same lines to {@code DIR/rank-<RANK>}; exits 0.
  *   <li>{@code fail-rank1}: RANK 1 waits until every other rank of the world wrote its pid file,
  *       then exits 3; the other ranks write {@code DIR/pid-<RANK>} and sleep 60 s.
+ *   <li>{@code fail-rank1-once}: in attempt 0 ({@code DDP4J_RESTART_COUNT}) behaves as
+ *       {@code fail-rank1}; in later attempts prints its attempt and exits 0.
  *   <li>{@code sleep}: writes {@code DIR/pid-<RANK>} and sleeps 60 s.
  *   <li>{@code fail-first-attempt}: RANK 1 exits 3 when DDP4J_RESTART_COUNT is 0; otherwise prints
  *       its attempt and exits 0.
@@ -45,7 +47,12 @@ public final class LaunchTestWorker {
                 System.err.println("hello on stderr from rank " + rank);
                 writeAtomically(dir.resolve("rank-" + rank), sb.toString());
             }
-            case "fail-rank1" -> {
+            case "fail-rank1", "fail-rank1-once" -> {
+                int attempt = Integer.parseInt(System.getenv("DDP4J_RESTART_COUNT"));
+                if (mode.equals("fail-rank1-once") && attempt > 0) {
+                    System.out.println("attempt " + attempt + " ok");
+                    return;
+                }
                 if (rank == 1) {
                     int world = Integer.parseInt(System.getenv("WORLD_SIZE"));
                     long deadline = System.nanoTime() + 20_000_000_000L;

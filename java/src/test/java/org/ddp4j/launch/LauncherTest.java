@@ -222,6 +222,33 @@ class LauncherTest {
     }
 
     @Test
+    void aFailureOnOneNodeRestartsBothNodes() throws Exception {
+        int port = freePort();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        Run r0;
+        Run r1;
+        try {
+            Future<Run> node0 = pool.submit(() -> launch(baseEnv(), "--nnodes", "2", "--node-rank", "0",
+                    "--max-restarts", "2", "--master-port", Integer.toString(port), "--rdzv-timeout", "40",
+                    WORKER, "fail-rank1-once", dir.toString()));
+            Future<Run> node1 = pool.submit(() -> launch(baseEnv(), "--nnodes", "2", "--node-rank", "1",
+                    "--max-restarts", "2", "--master-port", Integer.toString(port), "--rdzv-timeout", "40",
+                    WORKER, "fail-rank1-once", dir.toString()));
+            r1 = node1.get(50, TimeUnit.SECONDS);
+            r0 = node0.get(50, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(0, r0.code(), r0.err());
+        assertEquals(0, r1.code(), r1.err());
+        assertTrue(r0.err().contains("node 0: worker rank 1 (local rank 0, node 1) failed with exit code 3"), r0.err());
+        assertTrue(r0.err().contains("restarting the worker group of node 0 (restart 1 of 2)"), r0.err());
+        assertTrue(r1.err().contains("restarting the worker group of node 1 (restart 1 of 2)"), r1.err());
+        assertEquals(List.of("[rank0]: rank 0 sleeping", "[rank0]: attempt 1 ok"), r0.outLines());
+        assertEquals(List.of("[rank1]: attempt 1 ok"), r1.outLines());
+    }
+
+    @Test
     void withoutRestartsTheFirstFailureIsFinal() throws IOException {
         Run r = launch(baseEnv(), "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
                 WORKER, "fail-first-attempt", dir.toString());
