@@ -238,6 +238,15 @@ final class Agent {
         if (cfg.nodeRank() != 0) {
             return code;
         }
+        try {
+            return exitBarrier(store, success, code);
+        } catch (RuntimeException e) {
+            LOG.warn("{}: exit barrier: {}", me, e.toString());
+            return code;
+        }
+    }
+
+    private int exitBarrier(Store store, boolean success, int code) throws InterruptedException {
         Duration limit = success ? cfg.rdzvTimeout() : FAILURE_LINGER;
         long deadline = System.nanoTime() + limit.toNanos();
         List<Integer> missing = missingExits(store);
