@@ -68,5 +68,5 @@ int main() {
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::InvalidArgument);
   }
-  return test_result();
+  return test_failures();
 }

@@ -146,5 +146,5 @@ int main() {
   // transposing and the direct path, and gW accumulated across chunks).
   against_direct({3, 32, 100, 100, 2, 5, 5, 1, 1, 2, 2}, rng);
   errors();
-  return test_result();
+  return test_failures();
 }

@@ -77,5 +77,5 @@ int main() {
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::InvalidArgument);
   }
-  return test_result();
+  return test_failures();
 }
