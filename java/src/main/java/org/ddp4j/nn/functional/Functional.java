@@ -49,4 +49,28 @@ public final class Functional {
     public static Tensor crossEntropy(Tensor logits, Tensor target) {
         return CrossEntropyFunction.apply(logits, target);
     }
+
+    /**
+     * 2-D convolution: x [N, C, H, W], w [K, C, R, S], b [K] or null → [N, K, P, Q]. Mirrors
+     * {@code torch.nn.functional.conv2d(x, w, b, stride, padding)}.
+     *
+     * @throws IllegalArgumentException on mismatched channels or a too-small input (both shapes named)
+     */
+    public static Tensor conv2d(Tensor x, Tensor w, Tensor b, int stride, int padding) {
+        return Conv2dFunction.apply(x, w, b, stride, padding);
+    }
+
+    /**
+     * Batch normalisation over [N, C, H, W] per channel; in training, batch statistics and a
+     * running-stat update. Mirrors {@code torch.nn.functional.batch_norm}.
+     */
+    public static Tensor batchNorm2d(Tensor x, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
+            boolean training, double momentum, double eps) {
+        return BatchNorm2dFunction.apply(x, weight, bias, runningMean, runningVar, training, momentum, eps);
+    }
+
+    /** Max pooling over [N, C, H, W]. Mirrors {@code torch.nn.functional.max_pool2d(x, kernel, stride, padding)}. */
+    public static Tensor maxPool2d(Tensor x, int kernel, int stride, int padding) {
+        return MaxPool2dFunction.apply(x, kernel, stride, padding);
+    }
 }
