@@ -88,6 +88,12 @@ class Tensor {
   /** A tensor of a new shape over the same elements (one size may be -1). Mirrors Tensor.view. */
   Tensor view(const Shape& shape) const;
 
+  /**
+   * A tensor of shape over elements [offset, offset + numel(shape)) of this one's flat data, sharing
+   * storage (DDP lays gradients out as slices of one bucket). Throws InvalidArgument if out of range.
+   */
+  Tensor flat_slice(int64_t offset, const Shape& shape) const;
+
   /** "float32[2, 3] on cpu" for error messages. */
   std::string describe() const;
 

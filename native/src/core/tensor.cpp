@@ -86,6 +86,17 @@ Tensor Tensor::view(const Shape& shape) const {
   return t;
 }
 
+Tensor Tensor::flat_slice(int64_t offset, const Shape& shape) const {
+  int64_t n = shape_numel(shape);
+  DDP4J_CHECK_ARG(offset >= 0 && n >= 0 && offset + n <= numel_, "flat_slice: elements [", offset, ", ", offset + n,
+                  ") are outside a tensor of ", numel_, " elements");
+  Tensor t = *this;
+  t.shape_ = shape;
+  t.numel_ = n;
+  t.offset_bytes_ = offset_bytes_ + static_cast<size_t>(offset) * dtype_size(dtype_);
+  return t;
+}
+
 std::string Tensor::describe() const {
   return std::string(dtype_name(dtype_)) + shape_str(shape_) + " on " + device().str();
 }

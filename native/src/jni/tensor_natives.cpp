@@ -85,6 +85,11 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_view(JNIEnv* env, 
   return guarded(env, [&] { return handle_of(tensor_of(h).view(shape_of(env, shape))); });
 }
 
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_flatSlice(JNIEnv* env, jclass, jlong h, jlong offset,
+                                                                        jlongArray shape) {
+  return guarded(env, [&] { return handle_of(tensor_of(h).flat_slice(offset, shape_of(env, shape))); });
+}
+
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_cloneTensor(JNIEnv* env, jclass, jlong h) {
   return guarded(env, [&] {
     const Tensor& src = tensor_of(h);

@@ -26,6 +26,9 @@ public final class TensorNatives {
 
     public static native long view(long handle, long[] shape);
 
+    /** A view of elements [offset, offset + numel(shape)) of a tensor's flat data. */
+    public static native long flatSlice(long handle, long offset, long[] shape);
+
     public static native long cloneTensor(long handle);
 
     public static native void copyInto(long src, long dst);

@@ -1,8 +1,10 @@
 package org.ddp4j.tensor;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 
@@ -12,9 +14,35 @@ import java.util.PriorityQueue;
  * accumulates gradients into leaves. Mirrors {@code torch.autograd.backward}.
  */
 final class Autograd {
+    private static final ThreadLocal<List<Runnable>> CALLBACKS = new ThreadLocal<>();
+
     private Autograd() {}
 
+    /** Queues a callback to run when the backward pass in progress on this thread finishes. */
+    static void queueCallback(Runnable callback) {
+        List<Runnable> callbacks = CALLBACKS.get();
+        if (callbacks == null) {
+            throw new IllegalStateException("queueBackwardCallback() may only be called during backward()");
+        }
+        callbacks.add(callback);
+    }
+
     static void backward(Tensor root, Tensor rootGrad) {
+        List<Runnable> outer = CALLBACKS.get();
+        List<Runnable> callbacks = new ArrayList<>();
+        CALLBACKS.set(callbacks);
+        try {
+            run(root, rootGrad);
+            // Callbacks may queue more callbacks (e.g. DDP finishing its buckets).
+            for (int i = 0; i < callbacks.size(); i++) {
+                callbacks.get(i).run();
+            }
+        } finally {
+            CALLBACKS.set(outer);
+        }
+    }
+
+    private static void run(Tensor root, Tensor rootGrad) {
         if (!root.requiresGrad()) {
             throw new IllegalStateException("backward(): the tensor does not require grad (no parameter with "
                     + "requiresGrad(true) contributed to it, or it was computed under Tensors.noGrad())");

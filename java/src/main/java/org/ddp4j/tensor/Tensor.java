@@ -281,6 +281,17 @@ public final class Tensor implements AutoCloseable {
         return fromNativeHandle(TensorNatives.cloneTensor(nativeHandle()));
     }
 
+    /**
+     * A tensor of {@code shape} viewing elements [offset, offset + numel(shape)) of this tensor's
+     * flat data (shared storage, no autograd), outside any scope. For laying gradients out in
+     * one flat buffer, as DDP's buckets do.
+     *
+     * @throws IllegalArgumentException if the range is out of bounds
+     */
+    public Tensor flatSlice(long offset, long... shape) {
+        return fromNativeHandleUntracked(TensorNatives.flatSlice(nativeHandle(), offset, shape));
+    }
+
     /** A tensor sharing this one's storage, cut from the graph. Mirrors {@code Tensor.detach()}. */
     public Tensor detach() {
         return fromNativeHandle(TensorNatives.view(nativeHandle(), shape));

@@ -29,6 +29,18 @@ public final class Tensors {
         return GRAD_ENABLED.get()[0];
     }
 
+    /**
+     * Runs {@code callback} once, after the backward pass now running on this thread has
+     * accumulated every gradient and before {@code backward()} returns. For gradient hooks that
+     * must finish work at the end of backward (DDP awaits its all-reduces this way). Mirrors
+     * {@code Variable._execution_engine.queue_callback}.
+     *
+     * @throws IllegalStateException if no backward pass is running on this thread
+     */
+    public static void queueBackwardCallback(Runnable callback) {
+        Autograd.queueCallback(callback);
+    }
+
     /** Bytes of native CPU memory held by live tensors (for leak checks). */
     public static long nativeBytesInUse() {
         return TensorNatives.bytesInUse(Device.Type.CPU.ordinal());

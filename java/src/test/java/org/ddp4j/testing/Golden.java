@@ -26,7 +26,7 @@ public final class Golden {
         String path = "/golden/" + name + ".json";
         try (InputStream in = Golden.class.getResourceAsStream(path)) {
             if (in == null) {
-                throw new IllegalStateException(path + " is missing: run scripts/golden/make_golden.sh (needs python3-torch)");
+                throw new IllegalStateException(path + " is missing: regenerate it as scripts/golden/README.md says (needs python3-torch)");
             }
             return new Golden(name, new ObjectMapper().readTree(in));
         } catch (IOException e) {

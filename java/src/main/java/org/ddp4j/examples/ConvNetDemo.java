@@ -1,0 +1,130 @@
+package org.ddp4j.examples;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import org.ddp4j.data.Batch;
+import org.ddp4j.data.DataLoader;
+import org.ddp4j.data.MnistDataset;
+import org.ddp4j.distributed.Distributed;
+import org.ddp4j.distributed.DistributedDataParallel;
+import org.ddp4j.distributed.DistributedSampler;
+import org.ddp4j.nn.CrossEntropyLoss;
+import org.ddp4j.optim.SGD;
+import org.ddp4j.tensor.Generator;
+import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The two-conv network on Fashion-MNIST under DDP (the job of the anchor's mnist_ddp.py):
+ * CrossEntropyLoss, SGD with momentum, a DistributedSampler per rank. Rank 0 prints
+ * {@code Epoch [e/E], Step [i/N], Loss: x} every 100 steps, the training time and the test
+ * accuracy. Start it with {@code scripts/ddp4j-run --nproc-per-node 2 org.ddp4j.examples.ConvNetDemo}.
+ */
+@Command(name = "ConvNetDemo", mixinStandardHelpOptions = true,
+        description = "Two-conv network on Fashion-MNIST with DDP (run under scripts/ddp4j-run).")
+public final class ConvNetDemo implements Callable<Integer> {
+    @Option(names = "--epochs", description = "Epochs (default: ${DEFAULT-VALUE}).")
+    int epochs = 1;
+
+    @Option(names = "--batch-size", description = "Images per rank per step (default: ${DEFAULT-VALUE}).")
+    int batchSize = 100;
+
+    @Option(names = "--lr", description = "SGD learning rate (default: ${DEFAULT-VALUE}).")
+    double lr = 0.05;
+
+    @Option(names = "--momentum", description = "SGD momentum (default: ${DEFAULT-VALUE}).")
+    double momentum = 0.9;
+
+    @Option(names = "--data", description = "Folder with the Fashion-MNIST IDX files (default: ${DEFAULT-VALUE}).")
+    Path data = MnistDataset.DEFAULT_DIR;
+
+    @Option(names = "--limit", description = "Use only the first N training images (default: all).")
+    int limit = 0;
+
+    @Option(names = "--seed", description = "Seed for initialisation and shuffling (default: ${DEFAULT-VALUE}).")
+    long seed = 0;
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new ConvNetDemo()).execute(args));
+    }
+
+    @Override
+    public Integer call() {
+        Distributed.initProcessGroup("gloo");
+        int rank = Distributed.getRank();
+        int world = Distributed.getWorldSize();
+
+        MnistDataset train = new MnistDataset(data, true, limit);
+        DistributedSampler sampler = new DistributedSampler(train.size(), world, rank, true, seed, false);
+        DataLoader loader = new DataLoader(train, batchSize, sampler, false);
+        DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, new Generator(seed)));
+        CrossEntropyLoss criterion = new CrossEntropyLoss();
+        SGD optimizer = new SGD(model.parameters(), lr, momentum, 0, 0, false);
+
+        int totalSteps = loader.size();
+        long steps = 0;
+        float lastLoss = Float.NaN;
+        long start = System.nanoTime();
+        for (int epoch = 0; epoch < epochs; epoch++) {
+            sampler.setEpoch(epoch);
+            int i = 0;
+            for (Batch batch : loader) {
+                try (batch; var scope = Tensors.scope()) {
+                    Tensor loss = criterion.forward(model.forward(batch.inputs()), batch.labels());
+                    optimizer.zeroGrad();
+                    loss.backward();
+                    optimizer.step();
+                    i++;
+                    steps++;
+                    if (i % 100 == 0 || i == totalSteps) {
+                        lastLoss = loss.item();
+                        if (rank == 0 && i % 100 == 0) {
+                            System.out.printf(Locale.ROOT, "Epoch [%d/%d], Step [%d/%d], Loss: %.4f%n",
+                                    epoch + 1, epochs, i, totalSteps, lastLoss);
+                        }
+                    }
+                }
+            }
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        if (rank == 0) {
+            System.out.println("Training complete in: " + format(Duration.ofNanos((long) (seconds * 1e9))));
+        }
+        System.out.println(new Summary(rank, world, steps, seconds, batchSize, lastLoss).line());
+        if (rank == 0) {
+            double accuracy = testAccuracy(model, new MnistDataset(data, false));
+            System.out.printf(Locale.ROOT, "Test accuracy of the model on the 10000 test images: %.2f %%%n", accuracy * 100);
+            System.out.printf(Locale.ROOT, "summary test_accuracy=%.4f%n", accuracy);
+        }
+        Distributed.destroyProcessGroup();
+        return 0;
+    }
+
+    /** Fraction of test images whose argmax logit is the label, in eval mode. */
+    static double testAccuracy(DistributedDataParallel model, MnistDataset test) {
+        model.module().eval();
+        long correct = 0;
+        try (var noGrad = Tensors.noGrad()) {
+            for (Batch batch : new DataLoader(test, 1000)) {
+                try (batch; var scope = Tensors.scope()) {
+                    long[] predicted = model.module().forward(batch.inputs()).argmax(1).toLongArray();
+                    long[] labels = batch.labels().toLongArray();
+                    for (int i = 0; i < labels.length; i++) {
+                        correct += predicted[i] == labels[i] ? 1 : 0;
+                    }
+                }
+            }
+        }
+        model.module().train();
+        return (double) correct / test.size();
+    }
+
+    private static String format(Duration d) {
+        return String.format(Locale.ROOT, "%d:%02d:%06.3f", d.toHours(), d.toMinutesPart(), d.toSecondsPart() + d.toNanosPart() / 1e9);
+    }
+}

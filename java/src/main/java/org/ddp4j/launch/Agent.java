@@ -1,0 +1,334 @@
+package org.ddp4j.launch;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.PrefixStore;
+import org.ddp4j.distributed.Store;
+import org.ddp4j.distributed.TcpStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The launcher's agent for one node, torchrun's local elastic agent in small: hosts (node 0) or
+ * joins the TCP store, then for each attempt does the rendezvous, starts the local workers, watches
+ * them and the other nodes, and restarts the group after a failure while restarts remain.
+ */
+final class Agent {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Agent.class);
+
+    /** Prefix of each attempt's keys, followed by the attempt number. */
+    static final String ATTEMPT_PREFIX = "ddp4j/attempt/";
+
+    /** How long node 0 keeps serving the store after a final failure, for the others to see it. */
+    static final Duration FAILURE_LINGER = Duration.ofSeconds(10);
+
+    /** How long the shutdown hook tries to tell the other nodes before stopping the workers. */
+    private static final Duration HOOK_NOTIFY = Duration.ofSeconds(1);
+
+    private final LaunchConfig cfg;
+    private final String me;
+    private volatile boolean shuttingDown;
+    private volatile WorkerGroup current;
+    private volatile Store currentStore;
+
+    /** An agent for the node and job described by {@code cfg}; {@link #run()} does the work. */
+    Agent(LaunchConfig cfg) {
+        this.cfg = cfg;
+        this.me = "node " + cfg.nodeRank();
+    }
+
+    /**
+     * Runs the job on this node.
+     *
+     * @return the launcher's exit code: 0 when every worker of the last attempt exited 0
+     */
+    int run() {
+        if (cfg.nnodes() > 1 && isLoopback(cfg.masterAddr())) {
+            LOG.info("--master-addr {} is a loopback address: launchers on other machines cannot reach it",
+                    cfg.masterAddr());
+        }
+        List<String> argv = WorkerCommand.argv(cfg.command(), cfg.env());
+        LOG.debug("{}: worker command line {}", me, argv);
+        Store root;
+        try {
+            root = new TcpStore(cfg.masterAddr(), cfg.masterPort(), cfg.nodeRank() == 0, cfg.rdzvTimeout());
+        } catch (RuntimeException e) {
+            String what = cfg.nodeRank() == 0
+                    ? "cannot serve the store on " + cfg.endpoint() + " (is the port in use? pick another with --master-port)"
+                    : "cannot reach the store of node 0 at " + cfg.endpoint() + " within " + cfg.rdzvTimeout().toSeconds() + " s";
+            error(what + ": " + e.getMessage());
+            return 1;
+        }
+        Thread hook = new Thread(this::onShutdown, "ddp4j-run-shutdown-node" + cfg.nodeRank());
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            return attempts(root, argv);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            WorkerGroup g = current;
+            if (g != null) {
+                g.stop();
+            }
+            error("interrupted; stopped the workers");
+            return 1;
+        } finally {
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException e) {
+                // the JVM is already shutting down
+            }
+            try {
+                root.close();
+            } catch (RuntimeException e) {
+                LOG.debug("closing the store: {}", e.toString());
+            }
+        }
+    }
+
+    private int attempts(Store root, List<String> argv) throws InterruptedException {
+        for (int attempt = 0; ; attempt++) {
+            Store store = new PrefixStore(ATTEMPT_PREFIX + attempt, root);
+            currentStore = store;
+            Rendezvous.Result r;
+            try {
+                r = Rendezvous.join(store, cfg.nodeRank(), cfg.nnodes(), cfg.nprocPerNode(), cfg.rdzvTimeout(), cfg.endpoint());
+            } catch (DistributedException e) {
+                error(e.getMessage());
+                return 1;
+            }
+            if (cfg.nnodes() > 1) {
+                LOG.info("{}: rendezvous complete (attempt {}): world size {}, this node has ranks {}..{}",
+                        me, attempt, r.worldSize(), r.rankOffset(), r.rankOffset() + cfg.nprocPerNode() - 1);
+            }
+            if (shuttingDown) {
+                return 1;
+            }
+            final int att = attempt;
+            WorkerGroup group;
+            try {
+                group = WorkerGroup.start(argv, cfg.nprocPerNode(), r.rankOffset(), cfg.nodeRank(),
+                        local -> workerEnv(local, r, att), cfg.out(), cfg.err());
+            } catch (WorkerGroup.StartException e) {
+                String desc = "cannot start worker rank " + e.rank + " (local rank " + e.localRank + ", " + me
+                        + "): " + e.getMessage() + startHint();
+                publishFailure(store, desc);
+                error(desc);
+                finish(store, false);
+                return 1;
+            }
+            current = group;
+            if (shuttingDown) {
+                group.stop();
+                return 1;
+            }
+            WorkerGroup.Outcome outcome;
+            FailureWatcher watcher = cfg.nnodes() > 1 ? new FailureWatcher(store, cfg.endpoint(), cfg.nodeRank()) : null;
+            try {
+                outcome = group.monitor(new WorkerGroup.Watch() {
+                    @Override
+                    public String remoteFailure() {
+                        return watcher == null ? null : watcher.failure();
+                    }
+
+                    @Override
+                    public String storeLost() {
+                        return watcher == null ? null : watcher.storeLost();
+                    }
+
+                    @Override
+                    public boolean shuttingDown() {
+                        return shuttingDown;
+                    }
+                });
+            } finally {
+                if (watcher != null) {
+                    watcher.close();
+                }
+            }
+            current = null;
+            LOG.debug("{}: attempt {} ended: {}", me, attempt, outcome);
+            if (shuttingDown) {
+                return 1;
+            }
+            if (outcome instanceof WorkerGroup.Succeeded) {
+                return finish(store, true);
+            } else if (outcome instanceof WorkerGroup.LocalFailure f) {
+                String desc = WorkerGroup.describeFailure(f.rank(), f.localRank(), cfg.nodeRank(), f.exitCode());
+                publishFailure(store, desc);
+                error(desc + "; stopped the other " + f.stopped() + " worker(s)");
+            } else if (outcome instanceof WorkerGroup.RemoteFailure f) {
+                error(me + ": " + f.message() + "; stopped the " + f.stopped() + " local worker(s)");
+                if (f.storeLost()) {
+                    return 1;
+                }
+            } else {
+                return 1;
+            }
+            if (attempt >= cfg.maxRestarts()) {
+                finish(store, false);
+                return 1;
+            }
+            error("restarting the worker group of " + me + " (restart " + (attempt + 1) + " of " + cfg.maxRestarts() + ")");
+        }
+    }
+
+    /** The environment of the worker with local rank {@code local}. */
+    private Map<String, String> workerEnv(int local, Rendezvous.Result r, int attempt) {
+        Map<String, String> env = new HashMap<>(cfg.env());
+        if (cfg.nprocPerNode() > 1) {
+            List<String> set = new ArrayList<>();
+            for (String var : List.of("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")) {
+                if (env.putIfAbsent(var, "1") == null) {
+                    set.add(var + "=1");
+                }
+            }
+            if (!set.isEmpty() && local == 0 && attempt == 0) {
+                LOG.warn("Setting {} for each worker so {} workers do not overload the machine; "
+                        + "set them yourself to tune performance", String.join(" and ", set), cfg.nprocPerNode());
+            }
+        }
+        env.put("RANK", Integer.toString(r.rankOffset() + local));
+        env.put("LOCAL_RANK", Integer.toString(local));
+        env.put("WORLD_SIZE", Integer.toString(r.worldSize()));
+        env.put("LOCAL_WORLD_SIZE", Integer.toString(cfg.nprocPerNode()));
+        env.put("GROUP_RANK", Integer.toString(cfg.nodeRank()));
+        env.put("GROUP_WORLD_SIZE", Integer.toString(cfg.nnodes()));
+        env.put("MASTER_ADDR", cfg.masterAddr());
+        env.put("MASTER_PORT", Integer.toString(cfg.masterPort()));
+        env.put("DDP4J_AGENT_STORE", "1");
+        env.put("DDP4J_RESTART_COUNT", Integer.toString(attempt));
+        env.put("DDP4J_MAX_RESTARTS", Integer.toString(cfg.maxRestarts()));
+        return env;
+    }
+
+    /** Records the first failure of an attempt for the other nodes; best effort. */
+    private void publishFailure(Store store, String desc) {
+        if (cfg.nnodes() == 1) {
+            return;
+        }
+        try {
+            store.compareSet(FailureWatcher.FAILED_KEY, new byte[0], desc.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        } catch (RuntimeException e) {
+            LOG.warn("could not tell the other nodes about the failure: {}", e.toString());
+        }
+    }
+
+    /**
+     * The exit barrier. Every node records that it is done; node 0, which serves the store, keeps
+     * it up until all nodes are done (after a success: up to the rendezvous timeout, watching for a
+     * failure elsewhere; after a failure: briefly, so the others can read the failure).
+     */
+    private int finish(Store store, boolean success) throws InterruptedException {
+        int code = success ? 0 : 1;
+        if (cfg.nnodes() == 1) {
+            return code;
+        }
+        try {
+            store.set(exitKey(cfg.nodeRank()), Rendezvous.bytes(code));
+        } catch (RuntimeException e) {
+            LOG.debug("could not record the exit of {}: {}", me, e.toString());
+            return code;
+        }
+        if (cfg.nodeRank() != 0) {
+            return code;
+        }
+        try {
+            return exitBarrier(store, success, code);
+        } catch (RuntimeException e) {
+            LOG.warn("{}: exit barrier: {}", me, e.toString());
+            return code;
+        }
+    }
+
+    private int exitBarrier(Store store, boolean success, int code) throws InterruptedException {
+        Duration limit = success ? cfg.rdzvTimeout() : FAILURE_LINGER;
+        long deadline = System.nanoTime() + limit.toNanos();
+        List<Integer> missing = missingExits(store);
+        while (!missing.isEmpty() && System.nanoTime() < deadline && !shuttingDown) {
+            if (success && store.check(List.of(FailureWatcher.FAILED_KEY))) {
+                String desc = Rendezvous.string(store.get(FailureWatcher.FAILED_KEY));
+                error(me + ": the workers of this node finished, but " + desc);
+                success = false;
+                code = 1;
+                deadline = Math.min(deadline, System.nanoTime() + FAILURE_LINGER.toNanos());
+            }
+            Thread.sleep(FailureWatcher.POLL_INTERVAL.toMillis());
+            missing = missingExits(store);
+        }
+        if (!missing.isEmpty() && !shuttingDown) {
+            LOG.warn("{}: node rank(s) {} did not finish within {} s; closing the store", me,
+                    missing.stream().map(String::valueOf).collect(Collectors.joining(", ")), limit.toSeconds());
+        }
+        return code;
+    }
+
+    private List<Integer> missingExits(Store store) {
+        List<Integer> missing = new ArrayList<>();
+        for (int node = 0; node < cfg.nnodes(); node++) {
+            if (!store.check(List.of(exitKey(node)))) {
+                missing.add(node);
+            }
+        }
+        return missing;
+    }
+
+    /** The key a node sets in an attempt's store when it is done with the job. */
+    static String exitKey(int nodeRank) {
+        return "exit/" + nodeRank;
+    }
+
+    /** The shutdown hook: on SIGINT/SIGTERM tell the other nodes, then stop the workers. */
+    private void onShutdown() {
+        shuttingDown = true;
+        WorkerGroup g = current;
+        Store store = currentStore;
+        if (g == null) {
+            return;
+        }
+        cfg.err().println("ddp4j-run: " + me + " was asked to stop; stopping its workers");
+        cfg.err().flush();
+        if (store != null && cfg.nnodes() > 1) {
+            Thread notify = new Thread(() -> publishFailure(store, "the launcher of " + me + " was stopped by a signal"),
+                    "ddp4j-run-notify");
+            notify.setDaemon(true);
+            notify.start();
+            try {
+                notify.join(HOOK_NOTIFY.toMillis());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        g.stop();
+        if (cfg.nodeRank() == 0 && cfg.nnodes() > 1) {
+            // This JVM serves the store: keep it up a few polls longer so the others read the failure.
+            try {
+                Thread.sleep(3 * FailureWatcher.POLL_INTERVAL.toMillis());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private String startHint() {
+        String first = cfg.command().get(0);
+        if (WorkerCommand.looksLikeClassName(first)) {
+            return " (" + first + " is not a class on the launcher's class path either; check the name and the class path)";
+        }
+        return "";
+    }
+
+    private void error(String message) {
+        cfg.err().println("ddp4j-run: " + message);
+        cfg.err().flush();
+    }
+
+    private static boolean isLoopback(String host) {
+        return host.equals("localhost") || host.startsWith("127.") || host.equals("::1");
+    }
+}

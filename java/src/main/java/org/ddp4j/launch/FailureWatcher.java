@@ -1,0 +1,104 @@
+package org.ddp4j.launch;
+
+import java.time.Duration;
+import java.util.List;
+import org.ddp4j.distributed.Store;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Polls an attempt's store on a daemon thread for the {@value #FAILED_KEY} key that a launcher sets
+ * when one of its workers fails, so every node stops its workers too. A store that stays
+ * unreachable for {@link #LOST_AFTER} is reported as lost: node 0's launcher, which serves it, is
+ * gone.
+ */
+final class FailureWatcher implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(FailureWatcher.class);
+
+    /** The key holding the description of the first failure of an attempt. */
+    static final String FAILED_KEY = "failed";
+
+    /** How often the store is polled. */
+    static final Duration POLL_INTERVAL = Duration.ofMillis(200);
+
+    /** How long the store may fail to answer before it counts as lost. */
+    static final Duration LOST_AFTER = Duration.ofSeconds(5);
+
+    private final Store store;
+    private final String endpoint;
+    private final Thread thread;
+    private volatile String failure;
+    private volatile String lost;
+    private final Object sleeper = new Object();
+    private volatile boolean closed;
+
+    /** Starts polling {@code store} (an attempt's store) at once. */
+    FailureWatcher(Store store, String endpoint, int nodeRank) {
+        this.store = store;
+        this.endpoint = endpoint;
+        this.thread = new Thread(this::loop, "ddp4j-run-node" + nodeRank + "-watcher");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /** The failure another launcher reported, or null. */
+    String failure() {
+        return failure;
+    }
+
+    /** Why the store counts as lost, or null. */
+    String storeLost() {
+        return lost;
+    }
+
+    private void loop() {
+        long failingSince = -1;
+        while (!closed && failure == null && lost == null) {
+            try {
+                if (store.check(List.of(FAILED_KEY))) {
+                    failure = Rendezvous.string(store.get(FAILED_KEY));
+                }
+                failingSince = -1;
+            } catch (RuntimeException e) {
+                if (closed) {
+                    return;
+                }
+                long now = System.nanoTime();
+                if (failingSince < 0) {
+                    failingSince = now;
+                    LOG.debug("store at {} did not answer: {}", endpoint, e.toString());
+                } else if (now - failingSince >= LOST_AFTER.toNanos()) {
+                    lost = "lost the store at " + endpoint + " (did node 0's launcher exit?): " + e.getMessage();
+                }
+            }
+            synchronized (sleeper) {
+                if (closed) {
+                    return;
+                }
+                try {
+                    sleeper.wait(POLL_INTERVAL.toMillis());
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /**
+     * Stops polling and waits for a store call in progress to finish. The thread is woken, never
+     * interrupted: interrupting a thread inside channel I/O would close the store's connection.
+     */
+    @Override
+    public void close() {
+        synchronized (sleeper) {
+            closed = true;
+            sleeper.notifyAll();
+        }
+        try {
+            thread.join(2000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

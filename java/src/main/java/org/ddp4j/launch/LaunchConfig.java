@@ -1,0 +1,46 @@
+package org.ddp4j.launch;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The validated settings of one launcher run: what {@link Launcher} parsed from the command line,
+ * plus the environment the workers inherit and the streams their prefixed output goes to.
+ *
+ * @param nprocPerNode workers started on this node
+ * @param nnodes number of nodes (launchers) in the job
+ * @param nodeRank this node's rank, {@code 0 <= nodeRank < nnodes}
+ * @param masterAddr host of the store that node 0's launcher serves
+ * @param masterPort port of that store
+ * @param maxRestarts how many times a failed worker group is restarted
+ * @param rdzvTimeout how long rendezvous (and the exit barrier) wait for the other nodes
+ * @param command the main class or command, then its arguments
+ * @param env the environment the workers start from (normally {@link System#getenv()})
+ * @param out where the workers' prefixed stdout goes
+ * @param err where the workers' prefixed stderr and the launcher's messages go
+ */
+record LaunchConfig(
+        int nprocPerNode,
+        int nnodes,
+        int nodeRank,
+        String masterAddr,
+        int masterPort,
+        int maxRestarts,
+        Duration rdzvTimeout,
+        List<String> command,
+        Map<String, String> env,
+        PrintStream out,
+        PrintStream err) {
+
+    LaunchConfig {
+        command = List.copyOf(command);
+        env = Map.copyOf(env);
+    }
+
+    /** {@code host:port} of the store, for messages. */
+    String endpoint() {
+        return masterAddr + ":" + masterPort;
+    }
+}

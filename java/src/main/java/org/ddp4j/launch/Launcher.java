@@ -1,0 +1,219 @@
+package org.ddp4j.launch;
+
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code ddp4j-run}: the torchrun-style launcher. It starts {@code --nproc-per-node} workers on
+ * this node with the environment that {@code Distributed.initProcessGroup("env://")} reads,
+ * prefixes their output with their rank, and when one fails stops the others (here and on the
+ * other nodes) and exits non-zero naming the failed rank and its exit code.
+ *
+ * <pre>
+ * scripts/ddp4j-run --nproc-per-node 2 org.ddp4j.examples.LinearDemo
+ * scripts/ddp4j-run --nnodes 2 --node-rank 1 --master-addr node0 --nproc-per-node 4 -- ./train.sh --epochs 3
+ * </pre>
+ *
+ * <p>A first positional argument that names a class on the launcher's class path starts each
+ * worker as a JVM with the same java binary and class path (plus {@code DDP4J_JAVA_OPTS});
+ * anything else is run as a command. Node 0's launcher serves a {@code TcpStore} on
+ * {@code --master-addr:--master-port}; every launcher and every worker is a client of it, and
+ * ranks are assigned through it, so nodes may run different numbers of workers.
+ *
+ * <p>Each worker gets {@code RANK}, {@code LOCAL_RANK}, {@code WORLD_SIZE},
+ * {@code LOCAL_WORLD_SIZE}, {@code GROUP_RANK}, {@code GROUP_WORLD_SIZE}, {@code MASTER_ADDR},
+ * {@code MASTER_PORT}, {@code DDP4J_AGENT_STORE=1}, {@code DDP4J_RESTART_COUNT},
+ * {@code DDP4J_MAX_RESTARTS}, and {@code OMP_NUM_THREADS=1}/{@code OPENBLAS_NUM_THREADS=1} when
+ * more than one worker runs per node and the variables are not set already.
+ */
+@Command(
+        name = "ddp4j-run",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        versionProvider = Launcher.Version.class,
+        usageHelpAutoWidth = true,
+        description = {
+            "Starts data-parallel workers the way torchrun does.",
+            "MAIN_CLASS_OR_COMMAND is a main class on this launcher's class path (run as a JVM with the same"
+                    + " class path and DDP4J_JAVA_OPTS) or a command. Options end at the first positional"
+                    + " argument or at '--'."
+        },
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {
+            "0:all workers exited with code 0",
+            "1:a worker failed, or rendezvous failed",
+            "2:invalid command line"
+        })
+public final class Launcher implements Callable<Integer> {
+
+    @Spec
+    private CommandSpec spec;
+
+    @Option(names = {"--nproc-per-node", "--nproc_per_node"}, paramLabel = "N", defaultValue = "1",
+            description = "Workers to start on this node (default: ${DEFAULT-VALUE}).")
+    private int nprocPerNode;
+
+    @Option(names = "--nnodes", paramLabel = "N", defaultValue = "1",
+            description = "Number of nodes, one launcher each (default: ${DEFAULT-VALUE}).")
+    private int nnodes;
+
+    @Option(names = {"--node-rank", "--node_rank"}, paramLabel = "R", defaultValue = "0",
+            description = "This node's rank, 0..nnodes-1 (default: ${DEFAULT-VALUE}).")
+    private int nodeRank;
+
+    @Option(names = {"--master-addr", "--master_addr"}, paramLabel = "HOST", defaultValue = "127.0.0.1",
+            description = "Host of node 0, which serves the store (default: ${DEFAULT-VALUE}).")
+    private String masterAddr;
+
+    @Option(names = {"--master-port", "--master_port"}, paramLabel = "PORT", defaultValue = "29500",
+            description = "Port of the store on node 0 (default: ${DEFAULT-VALUE}).")
+    private int masterPort;
+
+    @Option(names = {"--max-restarts", "--max_restarts"}, paramLabel = "N", defaultValue = "0",
+            description = "Restart the worker group up to N times after a failure (default: ${DEFAULT-VALUE}).")
+    private int maxRestarts;
+
+    @Option(names = {"--rdzv-timeout", "--rdzv_timeout"}, paramLabel = "SECONDS", defaultValue = "300",
+            description = "How long to wait for the other nodes (default: ${DEFAULT-VALUE}).")
+    private int rdzvTimeoutSeconds;
+
+    @Parameters(paramLabel = "MAIN_CLASS_OR_COMMAND", arity = "0..*",
+            description = "The worker: a main class or a command, then its arguments.")
+    private List<String> command = new ArrayList<>();
+
+    private final Map<String, String> env;
+    private final PrintStream out;
+    private final PrintStream err;
+
+    private Launcher(Map<String, String> env, PrintStream out, PrintStream err) {
+        this.env = env;
+        this.out = out;
+        this.err = err;
+    }
+
+    /**
+     * Runs the launcher and exits the JVM with its exit code.
+     *
+     * @param args the command line, as for {@code scripts/ddp4j-run}
+     */
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /**
+     * Runs the launcher in this JVM with this process's environment, writing to
+     * {@link System#out} and {@link System#err}, and returns its exit code: 0 when every worker
+     * exited 0, 1 when a worker or the rendezvous failed, 2 for an invalid command line.
+     *
+     * @param args the command line, as for {@code scripts/ddp4j-run}
+     * @return the exit code
+     */
+    public static int run(String... args) {
+        return run(System.out, System.err, args);
+    }
+
+    /**
+     * Like {@link #run(String...)}, with the workers' prefixed stdout going to {@code out}, and their
+     * prefixed stderr plus the launcher's own messages going to {@code err}.
+     *
+     * @param out destination of the workers' stdout lines
+     * @param err destination of the workers' stderr lines and of the launcher's messages
+     * @param args the command line, as for {@code scripts/ddp4j-run}
+     * @return the exit code
+     */
+    public static int run(PrintStream out, PrintStream err, String... args) {
+        return run(System.getenv(), out, err, args);
+    }
+
+    /** As {@link #run(PrintStream, PrintStream, String...)}, with {@code env} as the workers' base environment. */
+    static int run(Map<String, String> env, PrintStream out, PrintStream err, String... args) {
+        Launcher launcher = new Launcher(env, out, err);
+        CommandLine cl = new CommandLine(launcher);
+        cl.setStopAtPositional(true);
+        cl.setOut(new PrintWriter(out, true));
+        cl.setErr(new PrintWriter(err, true));
+        cl.setParameterExceptionHandler((ex, a) -> {
+            PrintWriter w = ex.getCommandLine().getErr();
+            w.println("ddp4j-run: " + ex.getMessage());
+            w.println("Try 'ddp4j-run --help' for more information.");
+            w.flush();
+            return CommandLine.ExitCode.USAGE;
+        });
+        cl.setExecutionExceptionHandler((ex, c, parsed) -> {
+            PrintWriter w = c.getErr();
+            w.println("ddp4j-run: internal error: " + ex);
+            ex.printStackTrace(w);
+            w.flush();
+            return CommandLine.ExitCode.SOFTWARE;
+        });
+        return cl.execute(args);
+    }
+
+    /**
+     * Validates the options and runs the agent. Called by picocli; use {@link #run(String...)}.
+     *
+     * @return the exit code
+     */
+    @Override
+    public Integer call() {
+        validate();
+        LaunchConfig cfg = new LaunchConfig(nprocPerNode, nnodes, nodeRank, masterAddr.trim(), masterPort,
+                maxRestarts, Duration.ofSeconds(rdzvTimeoutSeconds), command, env, out, err);
+        return new Agent(cfg).run();
+    }
+
+    private void validate() {
+        if (nprocPerNode < 1) {
+            throw usage("--nproc-per-node must be at least 1, got " + nprocPerNode);
+        }
+        if (nnodes < 1) {
+            throw usage("--nnodes must be at least 1, got " + nnodes);
+        }
+        if (nodeRank < 0 || nodeRank >= nnodes) {
+            throw usage("--node-rank " + nodeRank + " is out of range for --nnodes " + nnodes
+                    + " (node ranks are 0.." + (nnodes - 1) + ")");
+        }
+        if (masterAddr == null || masterAddr.isBlank()) {
+            throw usage("--master-addr must not be empty");
+        }
+        if (masterPort < 1 || masterPort > 65535) {
+            throw usage("--master-port must be in 1..65535, got " + masterPort);
+        }
+        if (maxRestarts < 0) {
+            throw usage("--max-restarts must be at least 0, got " + maxRestarts);
+        }
+        if (rdzvTimeoutSeconds < 1) {
+            throw usage("--rdzv-timeout must be at least 1 second, got " + rdzvTimeoutSeconds);
+        }
+        if (command.isEmpty() || command.get(0).isBlank()) {
+            throw usage("missing MAIN_CLASS_OR_COMMAND: the worker to start, e.g. "
+                    + "ddp4j-run --nproc-per-node 2 org.ddp4j.examples.LinearDemo");
+        }
+    }
+
+    private ParameterException usage(String message) {
+        return new ParameterException(spec.commandLine(), message);
+    }
+
+    /** Reports the version of the ddp4j jar, or "development build" when run from classes. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = Launcher.class.getPackage().getImplementationVersion();
+            return new String[] {"ddp4j-run " + (v == null ? "(development build)" : v)
+                    + ", java " + System.getProperty("java.version")};
+        }
+    }
+}

@@ -1,0 +1,289 @@
+package org.ddp4j.launch;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The worker processes of one node for one attempt: starts them with their environment, copies
+ * their output with rank prefixes, watches their exit codes and stops them (process trees
+ * included) when one fails, another node fails, or the launcher is told to stop.
+ */
+final class WorkerGroup {
+
+    private static final Logger LOG = LoggerFactory.getLogger(WorkerGroup.class);
+
+    /** How often {@link #monitor} looks at the workers. */
+    static final Duration MONITOR_INTERVAL = Duration.ofMillis(50);
+
+    /** How long stopped workers get between SIGTERM and SIGKILL. */
+    static final Duration STOP_GRACE = Duration.ofSeconds(3);
+
+    /** How long to wait for the output threads once the workers are gone. */
+    private static final Duration DRAIN = Duration.ofSeconds(2);
+
+    /** One local worker. */
+    record Worker(int rank, int localRank, Process process) {}
+
+    /** How a group ended. */
+    sealed interface Outcome {}
+
+    /** Every worker exited with code 0. */
+    record Succeeded() implements Outcome {}
+
+    /** A local worker exited non-zero; {@code stopped} others were still running and were stopped. */
+    record LocalFailure(int rank, int localRank, int exitCode, int stopped) implements Outcome {}
+
+    /** The watcher reported a problem elsewhere (another node failed, the store went away). */
+    record RemoteFailure(String message, boolean storeLost, int stopped) implements Outcome {}
+
+    /** The launcher is shutting down (signal); the workers were stopped. */
+    record Interrupted(int stopped) implements Outcome {}
+
+    /** What {@link #monitor} asks about besides the local workers. */
+    interface Watch {
+        /** A message if another node's worker failed, else null. */
+        String remoteFailure();
+
+        /** A message if the store is unreachable, else null. */
+        String storeLost();
+
+        /** Whether the launcher is shutting down. */
+        boolean shuttingDown();
+    }
+
+    private final List<Worker> workers;
+    private final List<Thread> pumps;
+    private final int nodeRank;
+
+    private WorkerGroup(List<Worker> workers, List<Thread> pumps, int nodeRank) {
+        this.workers = workers;
+        this.pumps = pumps;
+        this.nodeRank = nodeRank;
+    }
+
+    /** A worker that could not be started, after the ones started before it were stopped. */
+    static final class StartException extends Exception {
+        final int rank;
+        final int localRank;
+
+        StartException(int rank, int localRank, IOException cause) {
+            super(cause.getMessage(), cause);
+            this.rank = rank;
+            this.localRank = localRank;
+        }
+    }
+
+    /**
+     * Starts {@code count} workers with global ranks {@code rankOffset .. rankOffset+count-1}.
+     *
+     * @param argv the command line of every worker
+     * @param envForLocalRank the full environment of the worker with a given local rank
+     * @throws StartException if a process cannot be started (the others are stopped first)
+     */
+    static WorkerGroup start(
+            List<String> argv,
+            int count,
+            int rankOffset,
+            int nodeRank,
+            IntFunction<Map<String, String>> envForLocalRank,
+            PrintStream out,
+            PrintStream err)
+            throws StartException {
+        List<Worker> workers = new ArrayList<>();
+        List<Thread> pumps = new ArrayList<>();
+        WorkerGroup group = new WorkerGroup(workers, pumps, nodeRank);
+        for (int local = 0; local < count; local++) {
+            int rank = rankOffset + local;
+            ProcessBuilder pb = new ProcessBuilder(argv);
+            pb.environment().clear();
+            pb.environment().putAll(envForLocalRank.apply(local));
+            Process p;
+            try {
+                p = pb.start();
+            } catch (IOException e) {
+                group.stop();
+                throw new StartException(rank, local, e);
+            }
+            try {
+                p.getOutputStream().close(); // workers read no stdin: they see end of file
+            } catch (IOException ignored) {
+                // nothing to do
+            }
+            workers.add(new Worker(rank, local, p));
+            String prefix = "[rank" + rank + "]: ";
+            pumps.add(new OutputPump(p.getInputStream(), out, prefix).start("ddp4j-run-rank" + rank + "-out"));
+            pumps.add(new OutputPump(p.getErrorStream(), err, prefix).start("ddp4j-run-rank" + rank + "-err"));
+            LOG.debug("started worker rank {} (local rank {}, node {}) as pid {}", rank, local, nodeRank, p.pid());
+        }
+        return group;
+    }
+
+    /** The workers, in local rank order. */
+    List<Worker> workers() {
+        return List.copyOf(workers);
+    }
+
+    /**
+     * Waits until every worker exited 0, or one failed, or {@code watch} reports a problem; stops the
+     * remaining workers in the latter cases; then drains their output.
+     */
+    Outcome monitor(Watch watch) throws InterruptedException {
+        Outcome outcome = null;
+        while (outcome == null) {
+            boolean allDone = true;
+            for (Worker w : workers) {
+                if (w.process().isAlive()) {
+                    allDone = false;
+                    continue;
+                }
+                int code = w.process().exitValue();
+                if (code != 0) {
+                    int stopped = stop();
+                    outcome = new LocalFailure(w.rank(), w.localRank(), code, stopped);
+                    break;
+                }
+            }
+            if (outcome != null) {
+                break;
+            }
+            if (allDone) {
+                outcome = new Succeeded();
+            } else if (watch.shuttingDown()) {
+                outcome = new Interrupted(stop());
+            } else if (watch.remoteFailure() != null) {
+                outcome = new RemoteFailure(watch.remoteFailure(), false, stop());
+            } else if (watch.storeLost() != null) {
+                outcome = new RemoteFailure(watch.storeLost(), true, stop());
+            } else {
+                Thread.sleep(MONITOR_INTERVAL.toMillis());
+            }
+        }
+        LOG.debug("node {}: workers done ({}); draining their output", nodeRank, outcome);
+        drain();
+        return outcome;
+    }
+
+    /**
+     * Stops every worker still running and its descendants: SIGTERM, then SIGKILL for what is left
+     * after {@link #STOP_GRACE}. Returns how many workers were still running.
+     */
+    int stop() {
+        List<ProcessHandle> targets = new ArrayList<>();
+        int running = 0;
+        for (Worker w : workers) {
+            ProcessHandle h = w.process().toHandle();
+            if (h.isAlive()) {
+                running++;
+            }
+            // Snapshot the tree before the parent dies and its children are re-parented.
+            h.descendants().forEach(targets::add);
+            targets.add(h);
+        }
+        if (targets.stream().noneMatch(WorkerGroup::isRunning)) {
+            return running;
+        }
+        LOG.debug("node {}: stopping {} process(es)", nodeRank, targets.size());
+        targets.forEach(ProcessHandle::destroy);
+        // Poll rather than onExit(): for grandchildren the JDK's onExit polls with a growing delay.
+        if (!awaitExit(targets, STOP_GRACE)) {
+            for (ProcessHandle h : targets) {
+                if (isRunning(h)) {
+                    LOG.debug("pid {} ignored SIGTERM for {}; killing it", h.pid(), STOP_GRACE);
+                    h.destroyForcibly();
+                }
+            }
+            awaitExit(targets, Duration.ofSeconds(1));
+        }
+        for (Worker w : workers) {
+            try {
+                w.process().waitFor(1, TimeUnit.SECONDS); // reaped: no zombie left behind
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        return running;
+    }
+
+    /** Waits until none of {@code handles} is alive or {@code limit} passed; returns whether none is. */
+    private static boolean awaitExit(List<ProcessHandle> handles, Duration limit) {
+        long deadline = System.nanoTime() + limit.toNanos();
+        while (true) {
+            if (handles.stream().noneMatch(WorkerGroup::isRunning)) {
+                return true;
+            }
+            if (System.nanoTime() >= deadline) {
+                return false;
+            }
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+    }
+
+    /**
+     * Whether {@code h} still runs. A killed grandchild stays a zombie, which
+     * {@link ProcessHandle#isAlive()} counts as alive, until init reaps it; on Linux a zombie
+     * counts as gone here.
+     */
+    static boolean isRunning(ProcessHandle h) {
+        if (!h.isAlive()) {
+            return false;
+        }
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(h.pid()), "stat"));
+            int close = stat.lastIndexOf(')'); // the command name may contain blanks and parentheses
+            return !(close > 0 && close + 2 < stat.length() && (stat.charAt(close + 2) == 'Z' || stat.charAt(close + 2) == 'X'));
+        } catch (IOException | RuntimeException e) {
+            return h.isAlive(); // no procfs, or the process just went away
+        }
+    }
+
+    /** Waits a little for the output threads so the workers' last lines come before our messages. */
+    private void drain() throws InterruptedException {
+        long deadline = System.nanoTime() + DRAIN.toNanos();
+        for (Thread t : pumps) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                break;
+            }
+            t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+        }
+    }
+
+    /** Describes a worker's failure, e.g. {@code worker rank 1 (local rank 1, node 0) failed with exit code 3}. */
+    static String describeFailure(int rank, int localRank, int nodeRank, int exitCode) {
+        return "worker rank " + rank + " (local rank " + localRank + ", node " + nodeRank
+                + ") failed with exit code " + exitCode + signalHint(exitCode);
+    }
+
+    private static String signalHint(int exitCode) {
+        if (exitCode <= 128 || exitCode > 128 + 64) {
+            return "";
+        }
+        int sig = exitCode - 128;
+        String name = switch (sig) {
+            case 1 -> "SIGHUP";
+            case 2 -> "SIGINT";
+            case 6 -> "SIGABRT";
+            case 9 -> "SIGKILL, perhaps out of memory";
+            case 11 -> "SIGSEGV";
+            case 15 -> "SIGTERM";
+            default -> "signal " + sig;
+        };
+        return " (128+" + sig + ": killed by " + name + "?)";
+    }
+}

@@ -1,0 +1,150 @@
+package org.ddp4j.nn.functional;
+
+import java.util.Objects;
+import org.ddp4j.internal.ConvNatives;
+import org.ddp4j.tensor.Node;
+import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
+
+/**
+ * Differentiable batch normalisation over the channels of a 4-D input, mirroring
+ * {@code torch.nn.functional.batch_norm} on [N, C, H, W] input.
+ *
+ * <p>In training mode the output is normalised with the batch mean and the biased batch variance,
+ * and the running statistics are updated in place with
+ * {@code running = (1 - momentum) * running + momentum * batch}, using the unbiased variance
+ * (n / (n - 1)) for running_var. In eval mode the running statistics normalise the input and are
+ * left unchanged. Both modes are differentiable with respect to x, gamma and beta.
+ */
+public final class BatchNorm2dFunction {
+    private BatchNorm2dFunction() {}
+
+    /**
+     * y = (x - mean) / sqrt(var + eps) * gamma + beta per channel.
+     *
+     * @param x float32 [N, C, H, W]; in training mode N * H * W must exceed 1
+     * @param gamma float32 [C] scale, or null for 1 (affine=False)
+     * @param beta float32 [C] shift, or null for 0
+     * @param runningMean float32 [C], updated in place in training mode; may be null in training
+     *     mode only (no running statistics)
+     * @param runningVar float32 [C], likewise
+     * @param training whether to use (and update from) batch statistics
+     * @param momentum weight of the batch statistics in the running-statistics update (PyTorch's default 0.1)
+     * @param eps added to the variance for stability (PyTorch's default 1e-5), non-negative
+     * @return float32 [N, C, H, W]
+     * @throws IllegalArgumentException if x is not 4-D float32, a per-channel tensor does not have C
+     *     elements (the message names both shapes), eval mode lacks running statistics, or training
+     *     mode has only one value per channel
+     */
+    public static Tensor apply(Tensor x, Tensor gamma, Tensor beta, Tensor runningMean, Tensor runningVar,
+            boolean training, double momentum, double eps) {
+        Objects.requireNonNull(x, "batch_norm2d: input is null");
+        if ((runningMean == null) != (runningVar == null)) {
+            throw new IllegalArgumentException("batch_norm2d: give both running_mean and running_var, or neither");
+        }
+        if (!training && runningMean == null) {
+            throw new IllegalArgumentException("batch_norm2d: eval mode (training=false) needs running_mean and running_var");
+        }
+        long channels = x.dim() >= 2 ? x.size(1) : 0;
+        // Absent optional tensors become temporaries, so the kernels see one form.
+        Tensor g = gamma != null ? gamma : Tensor.ones(channels);
+        Tensor b = beta != null ? beta : Tensor.zeros(channels);
+        try {
+            return training
+                    ? train(x, gamma, beta, g, b, runningMean, runningVar, channels, momentum, eps)
+                    : eval(x, gamma, beta, g, b, runningMean, runningVar, eps);
+        } finally {
+            if (gamma == null) {
+                g.close();
+            }
+            if (beta == null) {
+                b.close();
+            }
+        }
+    }
+
+    private static Tensor train(Tensor x, Tensor gamma, Tensor beta, Tensor g, Tensor b, Tensor runningMean,
+            Tensor runningVar, long channels, double momentum, double eps) {
+        Tensor rm = runningMean != null ? runningMean : Tensor.zeros(channels);
+        Tensor rv = runningVar != null ? runningVar : Tensor.ones(channels);
+        long[] h;
+        try {
+            h = ConvNatives.batchNorm2dForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
+                    rm.nativeHandle(), rv.nativeHandle(), momentum, eps);
+        } finally {
+            if (runningMean == null) {
+                rm.close();
+                rv.close();
+            }
+        }
+        Tensor out = Tensor.fromNativeHandle(h[0]);
+        Tensor saveMean = Tensor.fromNativeHandle(h[1]);
+        Tensor saveInvstd = Tensor.fromNativeHandle(h[2]);
+        // gamma stays needed by the backward; a temporary one is copied so closing it here is safe.
+        Tensor gammaForBackward = gamma != null ? gamma : Tensor.ones(channels);
+        return new Node("NativeBatchNormBackward", x, gamma, beta) {
+            @Override
+            protected Tensor[] backward(Tensor gradOutput) {
+                long[] gh = ConvNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
+                        gammaForBackward.nativeHandle(), saveMean.nativeHandle(), saveInvstd.nativeHandle());
+                Tensor gx = Tensor.fromNativeHandle(gh[0]);
+                Tensor gGamma = Tensor.fromNativeHandle(gh[1]);
+                Tensor gBeta = Tensor.fromNativeHandle(gh[2]);
+                return new Tensor[] {gx, gGamma, gBeta};
+            }
+        }.attach(out);
+    }
+
+    private static Tensor eval(Tensor x, Tensor gamma, Tensor beta, Tensor g, Tensor b, Tensor runningMean,
+            Tensor runningVar, double eps) {
+        Tensor out = Tensor.fromNativeHandle(ConvNatives.batchNorm2dForwardEval(x.nativeHandle(), g.nativeHandle(),
+                b.nativeHandle(), runningMean.nativeHandle(), runningVar.nativeHandle(), eps));
+        boolean recorded = Tensors.isGradEnabled()
+                && (x.requiresGrad() || (gamma != null && gamma.requiresGrad()) || (beta != null && beta.requiresGrad()));
+        if (!recorded) {
+            return out;
+        }
+        // Eval mode is a per-channel affine map with fixed statistics; save them as they are now,
+        // since a later training step may update the running buffers before this backward runs.
+        float[] var = runningVar.toFloatArray();
+        float[] invstd = new float[var.length];
+        for (int c = 0; c < var.length; c++) {
+            invstd[c] = (float) (1.0 / Math.sqrt(var[c] + eps));
+        }
+        Tensor savedMean = runningMean.copy();
+        Tensor savedInvstd = Tensor.of(invstd, invstd.length);
+        Tensor gammaForBackward = gamma != null ? gamma : Tensor.ones(invstd.length);
+        return new Node("NativeBatchNormBackward", x, gamma, beta) {
+            @Override
+            protected Tensor[] backward(Tensor gradOutput) {
+                Tensor gx = null;
+                if (needsInputGrad(0)) {
+                    // gx = gy * gamma * invstd: the eval kernel with mean 0, variance 1, eps 0 and
+                    // scale gamma * invstd computes exactly that product.
+                    float[] gm = gammaForBackward.toFloatArray();
+                    float[] scale = new float[gm.length];
+                    for (int c = 0; c < gm.length; c++) {
+                        scale[c] = gm[c] * invstd[c];
+                    }
+                    try (Tensor s = Tensor.of(scale, scale.length); Tensor zeros = Tensor.zeros(scale.length);
+                            Tensor ones = Tensor.ones(scale.length)) {
+                        gx = Tensor.fromNativeHandle(ConvNatives.batchNorm2dForwardEval(gradOutput.nativeHandle(),
+                                s.nativeHandle(), zeros.nativeHandle(), zeros.nativeHandle(), ones.nativeHandle(), 0));
+                    }
+                }
+                Tensor gGamma = null;
+                Tensor gBeta = null;
+                if (needsInputGrad(1) || needsInputGrad(2)) {
+                    // With the running statistics as the "saved" ones, the training backward's
+                    // gamma and beta gradients (Σ gy * xhat, Σ gy) are the eval-mode ones too.
+                    long[] gh = ConvNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
+                            gammaForBackward.nativeHandle(), savedMean.nativeHandle(), savedInvstd.nativeHandle());
+                    Tensor.fromNativeHandle(gh[0]).close();
+                    gGamma = Tensor.fromNativeHandle(gh[1]);
+                    gBeta = Tensor.fromNativeHandle(gh[2]);
+                }
+                return new Tensor[] {gx, gGamma, gBeta};
+            }
+        }.attach(out);
+    }
+}

@@ -1,0 +1,61 @@
+package org.ddp4j.nn.functional;
+
+import java.util.Objects;
+import org.ddp4j.internal.ConvNatives;
+import org.ddp4j.tensor.Node;
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * Differentiable 2-D convolution (cross-correlation), mirroring {@code torch.nn.functional.conv2d}
+ * with dilation 1 and groups 1. The CPU kernel unfolds images (im2col) and multiplies with one
+ * large BLAS GEMM per chunk of images; its backward computes the input gradient by GEMM + col2im,
+ * the weight gradient by GEMM accumulated over the batch and the bias gradient as a sum.
+ */
+public final class Conv2dFunction {
+    private Conv2dFunction() {}
+
+    /**
+     * Same stride and padding in both spatial dimensions.
+     *
+     * @see #apply(Tensor, Tensor, Tensor, int, int, int, int)
+     */
+    public static Tensor apply(Tensor x, Tensor weight, Tensor bias, int stride, int padding) {
+        return apply(x, weight, bias, stride, stride, padding, padding);
+    }
+
+    /**
+     * y = conv2d(x, weight) + bias, recorded for autograd when any input requires grad.
+     *
+     * @param x float32 [N, C, H, W]
+     * @param weight float32 [K, C, R, S]
+     * @param bias float32 [K], or null for no bias
+     * @param strideH vertical stride (positive)
+     * @param strideW horizontal stride (positive)
+     * @param padH zero padding added above and below (non-negative)
+     * @param padW zero padding added left and right (non-negative)
+     * @return float32 [N, K, P, Q] with P = floor((H + 2 padH - R) / strideH) + 1 and
+     *     Q = floor((W + 2 padW - S) / strideW) + 1
+     * @throws IllegalArgumentException if dtypes or dimensions are wrong, the channel counts of x and
+     *     weight differ, bias does not have K elements, the geometry is invalid, or the padded input
+     *     is smaller than the kernel (messages name the shapes)
+     * @throws IllegalStateException if an input is closed
+     */
+    public static Tensor apply(Tensor x, Tensor weight, Tensor bias, int strideH, int strideW, int padH, int padW) {
+        Objects.requireNonNull(x, "conv2d: input is null");
+        Objects.requireNonNull(weight, "conv2d: weight is null");
+        Tensor out = Tensor.fromNativeHandle(ConvNatives.conv2dForward(x.nativeHandle(), weight.nativeHandle(),
+                bias == null ? 0 : bias.nativeHandle(), strideH, strideW, padH, padW));
+        return new Node("ConvolutionBackward", x, weight, bias) {
+            @Override
+            protected Tensor[] backward(Tensor gradOutput) {
+                long[] h = ConvNatives.conv2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
+                        weight.nativeHandle(), needsInputGrad(0), needsInputGrad(2), strideH, strideW, padH, padW);
+                return new Tensor[] {wrap(h[0]), wrap(h[1]), wrap(h[2])};
+            }
+        }.attach(out);
+    }
+
+    private static Tensor wrap(long handle) {
+        return handle == 0 ? null : Tensor.fromNativeHandle(handle);
+    }
+}

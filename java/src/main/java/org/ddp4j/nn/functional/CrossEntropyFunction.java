@@ -1,0 +1,43 @@
+package org.ddp4j.nn.functional;
+
+import org.ddp4j.internal.MathNatives;
+import org.ddp4j.tensor.Node;
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * The differentiable cross-entropy loss over class indices, with a fused, numerically stable
+ * log-softmax. Mirrors {@code torch.nn.functional.cross_entropy(logits, target, reduction='mean')}
+ * (without class weights, ignore_index or label smoothing).
+ */
+public final class CrossEntropyFunction {
+    private CrossEntropyFunction() {}
+
+    /**
+     * Computes {@code mean_n(-log_softmax(logits[n])[target[n]])}. Finite for logits as large as
+     * ±1e4 (the row maximum is subtracted before exponentiating).
+     *
+     * @param logits float32 [N, C] unnormalised scores
+     * @param target int64 [N] class indices in [0, C); no gradient flows to it
+     * @return a float32 scalar (shape []), recording a "CrossEntropyLossBackward" node; the node
+     *     keeps the softmax probabilities [N, C] for the backward
+     * @throws IllegalArgumentException on wrong dtypes or shapes (naming both shapes), or a target
+     *     outside [0, C) (naming the value and C)
+     */
+    public static Tensor apply(Tensor logits, Tensor target) {
+        long[] h = MathNatives.crossEntropyForward(logits.nativeHandle(), target.nativeHandle());
+        Tensor loss = Tensor.fromNativeHandle(h[0]);
+        Tensor probs = Tensor.fromNativeHandle(h[1]);
+        Node node = new Node("CrossEntropyLossBackward", logits) {
+            @Override
+            protected Tensor[] backward(Tensor gout) {
+                return new Tensor[] {Tensor.fromNativeHandle(MathNatives.crossEntropyBackward(
+                        gout.nativeHandle(), probs.nativeHandle(), target.nativeHandle()))};
+            }
+        };
+        node.attach(loss);
+        if (loss.gradFn() != node) {
+            probs.close(); // no graph recorded (no grad needed, or noGrad): free the probabilities now
+        }
+        return loss;
+    }
+}

@@ -1,0 +1,76 @@
+package org.ddp4j.nn.functional;
+
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * Stateless differentiable functions, one static method per op: PyTorch's
+ * {@code torch.nn.functional}. Each delegates to the op's class in this package, whose Javadoc
+ * gives the details.
+ */
+public final class Functional {
+    private Functional() {}
+
+    /**
+     * {@code x · wᵀ + b}: x float32 [*, in], w [out, in], b [out] or null → [*, out]. Mirrors
+     * {@code F.linear}.
+     *
+     * @throws IllegalArgumentException on mismatched shapes (message names both shapes)
+     */
+    public static Tensor linear(Tensor x, Tensor w, Tensor b) {
+        return LinearFunction.apply(x, w, b);
+    }
+
+    /** {@code x · wᵀ} without bias. Mirrors {@code F.linear(x, w)}. */
+    public static Tensor linear(Tensor x, Tensor w) {
+        return LinearFunction.apply(x, w, null);
+    }
+
+    /** {@code max(x, 0)} elementwise, float32 of x's shape. Mirrors {@code F.relu}. */
+    public static Tensor relu(Tensor x) {
+        return ReluFunction.apply(x);
+    }
+
+    /**
+     * Mean squared error of two float32 tensors of the same shape, a scalar. Mirrors
+     * {@code F.mse_loss}.
+     *
+     * @throws IllegalArgumentException if the shapes differ
+     */
+    public static Tensor mseLoss(Tensor input, Tensor target) {
+        return MseLossFunction.apply(input, target);
+    }
+
+    /**
+     * Mean cross entropy of float32 logits [N, C] against int64 class indices [N], a scalar.
+     * Mirrors {@code F.cross_entropy}.
+     *
+     * @throws IllegalArgumentException on mismatched shapes or a target outside [0, C)
+     */
+    public static Tensor crossEntropy(Tensor logits, Tensor target) {
+        return CrossEntropyFunction.apply(logits, target);
+    }
+
+    /**
+     * 2-D convolution: x [N, C, H, W], w [K, C, R, S], b [K] or null → [N, K, P, Q]. Mirrors
+     * {@code torch.nn.functional.conv2d(x, w, b, stride, padding)}.
+     *
+     * @throws IllegalArgumentException on mismatched channels or a too-small input (both shapes named)
+     */
+    public static Tensor conv2d(Tensor x, Tensor w, Tensor b, int stride, int padding) {
+        return Conv2dFunction.apply(x, w, b, stride, padding);
+    }
+
+    /**
+     * Batch normalisation over [N, C, H, W] per channel; in training, batch statistics and a
+     * running-stat update. Mirrors {@code torch.nn.functional.batch_norm}.
+     */
+    public static Tensor batchNorm2d(Tensor x, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
+            boolean training, double momentum, double eps) {
+        return BatchNorm2dFunction.apply(x, weight, bias, runningMean, runningVar, training, momentum, eps);
+    }
+
+    /** Max pooling over [N, C, H, W]. Mirrors {@code torch.nn.functional.max_pool2d(x, kernel, stride, padding)}. */
+    public static Tensor maxPool2d(Tensor x, int kernel, int stride, int padding) {
+        return MaxPool2dFunction.apply(x, kernel, stride, padding);
+    }
+}

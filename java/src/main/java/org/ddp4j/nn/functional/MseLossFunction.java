@@ -1,0 +1,40 @@
+package org.ddp4j.nn.functional;
+
+import org.ddp4j.internal.MathNatives;
+import org.ddp4j.tensor.Node;
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * The differentiable mean squared error {@code mean((input - target)²)}. Mirrors
+ * {@code torch.nn.functional.mse_loss(input, target, reduction='mean')}.
+ */
+public final class MseLossFunction {
+    private MseLossFunction() {}
+
+    /**
+     * Computes the mean of the squared differences.
+     *
+     * @param input float32 tensor of any shape
+     * @param target float32 tensor of the same shape (no broadcasting)
+     * @return a float32 scalar (shape []), recording an "MseLossBackward" node; gradients flow to
+     *     input and, when it requires grad, to target
+     * @throws IllegalArgumentException if the dtypes are not float32 or the shapes differ (the
+     *     message names both shapes)
+     */
+    public static Tensor apply(Tensor input, Tensor target) {
+        Tensor out = Tensor.fromNativeHandle(MathNatives.mseLossForward(input.nativeHandle(), target.nativeHandle()));
+        return new Node("MseLossBackward", input, target) {
+            @Override
+            protected Tensor[] backward(Tensor gout) {
+                Tensor gin = Tensor.fromNativeHandle(
+                        MathNatives.mseLossBackward(gout.nativeHandle(), input.nativeHandle(), target.nativeHandle()));
+                Tensor gtarget = needsInputGrad(1) ? gin.mul(-1f) : null;
+                if (!needsInputGrad(0)) {
+                    gin.close();
+                    gin = null;
+                }
+                return new Tensor[] {gin, gtarget};
+            }
+        }.attach(out);
+    }
+}

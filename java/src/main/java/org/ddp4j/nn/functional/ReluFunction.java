@@ -1,0 +1,29 @@
+package org.ddp4j.nn.functional;
+
+import org.ddp4j.internal.MathNatives;
+import org.ddp4j.tensor.Node;
+import org.ddp4j.tensor.Tensor;
+
+/** The differentiable rectifier {@code max(x, 0)}. Mirrors {@code torch.nn.functional.relu}. */
+public final class ReluFunction {
+    private ReluFunction() {}
+
+    /**
+     * Computes {@code max(x, 0)} elementwise (NaN stays NaN). The gradient passes where the output
+     * is positive and is 0 elsewhere, including at 0, as in PyTorch.
+     *
+     * @param x float32 tensor of any shape
+     * @return a new float32 tensor of x's shape, recording a "ReluBackward" node when x requires grad
+     * @throws IllegalArgumentException if x is not float32
+     */
+    public static Tensor apply(Tensor x) {
+        Tensor y = Tensor.fromNativeHandle(MathNatives.reluForward(x.nativeHandle()));
+        // The backward needs only the output (y > 0 ⇔ x > 0), as PyTorch's threshold_backward.
+        return new Node("ReluBackward", x) {
+            @Override
+            protected Tensor[] backward(Tensor gy) {
+                return new Tensor[] {Tensor.fromNativeHandle(MathNatives.reluBackward(gy.nativeHandle(), y.nativeHandle()))};
+            }
+        }.attach(y);
+    }
+}

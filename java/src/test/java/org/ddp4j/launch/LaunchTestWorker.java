@@ -1,0 +1,93 @@
+package org.ddp4j.launch;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.List;
+
+/**
+ * A worker main class for the launcher tests. {@code LaunchTestWorker MODE DIR}:
+ * <ul>
+ *   <li>{@code env}: prints the launcher's variables as {@code NAME=value} lines, one line to
+ *       stderr, and writes the same lines to {@code DIR/rank-<RANK>}; exits 0.
+ *   <li>{@code fail-rank1}: RANK 1 waits until every other rank of the world wrote its pid file,
+ *       then exits 3; the other ranks write {@code DIR/pid-<RANK>} and sleep 60 s.
+ *   <li>{@code fail-rank1-once}: in attempt 0 ({@code DDP4J_RESTART_COUNT}) behaves as
+ *       {@code fail-rank1}; in later attempts prints its attempt and exits 0.
+ *   <li>{@code sleep}: writes {@code DIR/pid-<RANK>} and sleeps 60 s.
+ *   <li>{@code fail-first-attempt}: RANK 1 exits 3 when DDP4J_RESTART_COUNT is 0; otherwise prints
+ *       its attempt and exits 0.
+ * </ul>
+ */
+public final class LaunchTestWorker {
+
+    /** The variables {@code env} mode reports. */
+    static final List<String> VARS = List.of("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+            "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "DDP4J_AGENT_STORE", "DDP4J_RESTART_COUNT",
+            "DDP4J_MAX_RESTARTS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS");
+
+    private LaunchTestWorker() {}
+
+    /** Runs the mode named by {@code args[0]} with the directory {@code args[1]}. */
+    public static void main(String[] args) throws Exception {
+        String mode = args[0];
+        Path dir = Path.of(args[1]);
+        int rank = Integer.parseInt(System.getenv("RANK"));
+        switch (mode) {
+            case "env" -> {
+                StringBuilder sb = new StringBuilder();
+                for (String v : VARS) {
+                    sb.append(v).append('=').append(System.getenv(v)).append('\n');
+                }
+                sb.append("prop=").append(System.getProperty("ddp4j.test.opt")).append('\n');
+                System.out.print(sb);
+                System.out.flush();
+                System.err.println("hello on stderr from rank " + rank);
+                writeAtomically(dir.resolve("rank-" + rank), sb.toString());
+            }
+            case "fail-rank1", "fail-rank1-once" -> {
+                int attempt = Integer.parseInt(System.getenv("DDP4J_RESTART_COUNT"));
+                if (mode.equals("fail-rank1-once") && attempt > 0) {
+                    System.out.println("attempt " + attempt + " ok");
+                    return;
+                }
+                if (rank == 1) {
+                    int world = Integer.parseInt(System.getenv("WORLD_SIZE"));
+                    long deadline = System.nanoTime() + 20_000_000_000L;
+                    for (int r = 0; r < world; r++) {
+                        while (r != 1 && !Files.exists(dir.resolve("pid-" + r)) && System.nanoTime() < deadline) {
+                            Thread.sleep(20);
+                        }
+                    }
+                    System.err.println("rank 1 fails now");
+                    System.exit(3);
+                }
+                writeAtomically(dir.resolve("pid-" + rank), Long.toString(ProcessHandle.current().pid()));
+                System.out.println("rank " + rank + " sleeping");
+                Thread.sleep(60_000);
+                System.out.println("rank " + rank + " woke up: it should have been stopped");
+            }
+            case "sleep" -> {
+                writeAtomically(dir.resolve("pid-" + rank), Long.toString(ProcessHandle.current().pid()));
+                System.out.println("rank " + rank + " sleeping");
+                Thread.sleep(60_000);
+            }
+            case "fail-first-attempt" -> {
+                int attempt = Integer.parseInt(System.getenv("DDP4J_RESTART_COUNT"));
+                if (attempt == 0 && rank == 1) {
+                    System.exit(3);
+                }
+                System.out.println("attempt " + attempt + " ok");
+            }
+            default -> throw new IllegalArgumentException("unknown mode " + mode);
+        }
+    }
+
+    private static void writeAtomically(Path file, String text) throws IOException {
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        Files.writeString(tmp, text, StandardCharsets.UTF_8);
+        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
+    }
+}

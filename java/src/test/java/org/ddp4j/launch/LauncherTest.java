@@ -1,0 +1,378 @@
+package org.ddp4j.launch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Runs the launcher in-process against real worker JVMs ({@link LaunchTestWorker}) and commands. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class LauncherTest {
+
+    private static final String WORKER = LaunchTestWorker.class.getName();
+
+    @TempDir
+    Path dir;
+
+    /** What one launcher run returned and printed. */
+    record Run(int code, String out, String err, long millis) {
+        List<String> outLines() {
+            return out.lines().collect(Collectors.toList());
+        }
+    }
+
+    /** The environment the workers start from: no thread settings, fast small JVMs. */
+    static Map<String, String> baseEnv() {
+        Map<String, String> env = new HashMap<>(System.getenv());
+        env.remove("OMP_NUM_THREADS");
+        env.remove("OPENBLAS_NUM_THREADS");
+        env.put(WorkerCommand.JAVA_OPTS_ENV,
+                "-Xshare:auto -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx64m '-Dddp4j.test.opt=a b'");
+        return env;
+    }
+
+    static Run launch(Map<String, String> env, String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        long t0 = System.nanoTime();
+        int code;
+        try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8);
+                PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
+            code = Launcher.run(env, o, e, args);
+        }
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        Run r = new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8), ms);
+        System.out.println("--- launcher exit " + code + " after " + ms + " ms\n--- out:\n" + r.out() + "--- err:\n" + r.err());
+        return r;
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    static Map<String, String> parse(String text) {
+        Map<String, String> m = new HashMap<>();
+        for (String line : text.split("\n")) {
+            int eq = line.indexOf('=');
+            if (eq > 0) {
+                m.put(line.substring(0, eq), line.substring(eq + 1));
+            }
+        }
+        return m;
+    }
+
+    Map<String, String> workerEnv(int rank) throws IOException {
+        return parse(Files.readString(dir.resolve("rank-" + rank)));
+    }
+
+    @Test
+    void twoWorkersGetTorchrunEnvironmentAndPrefixedOutput() throws IOException {
+        int port = freePort();
+        Run r = launch(baseEnv(), "--nproc_per_node", "2", "--master-port", Integer.toString(port),
+                WORKER, "env", dir.toString());
+        assertEquals(0, r.code(), r.err());
+        for (int rank = 0; rank < 2; rank++) {
+            Map<String, String> env = workerEnv(rank);
+            assertEquals(Integer.toString(rank), env.get("RANK"));
+            assertEquals(Integer.toString(rank), env.get("LOCAL_RANK"));
+            assertEquals("2", env.get("WORLD_SIZE"));
+            assertEquals("2", env.get("LOCAL_WORLD_SIZE"));
+            assertEquals("0", env.get("GROUP_RANK"));
+            assertEquals("1", env.get("GROUP_WORLD_SIZE"));
+            assertEquals("127.0.0.1", env.get("MASTER_ADDR"));
+            assertEquals(Integer.toString(port), env.get("MASTER_PORT"));
+            assertEquals("1", env.get("DDP4J_AGENT_STORE"));
+            assertEquals("0", env.get("DDP4J_RESTART_COUNT"));
+            assertEquals("1", env.get("OMP_NUM_THREADS"));
+            assertEquals("1", env.get("OPENBLAS_NUM_THREADS"));
+            assertEquals("a b", env.get("prop"), "DDP4J_JAVA_OPTS reaches the worker JVM");
+
+            String p = "[rank" + rank + "]: ";
+            assertTrue(r.outLines().contains(p + "RANK=" + rank), r.out());
+            assertTrue(r.outLines().contains(p + "WORLD_SIZE=2"), r.out());
+            String hello = p + "hello on stderr from rank " + rank;
+            assertTrue(r.err().lines().anyMatch(hello::equals), r.err());
+        }
+        assertFalse(r.out().contains("hello on stderr"), "stderr lines stay on stderr");
+        for (String line : r.outLines()) {
+            assertTrue(line.matches("\\[rank[01]\\]: [A-Za-z_0-9]+=.*"), "whole, prefixed line: " + line);
+        }
+        assertEquals(2 * (LaunchTestWorker.VARS.size() + 1), r.outLines().size(), r.out());
+    }
+
+    @Test
+    void failingWorkerStopsTheOthersAndIsNamed() throws IOException {
+        Run r = launch(baseEnv(), "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
+                WORKER, "fail-rank1", dir.toString());
+        assertNotEquals(0, r.code());
+        assertTrue(r.err().contains("ddp4j-run: worker rank 1 (local rank 1, node 0) failed with exit code 3;"
+                + " stopped the other 1 worker(s)"), r.err());
+        assertTrue(r.err().contains("[rank1]: rank 1 fails now"), r.err());
+        assertTrue(r.millis() < 20_000, "took " + r.millis() + " ms");
+        assertFalse(r.out().contains("woke up"), r.out());
+        long pid = Long.parseLong(Files.readString(dir.resolve("pid-0")).trim());
+        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "rank 0 (pid " + pid + ") still runs");
+    }
+
+    @Test
+    void nodesWithUnevenCountsGetConsecutiveRanks() throws Exception {
+        int port = freePort();
+        Map<String, String> env0 = baseEnv();
+        env0.put("OPENBLAS_NUM_THREADS", "7"); // a user setting the launcher keeps
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            // Node 1 first: it must wait for node 0 to serve the store.
+            Future<Run> node1 = pool.submit(() -> launch(baseEnv(), "--nnodes", "2", "--node_rank", "1",
+                    "--nproc-per-node", "1", "--master_addr", "127.0.0.1", "--master_port", Integer.toString(port),
+                    "--rdzv-timeout", "40", WORKER, "env", dir.toString()));
+            Future<Run> node0 = pool.submit(() -> launch(env0, "--nnodes", "2", "--node-rank", "0",
+                    "--nproc-per-node", "2", "--master-port", Integer.toString(port), "--rdzv-timeout", "40",
+                    WORKER, "env", dir.toString()));
+            Run r0 = node0.get(50, TimeUnit.SECONDS);
+            Run r1 = node1.get(50, TimeUnit.SECONDS);
+            assertEquals(0, r0.code(), r0.err());
+            assertEquals(0, r1.code(), r1.err());
+        } finally {
+            pool.shutdownNow();
+        }
+        List<String> files;
+        try (var s = Files.list(dir)) {
+            files = s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("rank-")).sorted()
+                    .collect(Collectors.toList());
+        }
+        assertEquals(List.of("rank-0", "rank-1", "rank-2"), files);
+        List<String> seenRanks = new ArrayList<>();
+        for (int rank = 0; rank < 3; rank++) {
+            Map<String, String> env = workerEnv(rank);
+            seenRanks.add(env.get("RANK"));
+            assertEquals("3", env.get("WORLD_SIZE"));
+            assertEquals("2", env.get("GROUP_WORLD_SIZE"));
+        }
+        assertEquals(List.of("0", "1", "2"), seenRanks);
+        Map<String, String> last = workerEnv(2);
+        assertEquals("0", last.get("LOCAL_RANK"));
+        assertEquals("1", last.get("LOCAL_WORLD_SIZE"));
+        assertEquals("1", last.get("GROUP_RANK"));
+        assertEquals("null", last.get("OMP_NUM_THREADS"), "one worker per node: no thread setting");
+        Map<String, String> first = workerEnv(1);
+        assertEquals("1", first.get("LOCAL_RANK"));
+        assertEquals("2", first.get("LOCAL_WORLD_SIZE"));
+        assertEquals("0", first.get("GROUP_RANK"));
+        assertEquals("1", first.get("OMP_NUM_THREADS"));
+        assertEquals("7", first.get("OPENBLAS_NUM_THREADS"), "the user's value wins");
+    }
+
+    @Test
+    void failureOnOneNodeStopsTheOtherNode() throws Exception {
+        int port = freePort();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        Run r0;
+        Run r1;
+        try {
+            Future<Run> node0 = pool.submit(() -> launch(baseEnv(), "--nnodes", "2", "--node-rank", "0",
+                    "--master-port", Integer.toString(port), "--rdzv-timeout", "40", WORKER, "fail-rank1", dir.toString()));
+            Future<Run> node1 = pool.submit(() -> launch(baseEnv(), "--nnodes", "2", "--node-rank", "1",
+                    "--master-port", Integer.toString(port), "--rdzv-timeout", "40", WORKER, "fail-rank1", dir.toString()));
+            r1 = node1.get(50, TimeUnit.SECONDS);
+            r0 = node0.get(50, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+        assertNotEquals(0, r1.code());
+        assertTrue(r1.err().contains("worker rank 1 (local rank 0, node 1) failed with exit code 3"), r1.err());
+        assertNotEquals(0, r0.code());
+        assertTrue(r0.err().contains("node 0: worker rank 1 (local rank 0, node 1) failed with exit code 3;"
+                + " stopped the 1 local worker(s)"), r0.err());
+        assertTrue(r0.millis() < 30_000, "took " + r0.millis() + " ms");
+        long pid = Long.parseLong(Files.readString(dir.resolve("pid-0")).trim());
+        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "rank 0 (pid " + pid + ") still runs");
+    }
+
+    @Test
+    void restartsTheWorkerGroupAfterAFailure() throws IOException {
+        Run r = launch(baseEnv(), "--nproc-per-node", "2", "--max-restarts", "1", "--master-port",
+                Integer.toString(freePort()), WORKER, "fail-first-attempt", dir.toString());
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.err().contains("worker rank 1 (local rank 1, node 0) failed with exit code 3"), r.err());
+        assertTrue(r.err().contains("restarting the worker group of node 0 (restart 1 of 1)"), r.err());
+        assertTrue(r.outLines().contains("[rank0]: attempt 1 ok"), r.out());
+        assertTrue(r.outLines().contains("[rank1]: attempt 1 ok"), r.out());
+    }
+
+    @Test
+    void aFailureOnOneNodeRestartsBothNodes() throws Exception {
+        int port = freePort();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        Run r0;
+        Run r1;
+        try {
+            Future<Run> node0 = pool.submit(() -> launch(baseEnv(), "--nnodes", "2", "--node-rank", "0",
+                    "--max-restarts", "2", "--master-port", Integer.toString(port), "--rdzv-timeout", "40",
+                    WORKER, "fail-rank1-once", dir.toString()));
+            Future<Run> node1 = pool.submit(() -> launch(baseEnv(), "--nnodes", "2", "--node-rank", "1",
+                    "--max-restarts", "2", "--master-port", Integer.toString(port), "--rdzv-timeout", "40",
+                    WORKER, "fail-rank1-once", dir.toString()));
+            r1 = node1.get(50, TimeUnit.SECONDS);
+            r0 = node0.get(50, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(0, r0.code(), r0.err());
+        assertEquals(0, r1.code(), r1.err());
+        assertTrue(r0.err().contains("node 0: worker rank 1 (local rank 0, node 1) failed with exit code 3"), r0.err());
+        assertTrue(r0.err().contains("restarting the worker group of node 0 (restart 1 of 2)"), r0.err());
+        assertTrue(r1.err().contains("restarting the worker group of node 1 (restart 1 of 2)"), r1.err());
+        assertEquals(List.of("[rank0]: rank 0 sleeping", "[rank0]: attempt 1 ok"), r0.outLines());
+        assertEquals(List.of("[rank1]: attempt 1 ok"), r1.outLines());
+    }
+
+    @Test
+    void withoutRestartsTheFirstFailureIsFinal() throws IOException {
+        Run r = launch(baseEnv(), "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
+                WORKER, "fail-first-attempt", dir.toString());
+        assertEquals(1, r.code(), r.err());
+        assertFalse(r.err().contains("restarting"), r.err());
+        assertFalse(r.out().contains("attempt 1"), r.out());
+    }
+
+    @Test
+    void rendezvousTimeoutNamesTheMissingNodes() throws IOException {
+        Run r = launch(baseEnv(), "--nnodes", "3", "--node-rank", "0", "--master-port", Integer.toString(freePort()),
+                "--rdzv-timeout", "1", WORKER, "env", dir.toString());
+        assertEquals(1, r.code());
+        assertTrue(r.err().contains("node rank(s) 1, 2 of --nnodes 3 never joined"), r.err());
+        assertTrue(r.millis() < 15_000, "took " + r.millis() + " ms");
+        try (var s = Files.list(dir)) {
+            assertEquals(0, s.count(), "no worker started");
+        }
+    }
+
+    @Test
+    void runsACommandThatIsNotAClass() throws IOException {
+        Run r = launch(baseEnv(), "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
+                "sh", "-c", "echo \"rank=$RANK of $WORLD_SIZE\"; echo oops >&2; printf 'no newline'");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.outLines().contains("[rank0]: rank=0 of 2"), r.out());
+        assertTrue(r.outLines().contains("[rank1]: rank=1 of 2"), r.out());
+        assertTrue(r.outLines().contains("[rank1]: no newline"), r.out());
+        assertTrue(r.err().lines().anyMatch(l -> l.equals("[rank0]: oops")), r.err());
+    }
+
+    @Test
+    void doubleDashEndsTheOptionsAndWorkerOptionsPassThrough() throws IOException {
+        Run r = launch(baseEnv(), "--master-port", Integer.toString(freePort()), "--",
+                "sh", "-c", "echo \"args: $*\"", "sh", "--nproc-per-node", "5");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.outLines().contains("[rank0]: args: --nproc-per-node 5"), r.out());
+    }
+
+    @Test
+    void commandThatCannotStartFailsWithItsName() throws IOException {
+        Run r = launch(baseEnv(), "--master-port", Integer.toString(freePort()), "/nonexistent/ddp4j-worker");
+        assertEquals(1, r.code());
+        assertTrue(r.err().contains("cannot start worker rank 0 (local rank 0, node 0)"), r.err());
+        assertTrue(r.err().contains("/nonexistent/ddp4j-worker"), r.err());
+
+        Run typo = launch(baseEnv(), "--master-port", Integer.toString(freePort()), "org.ddp4j.examples.NoSuchDemo");
+        assertEquals(1, typo.code());
+        assertTrue(typo.err().contains("is not a class on the launcher's class path either"), typo.err());
+    }
+
+    @Test
+    void invalidFlagsGiveClearErrors() {
+        Run r = launch(baseEnv(), "--nnodes", "2", "--node-rank", "2", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--node-rank 2 is out of range for --nnodes 2 (node ranks are 0..1)"), r.err());
+
+        r = launch(baseEnv(), "--nproc_per_node=0", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--nproc-per-node must be at least 1, got 0"), r.err());
+
+        r = launch(baseEnv(), "--nproc-per-node", "2");
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("missing MAIN_CLASS_OR_COMMAND"), r.err());
+
+        r = launch(baseEnv(), "--master-port", "70000", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--master-port must be in 1..65535"), r.err());
+
+        r = launch(baseEnv(), "--no-such-flag", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--no-such-flag"), r.err());
+
+        r = launch(baseEnv(), "--nnodes", "two", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--nnodes"), r.err());
+
+        r = launch(baseEnv(), "--help");
+        assertEquals(0, r.code());
+        assertTrue(r.out().contains("--nproc-per-node"), r.out());
+        assertTrue(r.out().contains("MAIN_CLASS_OR_COMMAND"), r.out());
+    }
+
+    @Test
+    void sigtermToTheLauncherStopsTheWorkers() throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(WorkerCommand.javaExecutable(), "-cp",
+                System.getProperty("java.class.path"), Launcher.class.getName(), "--nproc-per-node", "2",
+                "--master-port", Integer.toString(freePort()), WORKER, "sleep", dir.toString()));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("launcher.log").toFile());
+        pb.environment().putAll(baseEnv());
+        Process launcher = pb.start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!(Files.exists(dir.resolve("pid-0")) && Files.exists(dir.resolve("pid-1")))) {
+                assertTrue(launcher.isAlive(), Files.readString(dir.resolve("launcher.log")));
+                assertTrue(System.nanoTime() < deadline, "workers did not start");
+                Thread.sleep(20);
+            }
+            launcher.destroy(); // SIGTERM
+            assertTrue(launcher.waitFor(15, TimeUnit.SECONDS), "the launcher did not exit");
+            String log = Files.readString(dir.resolve("launcher.log"));
+            assertTrue(log.contains("node 0 was asked to stop; stopping its workers"), log);
+            for (int rank = 0; rank < 2; rank++) {
+                long pid = Long.parseLong(Files.readString(dir.resolve("pid-" + rank)).trim());
+                ProcessHandle h = ProcessHandle.of(pid).orElse(null);
+                // The orphaned workers are reaped by init: allow a moment.
+                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                while (h != null && WorkerGroup.isRunning(h) && System.nanoTime() < until) {
+                    Thread.sleep(20);
+                }
+                assertFalse(h != null && WorkerGroup.isRunning(h), "rank " + rank + " (pid " + pid + ") still runs");
+            }
+        } finally {
+            launcher.destroyForcibly();
+        }
+    }
+
+    @Test
+    void portInUseOnNodeZeroIsReported() throws IOException {
+        try (ServerSocket taken = new ServerSocket(0, 50, java.net.InetAddress.getByName("127.0.0.1"))) {
+            Run r = launch(baseEnv(), "--master-port", Integer.toString(taken.getLocalPort()), WORKER, "env", dir.toString());
+            assertEquals(1, r.code());
+            assertTrue(r.err().contains("cannot serve the store on 127.0.0.1:" + taken.getLocalPort()), r.err());
+        }
+    }
+}

@@ -1,0 +1,49 @@
+package org.ddp4j.launch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class WorkerCommandTest {
+
+    @Test
+    void classNamesOnTheClassPathAreJavaWorkers() {
+        assertTrue(WorkerCommand.isJavaClass(LaunchTestWorker.class.getName()));
+        assertTrue(WorkerCommand.isJavaClass("org.ddp4j.launch.Launcher"));
+        assertFalse(WorkerCommand.isJavaClass("org.ddp4j.examples.NoSuchDemo"), "not loadable");
+        assertFalse(WorkerCommand.isJavaClass("train.py"), "not loadable");
+        assertFalse(WorkerCommand.isJavaClass("python3"), "no dot");
+        assertFalse(WorkerCommand.isJavaClass("./org.ddp4j.launch.Launcher"), "a path");
+        assertFalse(WorkerCommand.isJavaClass("bin/org.ddp4j.launch.Launcher"), "a path");
+    }
+
+    @Test
+    void javaWorkersRunWithThisJvmAndClassPath() {
+        List<String> argv = WorkerCommand.argv(List.of(LaunchTestWorker.class.getName(), "env", "/tmp"),
+                Map.of(WorkerCommand.JAVA_OPTS_ENV, "-Xmx1g  -Dx=\"a b\""));
+        assertEquals(WorkerCommand.javaExecutable(), argv.get(0));
+        assertTrue(argv.get(0).endsWith("java"), argv.get(0));
+        assertEquals("-cp", argv.get(1));
+        assertEquals(System.getProperty("java.class.path"), argv.get(2));
+        assertEquals(List.of(WorkerCommand.LEFTOVER_AGE_FLAG, "-Xmx1g", "-Dx=a b",
+                LaunchTestWorker.class.getName(), "env", "/tmp"), argv.subList(3, argv.size()));
+    }
+
+    @Test
+    void commandsRunAsGiven() {
+        List<String> cmd = List.of("python3", "train.py", "--epochs", "3");
+        assertEquals(cmd, WorkerCommand.argv(cmd, Map.of(WorkerCommand.JAVA_OPTS_ENV, "-Xmx1g")));
+    }
+
+    @Test
+    void javaOptionsSplitLikeAShell() {
+        assertEquals(List.of(), WorkerCommand.splitOptions("   "));
+        assertEquals(List.of("-Xmx4g", "-Da=b c", "-Dd=it's", "-De=x y"),
+                WorkerCommand.splitOptions(" -Xmx4g '-Da=b c'\t\"-Dd=it's\" -De=x\\ y "));
+        assertEquals(List.of(""), WorkerCommand.splitOptions("''"));
+    }
+}

@@ -1,0 +1,90 @@
+// BatchNorm2d ops: argument checks (messages name the op and both shapes), output allocation, dispatch.
+#include <cmath>
+
+#include "ddp4j/dispatch.h"
+#include "ddp4j/ops.h"
+
+namespace ddp4j::ops {
+namespace {
+
+constexpr const char* kOp = "batch_norm2d";
+
+void check_input(const char* op, const Tensor& x) {
+  check_dtype(op, "input", x, DType::Float32);
+  DDP4J_CHECK_ARG(x.dim() == 4, op, ": input must be 4-D [N, C, H, W], got shape ", shape_str(x.shape()));
+}
+
+/** A per-channel tensor (gamma, beta, running or saved statistics) must be float32 [C] on x's device. */
+void check_channel_tensor(const char* op, const char* what, const Tensor& x, const Tensor& t) {
+  DDP4J_CHECK_ARG(t.defined(), op, ": ", what, " is missing");
+  check_dtype(op, what, t, DType::Float32);
+  check_same_device(op, x, t);
+  DDP4J_CHECK_ARG(t.dim() == 1 && t.size(0) == x.size(1), op, ": input ", shape_str(x.shape()), " has ", x.size(1),
+                  " channels but ", what, " ", shape_str(t.shape()), " expects ",
+                  t.dim() == 1 ? t.size(0) : t.numel());
+}
+
+void check_eps(double eps) {
+  DDP4J_CHECK_ARG(eps >= 0 && std::isfinite(eps), kOp, ": eps must be a non-negative number, got ", eps);
+}
+
+}  // namespace
+
+std::vector<Tensor> batch_norm2d_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                               Tensor& running_mean, Tensor& running_var, double momentum,
+                                               double eps) {
+  check_input(kOp, x);
+  check_channel_tensor(kOp, "weight", x, gamma);
+  check_channel_tensor(kOp, "bias", x, beta);
+  check_channel_tensor(kOp, "running_mean", x, running_mean);
+  check_channel_tensor(kOp, "running_var", x, running_var);
+  check_eps(eps);
+  DDP4J_CHECK_ARG(std::isfinite(momentum), kOp, ": momentum must be a number, got ", momentum);
+  // As PyTorch: the unbiased variance of one value is undefined.
+  DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) > 1, kOp,
+                  ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()));
+  const int64_t c = x.size(1);
+  Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
+  Tensor save_mean = Tensor::empty({c}, DType::Float32, x.device());
+  Tensor save_invstd = Tensor::empty({c}, DType::Float32, x.device());
+  static KernelSlot slot("batch_norm2d_forward_train");
+  slot.get<kernels::batch_norm2d_forward_train_fn>(x.device())(x, gamma, beta, running_mean, running_var, momentum,
+                                                               eps, y, save_mean, save_invstd);
+  return {y, save_mean, save_invstd};
+}
+
+Tensor batch_norm2d_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 const Tensor& running_mean, const Tensor& running_var, double eps) {
+  check_input(kOp, x);
+  check_channel_tensor(kOp, "weight", x, gamma);
+  check_channel_tensor(kOp, "bias", x, beta);
+  check_channel_tensor(kOp, "running_mean", x, running_mean);
+  check_channel_tensor(kOp, "running_var", x, running_var);
+  check_eps(eps);
+  Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
+  static KernelSlot slot("batch_norm2d_forward_eval");
+  slot.get<kernels::batch_norm2d_forward_eval_fn>(x.device())(x, gamma, beta, running_mean, running_var, eps, y);
+  return y;
+}
+
+std::vector<Tensor> batch_norm2d_backward(const Tensor& gy, const Tensor& x, const Tensor& gamma,
+                                          const Tensor& save_mean, const Tensor& save_invstd) {
+  constexpr const char* op = "batch_norm2d_backward";
+  check_input(op, x);
+  check_dtype(op, "grad_output", gy, DType::Float32);
+  check_same_device(op, gy, x);
+  DDP4J_CHECK_ARG(gy.shape() == x.shape(), op, ": grad_output ", shape_str(gy.shape()), " does not match input ",
+                  shape_str(x.shape()));
+  check_channel_tensor(op, "weight", x, gamma);
+  check_channel_tensor(op, "save_mean", x, save_mean);
+  check_channel_tensor(op, "save_invstd", x, save_invstd);
+  const int64_t c = x.size(1);
+  Tensor gx = Tensor::empty(x.shape(), DType::Float32, x.device());
+  Tensor ggamma = Tensor::empty({c}, DType::Float32, x.device());
+  Tensor gbeta = Tensor::empty({c}, DType::Float32, x.device());
+  static KernelSlot slot("batch_norm2d_backward");
+  slot.get<kernels::batch_norm2d_backward_fn>(x.device())(gy, x, gamma, save_mean, save_invstd, gx, ggamma, gbeta);
+  return {gx, ggamma, gbeta};
+}
+
+}  // namespace ddp4j::ops

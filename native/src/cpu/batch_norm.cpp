@@ -1,0 +1,145 @@
+// CPU BatchNorm2d over x[N, C, H, W]. Per channel: one pass for the statistics (sums in double),
+// one pass that writes y = x * a + b with a = gamma * invstd, b = beta - mean * a (PyTorch's CPU
+// form). The backward is likewise two passes per channel.
+#include <cmath>
+
+#include "ddp4j/dispatch.h"
+#include "ddp4j/kernels.h"
+
+namespace ddp4j::cpu {
+namespace {
+
+constexpr int kLanes = 8;  // independent accumulators: lets the compiler vectorise without reassociating
+
+/** Adds Σ (p - k) to s1 and Σ (p - k)² to s2 over n floats. */
+inline void shifted_sums(const float* p, int64_t n, double k, double& s1, double& s2) {
+  double a[kLanes] = {}, b[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const double v = p[j + l] - k;
+      a[l] += v;
+      b[l] += v * v;
+    }
+  }
+  for (; j < n; ++j) {
+    const double v = p[j] - k;
+    s1 += v;
+    s2 += v * v;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    s1 += a[l];
+    s2 += b[l];
+  }
+}
+
+/** Adds Σ g to sg and Σ (x - mean) g to sxg over n elements. */
+inline void grad_sums(const float* g, const float* x, int64_t n, double mean, double& sg, double& sxg) {
+  double a[kLanes] = {}, b[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      a[l] += g[j + l];
+      b[l] += (x[j + l] - mean) * g[j + l];
+    }
+  }
+  for (; j < n; ++j) {
+    sg += g[j];
+    sxg += (x[j] - mean) * g[j];
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    sg += a[l];
+    sxg += b[l];
+  }
+}
+
+/** y[:, c] = x[:, c] * a + b for one channel. */
+inline void affine_channel(const float* x, float* y, int64_t N, int64_t C, int64_t HW, int64_t c, float a, float b) {
+  for (int64_t n = 0; n < N; ++n) {
+    const float* in = x + (n * C + c) * HW;
+    float* out = y + (n * C + c) * HW;
+    for (int64_t j = 0; j < HW; ++j) out[j] = in[j] * a + b;
+  }
+}
+
+void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                   Tensor& running_var, double momentum, double eps, Tensor& y, Tensor& save_mean,
+                   Tensor& save_invstd) {
+  const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3), count = N * HW;
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  const float* pg = gamma.data<float>();
+  const float* pb = beta.data<float>();
+  float* rm = running_mean.data<float>();
+  float* rv = running_var.data<float>();
+  for (int64_t c = 0; c < C; ++c) {
+    // Sums are shifted by the channel's first value so that E[v²] - E[v]² does not cancel when
+    // the mean is large compared with the spread.
+    const double k = px[c * HW];
+    double s1 = 0, s2 = 0;
+    for (int64_t n = 0; n < N; ++n) shifted_sums(px + (n * C + c) * HW, HW, k, s1, s2);
+    const double d_mean = s1 / count;
+    const double mean = k + d_mean;
+    const double var = std::max(0.0, s2 / count - d_mean * d_mean);  // biased: used to normalise
+    const double invstd = 1.0 / std::sqrt(var + eps);
+    save_mean.data<float>()[c] = static_cast<float>(mean);
+    save_invstd.data<float>()[c] = static_cast<float>(invstd);
+    const double a = pg[c] * invstd;
+    affine_channel(px, py, N, C, HW, c, static_cast<float>(a), static_cast<float>(pb[c] - mean * a));
+    // Running statistics use the unbiased variance, as torch.nn.BatchNorm2d.
+    const double unbiased = var * static_cast<double>(count) / static_cast<double>(count - 1);
+    rm[c] = static_cast<float>((1 - momentum) * rm[c] + momentum * mean);
+    rv[c] = static_cast<float>((1 - momentum) * rv[c] + momentum * unbiased);
+  }
+}
+
+void forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                  const Tensor& running_var, double eps, Tensor& y) {
+  const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3);
+  const float* pg = gamma.data<float>();
+  const float* pb = beta.data<float>();
+  const float* rm = running_mean.data<float>();
+  const float* rv = running_var.data<float>();
+  for (int64_t c = 0; c < C; ++c) {
+    const double a = pg[c] / std::sqrt(static_cast<double>(rv[c]) + eps);
+    affine_channel(x.data<float>(), y.data<float>(), N, C, HW, c, static_cast<float>(a),
+                   static_cast<float>(pb[c] - rm[c] * a));
+  }
+}
+
+void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
+              const Tensor& save_invstd, Tensor& gx, Tensor& ggamma, Tensor& gbeta) {
+  const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3), count = N * HW;
+  const float* px = x.data<float>();
+  const float* pgy = gy.data<float>();
+  float* pgx = gx.data<float>();
+  for (int64_t c = 0; c < C; ++c) {
+    const double mean = save_mean.data<float>()[c], invstd = save_invstd.data<float>()[c];
+    double sg = 0, sxg = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t off = (n * C + c) * HW;
+      grad_sums(pgy + off, px + off, HW, mean, sg, sxg);
+    }
+    gbeta.data<float>()[c] = static_cast<float>(sg);
+    ggamma.data<float>()[c] = static_cast<float>(sxg * invstd);
+    // gx = gamma * invstd * (gy - mean(gy) - xhat * mean(gy * xhat)), written as
+    // gy * a + (x - mean) * b + d; x - mean is formed first so a large mean does not cancel.
+    const double scale = gamma.data<float>()[c] * invstd;
+    const double k = count > 0 ? sxg * invstd * invstd / count : 0.0;
+    const double gmean = count > 0 ? sg / count : 0.0;
+    const float a = static_cast<float>(scale), b = static_cast<float>(-scale * k),
+                d = static_cast<float>(-scale * gmean), m = static_cast<float>(mean);
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t off = (n * C + c) * HW;
+      for (int64_t j = 0; j < HW; ++j) pgx[off + j] = pgy[off + j] * a + (px[off + j] - m) * b + d;
+    }
+  }
+}
+
+}  // namespace
+
+DDP4J_REGISTER_KERNEL(batch_norm2d_forward_train, CPU, forward_train);
+DDP4J_REGISTER_KERNEL(batch_norm2d_forward_eval, CPU, forward_eval);
+DDP4J_REGISTER_KERNEL(batch_norm2d_backward, CPU, backward);
+
+}  // namespace ddp4j::cpu

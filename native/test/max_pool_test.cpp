@@ -1,0 +1,81 @@
+// MaxPool2d kernels: indices and values on a hand-computed example, padding as -inf, and the
+// scatter-add backward with overlapping windows.
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "ddp4j/ops.h"
+#include "test_util.h"
+
+using namespace ddp4j;
+
+namespace {
+Tensor make(const Shape& shape, const std::vector<float>& values) {
+  Tensor t = Tensor::empty(shape, DType::Float32);
+  std::memcpy(t.data<float>(), values.data(), values.size() * sizeof(float));
+  return t;
+}
+}  // namespace
+
+int main() {
+  // 4x4 input, 2x2 windows, stride 2.
+  Tensor x = make({1, 1, 4, 4}, {1, 5, 2, 0,  //
+                                 3, 4, 8, 7,  //
+                                 -1, -2, -3, -4,  //
+                                 -6, -5, 9, 9});
+  kernels::Pool2dGeometry g;  // defaults: 2x2, stride 2, no padding
+  auto out = ops::max_pool2d_forward(x, g);
+  CHECK(out[0].shape() == (Shape{1, 1, 2, 2}));
+  CHECK(out[1].dtype() == DType::Int64);
+  const float y[] = {5, 8, -1, 9};
+  const int64_t idx[] = {1, 6, 8, 14};  // ties (9, 9): the first wins
+  for (int i = 0; i < 4; ++i) {
+    CHECK_NEAR(out[0].data<float>()[i], y[i], 0);
+    CHECK(out[1].data<int64_t>()[i] == idx[i]);
+  }
+
+  // All-negative input with padding 1, 3x3 windows, stride 2: padding must not win (it is -inf).
+  Tensor neg = make({1, 1, 3, 3}, {-9, -8, -7, -6, -5, -4, -3, -2, -1});
+  kernels::Pool2dGeometry g3;
+  g3.kernel_h = g3.kernel_w = 3;
+  g3.stride_h = g3.stride_w = 2;
+  g3.pad_h = g3.pad_w = 1;
+  auto out3 = ops::max_pool2d_forward(neg, g3);
+  CHECK(out3[0].shape() == (Shape{1, 1, 2, 2}));
+  const float y3[] = {-5, -4, -2, -1};
+  const int64_t idx3[] = {4, 5, 7, 8};
+  for (int i = 0; i < 4; ++i) {
+    CHECK_NEAR(out3[0].data<float>()[i], y3[i], 0);
+    CHECK(out3[1].data<int64_t>()[i] == idx3[i]);
+  }
+
+  // Backward: all four overlapping windows contain x[1][1] (index 4), the maximum, so the
+  // gradients add up there.
+  Tensor ones = make({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor up = make({1, 1, 3, 3}, {0, 0, 0, 0, 10, 0, 0, 0, 0});
+  auto outu = ops::max_pool2d_forward(up, g3);
+  Tensor gx = ops::max_pool2d_backward(ones, outu[1], up.shape());
+  CHECK_NEAR(gx.data<float>()[4], 1 + 2 + 3 + 4, 0);
+  double total = 0;
+  for (int i = 0; i < 9; ++i) total += gx.data<float>()[i];
+  CHECK_NEAR(total, 10, 0);
+
+  // Too small for the kernel; bad indices are refused rather than written out of bounds.
+  try {
+    kernels::Pool2dGeometry g5;
+    g5.kernel_h = g5.kernel_w = 5;
+    ops::max_pool2d_forward(neg, g5);
+    CHECK(false);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidArgument);
+  }
+  Tensor bad = Tensor::zeros({1, 1, 2, 2}, DType::Int64);
+  bad.data<int64_t>()[3] = 99;
+  try {
+    ops::max_pool2d_backward(ones, bad, up.shape());
+    CHECK(false);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidArgument);
+  }
+  return test_failures();
+}
