@@ -17,21 +17,11 @@
 
 #include "comm/gloo_process_group.h"
 #include "ddp4j/process_group.h"
+#include "test_util.h"
 
 using namespace ddp4j;
 
 namespace {
-int failures = 0;
-
-#define EXPECT(cond, ...)                                   \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      std::fprintf(stderr, "FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                    \
-      std::fprintf(stderr, "\n");                           \
-      failures++;                                           \
-    }                                                       \
-  } while (0)
 
 /** Runs body(rank, group) on `world` threads, each with its own group over one HashStore. */
 void run_ranks(int world, GlooOptions options, const std::function<void(int, ProcessGroup&)>& body) {
@@ -43,8 +33,8 @@ void run_ranks(int world, GlooOptions options, const std::function<void(int, Pro
         GlooProcessGroup group(store, r, world, options);
         body(r, group);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "FAILED rank %d: unexpected exception: %s\n", r, e.what());
-        failures++;
+        std::fprintf(stderr, "rank %d: unexpected exception: %s\n", r, e.what());
+        ++ddp4j::test::failure_count();
       }
     });
   }
@@ -71,19 +61,19 @@ void test_collectives() {
     w1->wait();
     w2->wait();
     w3->wait();
-    EXPECT(sum.data<float>()[4] == 6.0f, "rank %d sum %f", rank, sum.data<float>()[4]);
-    EXPECT(std::fabs(avg.data<float>()[0] - 2.0f) < 1e-6f, "rank %d avg %f", rank, avg.data<float>()[0]);
-    EXPECT(mx.data<float>()[2] == 3.0f, "rank %d max %f", rank, mx.data<float>()[2]);
+    CHECK_NEAR(sum.data<float>()[4], 6.0, 0.0);
+    CHECK_NEAR(avg.data<float>()[0], 2.0, 1e-6);
+    CHECK_NEAR(mx.data<float>()[2], 3.0, 0.0);
 
     Tensor b = filled(4, rank == 2 ? 7.0f : 0.0f);
     pg.broadcast(b, 2)->wait();
-    EXPECT(b.data<float>()[3] == 7.0f, "rank %d broadcast %f", rank, b.data<float>()[3]);
+    CHECK_NEAR(b.data<float>()[3], 7.0, 0.0);
 
     Tensor in = filled(2, static_cast<float>(rank));
     Tensor out = Tensor::empty({2 * world}, DType::Float32);
     pg.allgather(out, in)->wait();
     for (int r = 0; r < world; r++) {
-      EXPECT(out.data<float>()[2 * r + 1] == static_cast<float>(r), "rank %d allgather[%d]", rank, r);
+      CHECK_NEAR(out.data<float>()[2 * r + 1], r, 0.0);
     }
     pg.barrier()->wait();
   });
@@ -101,11 +91,11 @@ void test_size_mismatch() {
       threw = e.kind() == ErrorKind::Distributed && std::strstr(e.what(), "12 float32 elements") != nullptr;
       if (!threw) std::fprintf(stderr, "rank %d: unexpected error: %s\n", rank, e.what());
     }
-    EXPECT(threw, "rank %d: a size mismatch must fail with a Distributed error", rank);
+    CHECK(threw);  // a size mismatch must fail with a Distributed error naming the sizes
     // The group stays usable after a mismatch caught by the check.
     Tensor ok = filled(3, 1.0f);
     pg.allreduce(ok, ReduceOp::SUM)->wait();
-    EXPECT(ok.data<float>()[0] == 2.0f, "rank %d: allreduce after mismatch %f", rank, ok.data<float>()[0]);
+    CHECK_NEAR(ok.data<float>()[0], 2.0, 0.0);
   });
 }
 
@@ -170,10 +160,10 @@ void bench(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--bench") == 0) {
     bench(argc, argv);
-    return failures == 0 ? 0 : 1;
+    return test_failures();
   }
   test_collectives();
   test_size_mismatch();
-  if (failures == 0) std::printf("gloo_process_group_test: ok\n");
-  return failures == 0 ? 0 : 1;
+  if (test_failures() == 0) std::printf("gloo_process_group_test: ok\n");
+  return test_failures();
 }

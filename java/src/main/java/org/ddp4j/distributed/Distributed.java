@@ -119,7 +119,8 @@ public final class Distributed {
             throw new IllegalStateException("the nccl backend needs the CUDA build (a later release); use gloo");
         }
         throw new IllegalArgumentException("unknown backend \"" + backend + "\": ddp4j's backends are gloo (CPU) and"
-                + " nccl (CUDA)");
+                + " nccl (CUDA)" + (b.contains(":") ? "; \"" + backend + "\" looks like an init method: use"
+                + " initProcessGroup(\"gloo\", \"" + backend + "\", -1, -1)" : ""));
     }
 
     /** 30 minutes, or DDP4J_TIMEOUT_SECONDS (a positive number of seconds) when set. */

@@ -1,12 +1,13 @@
 package org.ddp4j.distributed;
 
+import java.io.IOException;
 import java.net.DatagramSocket;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
+import java.net.ServerSocket;
 import java.net.SocketException;
-import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -36,7 +37,7 @@ import org.ddp4j.tensor.Tensor;
  * <p>Network address: the address this rank binds and advertises to its peers is, in order,
  * {@code DDP4J_GLOO_HOSTNAME}; the first IPv4 address of the interface named by
  * {@code GLOO_SOCKET_IFNAME}; 127.0.0.1 when the master address is a loopback address; the local
- * address of the route to the master; this host's resolved address; 127.0.0.1.
+ * address of the route to the master; this host's resolved address if it can be bound; 127.0.0.1.
  */
 public final class ProcessGroupGloo extends ProcessGroup {
     /** PyTorch's default process-group timeout: 30 minutes. */
@@ -236,13 +237,17 @@ public final class ProcessGroupGloo extends ProcessGroup {
                         return local.getHostAddress();
                     }
                 }
-            } catch (UnknownHostException | SocketException | java.io.UncheckedIOException e) {
+            } catch (IOException e) {
                 // fall through: the master's name may resolve only later, or not here
             }
         }
+        // As PyTorch's default Gloo device: this host's name, if it resolves to an address that can be bound.
         try {
-            return InetAddress.getLocalHost().getHostAddress();
-        } catch (UnknownHostException e) {
+            InetAddress local = InetAddress.getLocalHost();
+            try (ServerSocket probe = new ServerSocket(0, 1, local)) {
+                return local.getHostAddress();
+            }
+        } catch (IOException e) {
             return "127.0.0.1";
         }
     }

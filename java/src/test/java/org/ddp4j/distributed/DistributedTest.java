@@ -66,6 +66,9 @@ class DistributedTest {
         var unknown = assertThrows(IllegalArgumentException.class,
                 () -> Distributed.createProcessGroup("mpi", "env://", 1, 0, TIMEOUT, Map.of(), 0));
         assertTrue(unknown.getMessage().contains("gloo") && unknown.getMessage().contains("nccl"), unknown.getMessage());
+        var swapped = assertThrows(IllegalArgumentException.class,
+                () -> Distributed.createProcessGroup("env://", "env://", 1, 0, TIMEOUT, Map.of(), 0));
+        assertTrue(swapped.getMessage().contains("initProcessGroup(\"gloo\", \"env://\""), swapped.getMessage());
         var scheme = assertThrows(IllegalArgumentException.class,
                 () -> Distributed.createProcessGroup("gloo", "udp://x:1", 1, 0, TIMEOUT, Map.of(), 0));
         assertTrue(scheme.getMessage().contains("tcp://host:port"), scheme.getMessage());
