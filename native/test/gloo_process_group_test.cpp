@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -99,6 +101,71 @@ void test_size_mismatch() {
   });
 }
 
+/** A rank that closes its group is named by the survivor; queued ops of a closed group fail. */
+void test_peer_leaves() {
+  gloo::rendezvous::HashStore store;
+  GlooOptions options;
+  options.timeout = std::chrono::seconds(5);
+  std::mutex m;
+  std::condition_variable cv;
+  bool left = false;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; r++) {
+    threads.emplace_back([&, r] {
+      try {
+        auto group = std::make_unique<GlooProcessGroup>(store, r, 2, options);
+        group->barrier()->wait();
+        if (r == 1) {
+          group.reset();
+          std::lock_guard<std::mutex> lock(m);
+          left = true;
+          cv.notify_all();
+          return;
+        }
+        {
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return left; });
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        Tensor t = filled(16, 1.0f);
+        auto w1 = group->allreduce(t, ReduceOp::SUM);
+        auto w2 = group->allreduce(t, ReduceOp::SUM);
+        std::string first, second;
+        try {
+          w1->wait();
+        } catch (const Error& e) {
+          first = e.what();
+        }
+        try {
+          w2->wait();
+        } catch (const Error& e) {
+          second = e.what();
+        }
+        CHECK(first.find("peer rank 1 may have died") != std::string::npos);
+        CHECK(second.find("failed earlier") != std::string::npos);
+        // Destroying a group with work still queued fails that work instead of hanging.
+        Tensor u = filled(4, 1.0f);
+        std::shared_ptr<Work> pending;
+        {
+          auto doomed = std::move(group);
+          pending = doomed->allreduce(u, ReduceOp::SUM);
+        }
+        bool failed = false;
+        try {
+          pending->wait();
+        } catch (const Error&) {
+          failed = true;
+        }
+        CHECK(failed);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: unexpected exception: %s\n", r, e.what());
+        ++ddp4j::test::failure_count();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
 /** The q-quantile (0..1) of v. */
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -164,6 +231,7 @@ int main(int argc, char** argv) {
   }
   test_collectives();
   test_size_mismatch();
+  test_peer_leaves();
   if (test_failures() == 0) std::printf("gloo_process_group_test: ok\n");
   return test_failures();
 }
