@@ -17,7 +17,7 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code ddp4j-run}: the torchrun-style launcher. It starts {@code --nproc-per-node} workers on
- * this node with the environment that {@code Distributed.initProcessGroup("env://")} reads,
+ * this node with the environment that {@code Distributed.initProcessGroup("gloo")} (init method env://) reads,
  * prefixes their output with their rank, and when one fails stops the others (here and on the
  * other nodes) and exits non-zero naming the failed rank and its exit code.
  *

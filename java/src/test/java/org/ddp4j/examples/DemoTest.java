@@ -4,19 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.IOException;
-import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.ddp4j.data.MnistDataset;
+import org.ddp4j.testing.LauncherProcess;
 import org.junit.jupiter.api.Test;
 
 /** The demos end to end, as separate processes started by the launcher. */
@@ -24,22 +18,11 @@ class DemoTest {
     private static final Pattern SUMMARY = Pattern.compile(
             "summary rank=(\\d+) world=(\\d+) steps=(\\d+) seconds=([\\d.]+) images_per_s=([\\d.]+) loss=([\\d.eE+-]+|NaN)(.*)");
 
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
-
     /** Runs the launcher in a child JVM and returns its output; fails on a non-zero exit. */
     static List<String> launch(String... args) throws Exception {
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "org.ddp4j.launch.Launcher"));
-        command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(240, TimeUnit.SECONDS), "launcher did not finish");
-        assertEquals(0, p.exitValue(), "launcher failed:\n" + out);
-        return out.lines().toList();
+        LauncherProcess.Result r = LauncherProcess.run(args);
+        assertEquals(0, r.exitCode(), "launcher failed:\n" + r.text());
+        return r.lines();
     }
 
     private static List<Matcher> summaries(List<String> lines) {
@@ -48,7 +31,7 @@ class DemoTest {
 
     @Test
     void linearDemoTrainsIdenticalReplicas() throws Exception {
-        List<String> out = launch("--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
+        List<String> out = launch("--nproc-per-node", "2", "--master-port", Integer.toString(LauncherProcess.freePort()),
                 "org.ddp4j.examples.LinearDemo", "--epochs", "3");
         List<Matcher> s = summaries(out);
         assertEquals(2, s.size(), String.join("\n", out));
@@ -59,16 +42,36 @@ class DemoTest {
         }
         assertTrue(out.stream().anyMatch(l -> l.contains("| distributed init (rank 1): tcp://127.0.0.1:")));
         // DDP keeps the replicas identical: both ranks print the same trained parameters.
-        Map<String, List<String>> trained = out.stream().filter(l -> l.contains("parameters after training:"))
-                .collect(Collectors.groupingBy(l -> l.substring(l.indexOf("parameters after training:"))));
-        assertEquals(1, trained.size(), String.join("\n", out));
-        assertEquals(2, trained.values().iterator().next().size());
+        assertEquals(trainedParameters(out, 0), trainedParameters(out, 1));
+        assertTrue(trainedParameters(out, 0).contains("module.weight=tensor([["), trainedParameters(out, 0));
+    }
+
+    /** The (multi-line) text a rank printed from "parameters after training:" up to its summary line. */
+    private static String trainedParameters(List<String> out, int rank) {
+        String prefix = "[rank" + rank + "]: ";
+        StringBuilder text = new StringBuilder();
+        boolean inside = false;
+        for (String line : out) {
+            if (!line.startsWith(prefix)) {
+                continue;
+            }
+            String body = line.substring(prefix.length());
+            if (body.startsWith("parameters after training:")) {
+                inside = true;
+            } else if (body.startsWith("summary")) {
+                inside = false;
+            }
+            if (inside) {
+                text.append(body).append('\n');
+            }
+        }
+        return text.toString();
     }
 
     @Test
     void convNetDemoLearnsFashionMnist() throws Exception {
         assumeTrue(Files.isDirectory(MnistDataset.DEFAULT_DIR), "dataset-fashion-mnist is not installed");
-        List<String> out = launch("--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
+        List<String> out = launch("--nproc-per-node", "2", "--master-port", Integer.toString(LauncherProcess.freePort()),
                 "org.ddp4j.examples.ConvNetDemo", "--limit", "2000", "--epochs", "2");
         List<Matcher> s = summaries(out);
         assertEquals(2, s.size(), String.join("\n", out));
