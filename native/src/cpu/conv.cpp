@@ -10,6 +10,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -21,7 +22,7 @@ namespace {
 
 // At most this many floats of im2col workspace per chunk (64 MiB): bounds memory for big inputs
 // while the two-conv Fashion-MNIST net at batch 100 (31 MB for the second conv) runs in one chunk.
-constexpr int64_t kMaxColFloats = int64_t{1} << 24;
+static int64_t kMaxColFloats = getenv("DDP4J_COLF") ? atoll(getenv("DDP4J_COLF")) : (int64_t{1} << 16);
 
 struct Workspace {
   std::vector<float> col;   // [CRS, m*PQ]: unfolded input, reused for the column gradient

@@ -11,11 +11,44 @@
 namespace ddp4j::cpu {
 namespace {
 
+/** Keeps the running maximum: a later value wins if larger, or if it is NaN (PyTorch's rule). */
+inline void consider(float v, int64_t index, float& best, int64_t& best_index) {
+  const bool take = v > best || v != v;
+  best = take ? v : best;
+  best_index = take ? index : best_index;
+}
+
+/** The common 2x2, stride 2, no padding case: the window is always inside the plane. */
+void forward_2x2(const float* px, float* py, int64_t* pi, int64_t planes, int64_t H, int64_t W, int64_t P, int64_t Q) {
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const float* in = px + plane * H * W;
+    for (int64_t p = 0; p < P; ++p) {
+      const float* r0 = in + 2 * p * W;
+      const float* r1 = r0 + W;
+      const int64_t base = 2 * p * W;
+      for (int64_t q = 0; q < Q; ++q) {
+        const int64_t w = 2 * q;
+        float best = r0[w];
+        int64_t best_index = base + w;
+        consider(r0[w + 1], base + w + 1, best, best_index);
+        consider(r1[w], base + W + w, best, best_index);
+        consider(r1[w + 1], base + W + w + 1, best, best_index);
+        *py++ = best;
+        *pi++ = best_index;
+      }
+    }
+  }
+}
+
 void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dGeometry& g) {
   const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), P = y.size(2), Q = y.size(3);
   const float* px = x.data<float>();
   float* py = y.data<float>();
   int64_t* pi = indices.data<int64_t>();
+  if (g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0) {
+    forward_2x2(px, py, pi, planes, H, W, P, Q);
+    return;
+  }
   for (int64_t plane = 0; plane < planes; ++plane) {
     const float* in = px + plane * H * W;
     for (int64_t p = 0; p < P; ++p) {

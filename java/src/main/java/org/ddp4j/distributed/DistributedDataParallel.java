@@ -1,12 +1,15 @@
 package org.ddp4j.distributed;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
+import java.util.EnumMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.nn.Module;
 import org.ddp4j.tensor.DType;
+import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 
@@ -74,13 +77,46 @@ public final class DistributedDataParallel extends Module {
         return buckets.stream().map(GradientBucket::bytes).toList();
     }
 
-    private void broadcastState(Iterable<Tensor> tensors) {
-        List<Work> works = new ArrayList<>();
+    /**
+     * Broadcasts tensors from rank 0, coalesced into one flat tensor per dtype so that a model's
+     * many small buffers cost one collective, not one each (as PyTorch's _broadcast_coalesced).
+     */
+    private void broadcastState(Collection<Tensor> tensors) {
+        Map<DType, List<Tensor>> byType = new EnumMap<>(DType.class);
         for (Tensor t : tensors) {
-            works.add(group.broadcast(t, 0));
+            byType.computeIfAbsent(t.dtype(), k -> new ArrayList<>()).add(t);
         }
-        for (Work w : works) {
-            w.await();
+        try (var scope = Tensors.scope()) {
+            List<Tensor> flats = new ArrayList<>();
+            List<Work> works = new ArrayList<>();
+            for (Map.Entry<DType, List<Tensor>> group : byType.entrySet()) {
+                long numel = group.getValue().stream().mapToLong(Tensor::numel).sum();
+                Tensor flat = Tensor.full(0, group.getKey(), Device.CPU, numel);
+                copySlices(group.getValue(), flat, true);
+                flats.add(flat);
+                works.add(this.group.broadcast(flat, 0));
+            }
+            int i = 0;
+            for (Map.Entry<DType, List<Tensor>> group : byType.entrySet()) {
+                works.get(i).await();
+                copySlices(group.getValue(), flats.get(i), false);
+                i++;
+            }
+        }
+    }
+
+    /** Copies each tensor into (or out of) its consecutive slice of flat. */
+    private static void copySlices(List<Tensor> tensors, Tensor flat, boolean intoFlat) {
+        long offset = 0;
+        for (Tensor t : tensors) {
+            try (Tensor slice = flat.flatSlice(offset, t.shape())) {
+                if (intoFlat) {
+                    slice.copyFrom(t);
+                } else {
+                    t.copyFrom(slice);
+                }
+            }
+            offset += t.numel();
         }
     }
 
