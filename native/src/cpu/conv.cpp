@@ -4,8 +4,8 @@
 // one GEMM  W[K, CRS] · col  and the backward two:  gW += gyᵀ-chunk · colᵀ  and  gcol = Wᵀ · gy-chunk.
 // Chunks are sized to stay in cache (see kMaxColFloats); the price is a transposition between
 // [K, m*PQ] and the [m, K, PQ] layout of y / gy, which is also where the bias is added (forward)
-// and summed (backward). A chunk of one image needs no transposition at all. Workspaces are per thread and grow only, so steady-state training
-// allocates nothing here.
+// and summed (backward). A chunk of one image needs no transposition at all. Workspaces are per
+// thread and grow only, so steady-state training allocates nothing here.
 #include <cblas.h>
 
 #include <algorithm>
