@@ -3,14 +3,23 @@
 # same model, batch, data, ranks and threads (1 thread per rank), in one run on this machine.
 # Prints one table of figures and ratios (ddp4j / PyTorch); paste it into benchmarks/RESULTS.md.
 # usage: scripts/bench.sh [EPOCHS]   (ConvNet epochs, default 1; the linear demo runs 2000 epochs)
+# Both sides run as on a user's machine: OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, which this
+# workplace sets on some processors, are unset for the runs (BENCH_KEEP_OPENBLAS_ENV=1 keeps
+# them); the table names the OpenBLAS kernel in use.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 anchors="${ANCHORS:-$root/../shared/anchors/pytorch}"
 epochs="${1:-1}"
 [[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c "import torch" 2>/dev/null || {
   echo "bench.sh: needs Debian's python3-torch (apt-get install -y python3-torch)" >&2; exit 1; }
-"$root/scripts/setup.sh" >/dev/null
+"$root/scripts/setup.sh" >/dev/null 2>&1
+cores=$(nproc --all)
+if [[ "${BENCH_KEEP_OPENBLAS_ENV:-0}" != 1 ]]; then
+  unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+fi
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+corename="$(printf '#include <stdio.h>\nchar* openblas_get_corename(void);\nint main(void){puts(openblas_get_corename());return 0;}\n' \
+  | gcc -x c - -o "${TMPDIR:-/tmp}/ddp4j-corename" -lopenblas 2>/dev/null && "${TMPDIR:-/tmp}/ddp4j-corename" || echo unknown)"
 out="$(mktemp -d)"
 port=29620
 
@@ -48,8 +57,8 @@ jl=$(j_linear)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo
-echo "date: $(date -u +%Y-%m-%d) machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-echo "OpenBLAS core: ${OPENBLAS_CORETYPE:-auto}; threads per rank: 1; ConvNet epochs: $epochs, batch 100, lr 0.05, momentum 0.9"
+echo "date: $(date -u +%Y-%m-%d) machine: $cores cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/ {print $2}') GiB"
+echo "OpenBLAS kernel: $corename (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}); threads per rank: 1; ConvNet epochs: $epochs, batch 100, lr 0.05, momentum 0.9"
 echo
 echo "| job | PyTorch 1.13 | ddp4j | ddp4j / PyTorch |"
 echo "|---|---|---|---|"
