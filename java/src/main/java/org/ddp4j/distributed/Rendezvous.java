@@ -88,9 +88,11 @@ final class Rendezvous {
             }
         }
         if (!missing.isEmpty()) {
+            String which = missing.size() == 4 ? "none of them is set"
+                    : String.join(", ", missing) + (missing.size() == 1 ? " is" : " are") + " not set";
             throw new IllegalStateException("env:// initialization needs the environment variables MASTER_ADDR,"
-                    + " MASTER_PORT, WORLD_SIZE and RANK, but " + String.join(", ", missing)
-                    + (missing.size() == 1 ? " is" : " are") + " not set: " + LAUNCHER_HINT);
+                    + " MASTER_PORT, WORLD_SIZE and RANK, but " + which + " (this process was not started by the"
+                    + " launcher): " + LAUNCHER_HINT);
         }
         String addr = env.get("MASTER_ADDR").trim();
         int port = parseEnvInt(env, "MASTER_PORT", 1, 65535);

@@ -15,7 +15,6 @@ import org.ddp4j.optim.SGD;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -50,7 +49,7 @@ public final class ConvNetDemo implements Callable<Integer> {
     long seed = 0;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new ConvNetDemo()).execute(args));
+        System.exit(DemoCommandLine.execute(new ConvNetDemo(), args));
     }
 
     @Override

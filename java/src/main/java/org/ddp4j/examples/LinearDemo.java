@@ -14,7 +14,6 @@ import org.ddp4j.optim.SGD;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -34,7 +33,7 @@ public final class LinearDemo implements Callable<Integer> {
     double lr = 0.01;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new LinearDemo()).execute(args));
+        System.exit(DemoCommandLine.execute(new LinearDemo(), args));
     }
 
     @Override

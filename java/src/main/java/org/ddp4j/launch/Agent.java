@@ -60,7 +60,7 @@ final class Agent {
             root = new TcpStore(cfg.masterAddr(), cfg.masterPort(), cfg.nodeRank() == 0, cfg.rdzvTimeout());
         } catch (RuntimeException e) {
             String what = cfg.nodeRank() == 0
-                    ? "cannot serve the store on " + cfg.endpoint() + " (is the port in use? pick another with --master-port)"
+                    ? "cannot serve the store on " + cfg.endpoint()
                     : "cannot reach the store of node 0 at " + cfg.endpoint() + " within " + cfg.rdzvTimeout().toSeconds() + " s";
             error(what + ": " + e.getMessage());
             return 1;
@@ -161,7 +161,8 @@ final class Agent {
             } else if (outcome instanceof WorkerGroup.LocalFailure f) {
                 String desc = WorkerGroup.describeFailure(f.rank(), f.localRank(), cfg.nodeRank(), f.exitCode());
                 publishFailure(store, desc);
-                error(desc + "; stopped the other " + f.stopped() + " worker(s)");
+                error(desc + (f.stopped() == 0 ? "; no other local worker was still running"
+                        : "; stopped the other " + f.stopped() + " running worker(s)"));
             } else if (outcome instanceof WorkerGroup.RemoteFailure f) {
                 error(me + ": " + f.message() + "; stopped the " + f.stopped() + " local worker(s)");
                 if (f.storeLost()) {

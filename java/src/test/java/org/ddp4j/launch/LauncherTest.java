@@ -128,7 +128,7 @@ class LauncherTest {
                 WORKER, "fail-rank1", dir.toString());
         assertNotEquals(0, r.code());
         assertTrue(r.err().contains("ddp4j-run: worker rank 1 (local rank 1, node 0) failed with exit code 3;"
-                + " stopped the other 1 worker(s)"), r.err());
+                + " stopped the other 1 running worker(s)"), r.err());
         assertTrue(r.err().contains("[rank1]: rank 1 fails now"), r.err());
         assertTrue(r.millis() < 20_000, "took " + r.millis() + " ms");
         assertFalse(r.out().contains("woke up"), r.out());

@@ -1,0 +1,24 @@
+package org.ddp4j.examples;
+
+import picocli.CommandLine;
+
+/**
+ * Runs a demo's picocli command. A failure prints one line, the exception's message (which names
+ * the problem and the fix), instead of a stack trace; set DDP4J_DEBUG=1 to get the trace too.
+ */
+final class DemoCommandLine {
+    private DemoCommandLine() {}
+
+    /** Parses args, runs the command and returns the exit code (1 when it threw). */
+    static int execute(Object command, String[] args) {
+        CommandLine cl = new CommandLine(command);
+        cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            cmd.getErr().println(cmd.getCommandName() + ": error: " + e.getMessage());
+            if (System.getenv("DDP4J_DEBUG") != null) {
+                e.printStackTrace(cmd.getErr());
+            }
+            return 1;
+        });
+        return cl.execute(args);
+    }
+}
