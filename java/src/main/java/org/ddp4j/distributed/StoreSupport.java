@@ -112,4 +112,16 @@ final class StoreSupport {
         }
         return sb.append(']').toString();
     }
+
+    /** Closes c (if not null), ignoring errors: for sockets and streams being torn down anyway. */
+    static void closeQuietly(AutoCloseable c) {
+        if (c == null) {
+            return;
+        }
+        try {
+            c.close();
+        } catch (Exception ignored) {
+            // closing anyway
+        }
+    }
 }

@@ -145,13 +145,13 @@ public final class TcpStore implements Store {
                     magic = din.readInt();
                     version = din.readInt();
                 } catch (IOException e) {
-                    closeQuietly(s);
+                    StoreSupport.closeQuietly(s);
                     throw new DistributedException("Connected to " + host + ":" + port
                             + " but it did not answer as a ddp4j TcpStore (" + e + "); another program may hold"
                             + " that port: check --master-port / MASTER_PORT", e);
                 }
                 if (magic != MAGIC || version != VERSION) {
-                    closeQuietly(s);
+                    StoreSupport.closeQuietly(s);
                     throw new DistributedException("The service at " + host + ":" + port + " is not a ddp4j TcpStore"
                             + (magic == MAGIC ? " of this version (protocol " + version + ", expected " + VERSION + ")"
                                     : "; another program holds that port: check --master-port / MASTER_PORT"));
@@ -161,7 +161,7 @@ public final class TcpStore implements Store {
                 out = dout;
                 return;
             } catch (IOException e) {
-                closeQuietly(s);
+                StoreSupport.closeQuietly(s);
                 last = e;
             }
             long left = deadline - System.nanoTime();
@@ -377,7 +377,7 @@ public final class TcpStore implements Store {
             return;
         }
         closed = true;
-        closeQuietly(socket); // unblocks a call in progress in another thread
+        StoreSupport.closeQuietly(socket); // unblocks a call in progress in another thread
         if (server != null) {
             server.close();
         }
@@ -389,17 +389,6 @@ public final class TcpStore implements Store {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new DistributedException("Interrupted while connecting to a TcpStore");
-        }
-    }
-
-    private static void closeQuietly(AutoCloseable c) {
-        if (c == null) {
-            return;
-        }
-        try {
-            c.close();
-        } catch (Exception ignored) {
-            // closing anyway
         }
     }
 

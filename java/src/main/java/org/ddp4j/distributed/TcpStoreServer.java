@@ -51,7 +51,7 @@ final class TcpStoreServer implements AutoCloseable {
             ss.setReuseAddress(true); // allow restarting while old connections sit in TIME_WAIT
             ss.bind(address, 1024);
         } catch (BindException e) {
-            closeQuietly(ss);
+            StoreSupport.closeQuietly(ss);
             String msg = String.valueOf(e.getMessage());
             if (msg.contains("in use")) {
                 throw new DistributedException("TcpStore server: port " + port + " on " + host
@@ -62,7 +62,7 @@ final class TcpStoreServer implements AutoCloseable {
                     + "); --master-addr / MASTER_ADDR must be an address of the machine that hosts the store"
                     + " (or 0.0.0.0)", e);
         } catch (IOException e) {
-            closeQuietly(ss);
+            StoreSupport.closeQuietly(ss);
             throw new DistributedException("TcpStore server: cannot listen on " + host + ":" + port + ": " + e, e);
         }
         this.serverSocket = ss;
@@ -93,7 +93,7 @@ final class TcpStoreServer implements AutoCloseable {
             }
             connections.add(s);
             if (closed) { // close() may have missed this one
-                closeQuietly(s);
+                StoreSupport.closeQuietly(s);
                 return;
             }
             Thread t = new Thread(() -> serve(s), acceptThread.getName().replace("accept", "conn-" + (++n)));
@@ -217,10 +217,10 @@ final class TcpStoreServer implements AutoCloseable {
             return;
         }
         closed = true;
-        closeQuietly(serverSocket);
+        StoreSupport.closeQuietly(serverSocket);
         state.shutDown();
         for (Socket s : connections) {
-            closeQuietly(s);
+            StoreSupport.closeQuietly(s);
         }
         joinQuietly(acceptThread);
         for (Thread t : threads) {
@@ -236,17 +236,6 @@ final class TcpStoreServer implements AutoCloseable {
             t.join(2000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-    }
-
-    private static void closeQuietly(AutoCloseable c) {
-        if (c == null) {
-            return;
-        }
-        try {
-            c.close();
-        } catch (Exception ignored) {
-            // closing anyway
         }
     }
 
