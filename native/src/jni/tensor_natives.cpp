@@ -130,6 +130,23 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_allocationCount(JN
   return native_allocation_count(static_cast<DeviceType>(devType));
 }
 
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_bytesCached(JNIEnv*, jclass, jint devType) {
+  return native_bytes_cached(static_cast<DeviceType>(devType));
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_emptyCache(JNIEnv* env, jclass, jint devType) {
+  guarded(env, [&] { native_empty_cache(static_cast<DeviceType>(devType)); });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_cacheLimit(JNIEnv* env, jclass, jint devType) {
+  return guarded(env, [&] { return static_cast<jlong>(get_allocator(static_cast<DeviceType>(devType)).cache_limit()); });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_setCacheLimit(JNIEnv* env, jclass, jint devType,
+                                                                           jlong bytes) {
+  guarded(env, [&] { get_allocator(static_cast<DeviceType>(devType)).set_cache_limit(bytes); });
+}
+
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_dataAddress(JNIEnv* env, jclass, jlong h) {
   return guarded(env, [&] { return reinterpret_cast<jlong>(tensor_of(h).raw_data()); });
 }

@@ -44,5 +44,13 @@ public final class TensorNatives {
 
     public static native long allocationCount(int deviceType);
 
+    public static native long bytesCached(int deviceType);
+
+    public static native void emptyCache(int deviceType);
+
+    public static native long cacheLimit(int deviceType);
+
+    public static native void setCacheLimit(int deviceType, long bytes);
+
     public static native long dataAddress(long handle);
 }

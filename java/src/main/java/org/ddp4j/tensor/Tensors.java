@@ -41,14 +41,58 @@ public final class Tensors {
         Autograd.queueCallback(callback);
     }
 
-    /** Bytes of native CPU memory held by live tensors (for leak checks). */
+    /**
+     * Bytes of native CPU memory held by live tensors (for leak checks). Blocks kept in the
+     * allocator's cache are not counted: see {@link #nativeBytesCached()}.
+     */
     public static long nativeBytesInUse() {
         return TensorNatives.bytesInUse(Device.Type.CPU.ordinal());
     }
 
-    /** Native CPU allocations made since the library loaded (to count allocations per step). */
+    /**
+     * Bytes of native CPU memory that the caching allocator keeps for reuse: blocks freed by closed
+     * tensors and not yet returned to the system. Mirrors {@code torch.cuda.memory_reserved() -
+     * memory_allocated()}.
+     */
+    public static long nativeBytesCached() {
+        return TensorNatives.bytesCached(Device.Type.CPU.ordinal());
+    }
+
+    /**
+     * Real system allocations of native CPU memory since the library loaded: requests the cache
+     * could not serve. A steady-state training step (same shapes each step) adds none.
+     */
     public static long nativeAllocationCount() {
         return TensorNatives.allocationCount(Device.Type.CPU.ordinal());
+    }
+
+    /**
+     * Returns every cached block of native CPU memory to the system; live tensors are untouched.
+     * Mirrors {@code torch.cuda.empty_cache()}. Useful before a phase with different shapes (e.g.
+     * evaluation after training) or before handing memory to something else.
+     */
+    public static void emptyCache() {
+        TensorNatives.emptyCache(Device.Type.CPU.ordinal());
+    }
+
+    /**
+     * The most bytes the CPU cache may hold; blocks freed beyond it go back to the system. The
+     * default is {@code DDP4J_CPU_CACHE_LIMIT} (bytes, with an optional k/m/g suffix) when set,
+     * else a quarter of physical memory.
+     */
+    public static long nativeCacheLimit() {
+        return TensorNatives.cacheLimit(Device.Type.CPU.ordinal());
+    }
+
+    /**
+     * Sets the CPU cache limit in bytes (0 disables caching); if the cache holds more, it is
+     * emptied.
+     */
+    public static void setNativeCacheLimit(long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("cache limit must be >= 0 bytes, got " + bytes);
+        }
+        TensorNatives.setCacheLimit(Device.Type.CPU.ordinal(), bytes);
     }
 
     /** Restores the previous grad mode when closed. */

@@ -1,0 +1,105 @@
+package org.ddp4j.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.ddp4j.data.Batch;
+import org.ddp4j.data.DataLoader;
+import org.ddp4j.data.TensorDataset;
+import org.ddp4j.distributed.DistributedDataParallel;
+import org.ddp4j.distributed.HashStore;
+import org.ddp4j.distributed.ProcessGroupGloo;
+import org.ddp4j.nn.CrossEntropyLoss;
+import org.ddp4j.optim.SGD;
+import org.ddp4j.tensor.Generator;
+import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The caching allocator serves a steady-state ConvNet step (the demo's: DataLoader batch of 100,
+ * DDP, SGD with momentum) entirely from its cache: no system allocation from step 3 on.
+ */
+class SteadyStateAllocationTest {
+    private static final int BATCH = 100;
+    private static final int STEPS = 8;
+
+    @Test
+    void steadyStateStepsMakeNoSystemAllocation() {
+        List<Long> perStep = new ArrayList<>();
+        try (var group = new ProcessGroupGloo(new HashStore(), 0, 1, Duration.ofSeconds(30));
+                var model = new DistributedDataParallel(new ConvNet(10, new Generator(0)), group,
+                        DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                var opt = new SGD(model.parameters(), 0.05, 0.9, 0, 0, false)) {
+            DataLoader loader = new DataLoader(dataset(BATCH * STEPS), BATCH);
+            CrossEntropyLoss ce = new CrossEntropyLoss();
+            for (Batch batch : loader) {
+                long before = Tensors.nativeAllocationCount();
+                try (batch; var scope = Tensors.scope()) {
+                    Tensor loss = ce.forward(model.forward(batch.inputs()), batch.labels());
+                    opt.zeroGrad();
+                    loss.backward();
+                    opt.step();
+                    loss.item();
+                }
+                perStep.add(Tensors.nativeAllocationCount() - before);
+            }
+            assertEquals(STEPS, perStep.size());
+            assertTrue(perStep.get(0) > 0, "the first step allocates from the system: " + perStep);
+            for (int step = 2; step < STEPS; step++) {
+                assertEquals(0L, perStep.get(step), "system allocations in step " + (step + 1) + " (per step: " + perStep + ")");
+            }
+            assertTrue(Tensors.nativeBytesCached() > 0, "freed step tensors stay cached");
+        }
+    }
+
+    @Test
+    void emptyCacheReturnsCachedBlocksAndLeavesLiveTensorsAlone() {
+        long inUse = Tensors.nativeBytesInUse();
+        try (Tensor kept = Tensor.of(new float[4096], 4096)) {
+            try (Tensor freed = Tensor.of(new float[8192], 8192)) {
+                assertEquals(inUse + 4 * (4096 + 8192), Tensors.nativeBytesInUse());
+            }
+            assertTrue(Tensors.nativeBytesCached() >= 4 * 8192);
+            Tensors.emptyCache();
+            assertEquals(0, Tensors.nativeBytesCached());
+            assertEquals(inUse + 4 * 4096, Tensors.nativeBytesInUse());
+            long before = Tensors.nativeAllocationCount();
+            try (Tensor again = Tensor.of(new float[8192], 8192)) {
+                assertEquals(before + 1, Tensors.nativeAllocationCount(), "an emptied cache serves nothing");
+            }
+        }
+    }
+
+    @Test
+    void cacheLimitBoundsTheCache() {
+        long old = Tensors.nativeCacheLimit();
+        try {
+            Tensors.setNativeCacheLimit(64 * 1024);
+            List<Tensor> tensors = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                tensors.add(Tensor.of(new float[16 * 1024], 16 * 1024)); // 64 KiB each
+            }
+            tensors.forEach(Tensor::close);
+            assertTrue(Tensors.nativeBytesCached() <= 64 * 1024, "cached " + Tensors.nativeBytesCached());
+            Tensors.setNativeCacheLimit(0);
+            assertEquals(0, Tensors.nativeBytesCached());
+        } finally {
+            Tensors.setNativeCacheLimit(old);
+        }
+    }
+
+    private static TensorDataset dataset(int n) {
+        float[] x = new Generator(3).uniform(n * 28 * 28, 0f, 1f);
+        long[] y = new long[n];
+        for (int i = 0; i < n; i++) {
+            y[i] = i % 10;
+        }
+        try (Tensor features = Tensor.of(x, n, 1, 28, 28); Tensor labels = Tensor.ofLongs(y, n)) {
+            return new TensorDataset(features, labels);
+        }
+    }
+}
