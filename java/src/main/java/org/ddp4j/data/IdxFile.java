@@ -1,7 +1,6 @@
 package org.ddp4j.data;
 
 import java.io.BufferedInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -30,19 +29,26 @@ public record IdxFile(int[] dims, byte[] data) {
      *     unsigned byte, truncated (bytes expected and found), or a corrupt gzip stream
      */
     public static IdxFile read(Path path) throws IOException {
-        byte[] bytes;
-        try {
-            bytes = readMaybeGzipped(path);
+        try (InputStream in = open(path)) {
+            return read(path, in);
         } catch (NoSuchFileException e) {
             throw new NoSuchFileException(path.toString(), null, "IDX file not found");
         } catch (ZipException | EOFException e) {
             throw new IOException(path + ": corrupt or truncated gzip stream (" + e.getMessage()
                     + "); download or reinstall the data set", e);
         }
-        if (bytes.length < 4) {
-            throw new IOException(path + ": truncated IDX file: " + bytes.length + " bytes, expected at least a 4-byte header");
+    }
+
+    /**
+     * Parses the header, then reads the data straight into an array of the exact size: the
+     * decompressed file is never held twice (60000 MNIST images are 47 MB).
+     */
+    private static IdxFile read(Path path, InputStream in) throws IOException {
+        byte[] header = in.readNBytes(4);
+        if (header.length < 4) {
+            throw new IOException(path + ": truncated IDX file: " + header.length + " bytes, expected at least a 4-byte header");
         }
-        ByteBuffer buf = ByteBuffer.wrap(bytes);
+        ByteBuffer buf = ByteBuffer.wrap(header);
         int zero = buf.getShort() & 0xffff;
         int type = buf.get() & 0xff;
         int ndim = buf.get() & 0xff;
@@ -53,42 +59,45 @@ public record IdxFile(int[] dims, byte[] data) {
             throw new IOException(path + ": IDX element type 0x" + Integer.toHexString(type)
                     + " is not supported; expected 0x08 (unsigned byte), as in MNIST and Fashion-MNIST");
         }
-        if (ndim == 0 || bytes.length < 4 + 4 * ndim) {
+        byte[] dimBytes = ndim == 0 ? new byte[0] : in.readNBytes(4 * ndim);
+        if (ndim == 0 || dimBytes.length < 4 * ndim) {
             throw new IOException(path + ": truncated IDX header: " + ndim + " dimensions need " + (4 + 4 * ndim)
-                    + " bytes, file has " + bytes.length);
+                    + " bytes, file has " + (4 + dimBytes.length));
         }
+        ByteBuffer dimBuf = ByteBuffer.wrap(dimBytes);
         int[] dims = new int[ndim];
         long count = 1;
         for (int i = 0; i < ndim; i++) {
-            dims[i] = buf.getInt();
+            dims[i] = dimBuf.getInt();
             if (dims[i] < 0) {
                 throw new IOException(path + ": IDX dimension " + i + " is negative (" + dims[i] + ")");
             }
             count *= dims[i];
         }
-        long available = bytes.length - 4L - 4L * ndim;
-        if (available < count) {
-            throw new IOException(path + ": truncated IDX file: dimensions " + Arrays.toString(dims) + " need " + count
-                    + " data bytes, found " + available);
+        if (count > Integer.MAX_VALUE - 8) {
+            throw new IOException(path + ": IDX dimensions " + Arrays.toString(dims) + " hold " + count
+                    + " bytes, more than one Java array can");
         }
-        byte[] data = Arrays.copyOfRange(bytes, 4 + 4 * ndim, Math.toIntExact(4 + 4L * ndim + count));
+        byte[] data = in.readNBytes((int) count);
+        if (data.length < count) {
+            throw new IOException(path + ": truncated IDX file: dimensions " + Arrays.toString(dims) + " need " + count
+                    + " data bytes, found " + data.length);
+        }
         return new IdxFile(dims, data);
     }
 
-    private static byte[] readMaybeGzipped(Path path) throws IOException {
-        try (InputStream raw = new BufferedInputStream(Files.newInputStream(path))) {
+    /** The file's bytes, decompressed on the fly when it starts with gzip's magic bytes. */
+    private static InputStream open(Path path) throws IOException {
+        InputStream raw = new BufferedInputStream(Files.newInputStream(path), 1 << 16);
+        try {
             raw.mark(2);
             int b0 = raw.read();
             int b1 = raw.read();
             raw.reset();
-            if (b0 == 0x1f && b1 == 0x8b) {
-                try (InputStream gz = new GZIPInputStream(raw, 1 << 16)) {
-                    ByteArrayOutputStream out = new ByteArrayOutputStream(1 << 20);
-                    gz.transferTo(out);
-                    return out.toByteArray();
-                }
-            }
-            return raw.readAllBytes();
+            return b0 == 0x1f && b1 == 0x8b ? new GZIPInputStream(raw, 1 << 16) : raw;
+        } catch (IOException | RuntimeException e) {
+            raw.close();
+            throw e;
         }
     }
 }

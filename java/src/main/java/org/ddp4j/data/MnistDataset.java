@@ -9,7 +9,8 @@ import java.util.Objects;
 
 /**
  * MNIST or Fashion-MNIST from IDX files (gzipped or not): images as float32 [1, 28, 28] scaled to
- * [0, 1] (as {@code ToTensor()}), labels as int64. Mirrors {@code torchvision.datasets.FashionMNIST}
+ * [0, 1] (as {@code ToTensor()}), labels as int64. Pixels stay in memory as the file's bytes (a
+ * quarter of the floats' size) and are scaled as each batch is gathered. Mirrors {@code torchvision.datasets.FashionMNIST}
  * without downloading: Debian's {@code dataset-fashion-mnist} installs the files in
  * {@link #DEFAULT_DIR}.
  */
@@ -17,7 +18,7 @@ public final class MnistDataset implements Dataset {
     /** Where Debian's dataset-fashion-mnist puts the files. */
     public static final Path DEFAULT_DIR = Path.of("/usr/share/datasets/fashion-mnist");
 
-    private final float[] images;
+    private final byte[] images; // unsigned pixels, row-major [size, rows, cols]
     private final long[] labels;
     private final int size;
     private final int rows;
@@ -49,11 +50,8 @@ public final class MnistDataset implements Dataset {
             this.rows = imageIdx.dims()[1];
             this.cols = imageIdx.dims()[2];
             int pixels = rows * cols;
-            this.images = new float[size * pixels];
             byte[] raw = imageIdx.data();
-            for (int i = 0; i < images.length; i++) {
-                images[i] = (raw[i] & 0xff) / 255f;
-            }
+            this.images = size == n ? raw : Arrays.copyOf(raw, size * pixels);
             this.labels = new long[size];
             byte[] rawLabels = labelIdx.data();
             for (int i = 0; i < size; i++) {
@@ -94,7 +92,11 @@ public final class MnistDataset implements Dataset {
     @Override
     public void copyFeatures(int index, float[] dst, int offset) {
         Objects.checkIndex(index, size);
-        System.arraycopy(images, index * rows * cols, dst, offset, rows * cols);
+        int pixels = rows * cols;
+        Objects.checkFromIndexSize(offset, pixels, dst.length);
+        for (int i = 0, src = index * pixels; i < pixels; i++) {
+            dst[offset + i] = (images[src + i] & 0xff) / 255f;
+        }
     }
 
     @Override
