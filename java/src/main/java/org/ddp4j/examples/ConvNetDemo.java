@@ -48,6 +48,13 @@ public final class ConvNetDemo implements Callable<Integer> {
     @Option(names = "--seed", description = "Seed for initialisation and shuffling (default: ${DEFAULT-VALUE}).")
     long seed = 0;
 
+    @Option(names = "--test-batch-size", description = "Images per evaluation batch (default: ${DEFAULT-VALUE}).")
+    int testBatchSize = 100;
+
+    @Option(names = "--report-allocations",
+            description = "Append allocations_per_step=A to the summary line: native system allocations per training step after the second.")
+    boolean reportAllocations;
+
     public static void main(String[] args) {
         System.exit(DemoCommandLine.execute(new ConvNetDemo(), args));
     }
@@ -69,6 +76,7 @@ public final class ConvNetDemo implements Callable<Integer> {
         long steps = 0;
         float lastLoss = Float.NaN;
         long start = System.nanoTime();
+        long allocationsAfterStep2 = -1;
         for (int epoch = 0; epoch < epochs; epoch++) {
             sampler.setEpoch(epoch);
             int i = 0;
@@ -80,6 +88,9 @@ public final class ConvNetDemo implements Callable<Integer> {
                     optimizer.step();
                     i++;
                     steps++;
+                    if (steps == 2) {
+                        allocationsAfterStep2 = Tensors.nativeAllocationCount();
+                    }
                     if (i % 100 == 0 || i == totalSteps) {
                         lastLoss = loss.item();
                         if (rank == 0 && i % 100 == 0) {
@@ -94,9 +105,18 @@ public final class ConvNetDemo implements Callable<Integer> {
         if (rank == 0) {
             System.out.println("Training complete in: " + format(Duration.ofNanos((long) (seconds * 1e9))));
         }
-        System.out.println(new Summary(rank, world, steps, seconds, batchSize, lastLoss).line());
+        String summary = new Summary(rank, world, steps, seconds, batchSize, lastLoss).line();
+        if (reportAllocations) {
+            // steps 3..N: the first two fill the allocator's cache (and DDP's buckets)
+            long counted = allocationsAfterStep2 < 0 ? 0 : steps - 2;
+            double perStep = counted == 0 ? 0 : (double) (Tensors.nativeAllocationCount() - allocationsAfterStep2) / counted;
+            summary += String.format(Locale.ROOT, " allocations_per_step=%.2f", perStep);
+        }
+        System.out.println(summary);
         if (rank == 0) {
-            double accuracy = testAccuracy(model, new MnistDataset(data, false));
+            // The cached training blocks do not fit evaluation's batch shapes: hand them back first.
+            Tensors.emptyCache();
+            double accuracy = testAccuracy(model, new MnistDataset(data, false), testBatchSize);
             System.out.printf(Locale.ROOT, "Test accuracy of the model on the 10000 test images: %.2f %%%n", accuracy * 100);
             System.out.printf(Locale.ROOT, "summary test_accuracy=%.4f%n", accuracy);
         }
@@ -105,11 +125,11 @@ public final class ConvNetDemo implements Callable<Integer> {
     }
 
     /** Fraction of test images whose argmax logit is the label, in eval mode. */
-    static double testAccuracy(DistributedDataParallel model, MnistDataset test) {
+    static double testAccuracy(DistributedDataParallel model, MnistDataset test, int batchSize) {
         model.module().eval();
         long correct = 0;
         try (var noGrad = Tensors.noGrad()) {
-            for (Batch batch : new DataLoader(test, 1000)) {
+            for (Batch batch : new DataLoader(test, batchSize)) {
                 try (batch; var scope = Tensors.scope()) {
                     long[] predicted = model.module().forward(batch.inputs()).argmax(1).toLongArray();
                     long[] labels = batch.labels().toLongArray();

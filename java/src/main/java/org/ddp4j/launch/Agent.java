@@ -53,7 +53,7 @@ final class Agent {
             LOG.info("--master-addr {} is a loopback address: launchers on other machines cannot reach it",
                     cfg.masterAddr());
         }
-        List<String> argv = WorkerCommand.argv(cfg.command(), cfg.env());
+        List<String> argv = WorkerCommand.argv(cfg.command(), cfg.env(), cfg.nprocPerNode());
         LOG.debug("{}: worker command line {}", me, argv);
         Store root;
         try {

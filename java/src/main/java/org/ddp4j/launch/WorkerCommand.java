@@ -4,6 +4,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
@@ -13,8 +14,9 @@ import java.util.Optional;
  * <p>If the first argument is a Java class name (it contains a '.' but no '/', and the class loads
  * from the launcher's own class path), each worker is a new JVM:
  * {@code <this java> -cp <java.class.path> <jvm flags> MainClass args...}, where the JVM flags are a
- * default that keeps native-lib-loader from deleting a sibling worker's extracted libraries, then
- * the words of {@code DDP4J_JAVA_OPTS}. Otherwise the arguments are run as a command as they are.
+ * default that keeps native-lib-loader from deleting a sibling worker's extracted libraries, the
+ * worker defaults of {@link #memoryDefaults}, then the words of {@code DDP4J_JAVA_OPTS}. Otherwise
+ * the arguments are run as a command as they are.
  */
 final class WorkerCommand {
 
@@ -27,13 +29,28 @@ final class WorkerCommand {
      */
     static final String LEFTOVER_AGE_FLAG = "-Dorg.scijava.nativelib.leftoverMinAgeMs=86400000";
 
+    /**
+     * The garbage collector of worker JVMs unless DDP4J_JAVA_OPTS picks one. A worker's heap holds
+     * little (tensors live in native memory), so the serial collector's short pauses cost less
+     * than G1's extra GC threads and memory, which compete with the compute threads of every rank
+     * on the node.
+     */
+    static final String DEFAULT_GC_FLAG = "-XX:+UseSerialGC";
+
     private WorkerCommand() {}
+
+    /** {@link #argv(List, Map, int)} for one worker on the node. */
+    static List<String> argv(List<String> command, Map<String, String> env) {
+        return argv(command, env, 1);
+    }
 
     /**
      * Returns the command line of a worker: the JVM command line when {@code command.get(0)} is a
      * loadable class, otherwise {@code command} unchanged.
+     *
+     * @param localWorkers workers this launcher starts on the node (they share its memory)
      */
-    static List<String> argv(List<String> command, Map<String, String> env) {
+    static List<String> argv(List<String> command, Map<String, String> env, int localWorkers) {
         if (command.isEmpty()) {
             throw new IllegalArgumentException("no command");
         }
@@ -46,9 +63,35 @@ final class WorkerCommand {
         argv.add("-cp");
         argv.add(System.getProperty("java.class.path", "."));
         argv.add(LEFTOVER_AGE_FLAG);
-        argv.addAll(splitOptions(env.getOrDefault(JAVA_OPTS_ENV, "")));
+        List<String> userOptions = splitOptions(env.getOrDefault(JAVA_OPTS_ENV, ""));
+        argv.addAll(memoryDefaults(userOptions, localWorkers));
+        argv.addAll(userOptions);
         argv.addAll(command);
         return List.copyOf(argv);
+    }
+
+    /**
+     * The worker JVM flags that DDP4J_JAVA_OPTS does not already decide: {@link #DEFAULT_GC_FLAG}
+     * unless a {@code -XX:+Use...GC} is given, and a heap cap of {@code -XX:MaxRAMPercentage=P}
+     * with P = min(25, 50 / localWorkers) unless {@code -Xmx}, {@code -XX:MaxHeapSize} or a
+     * {@code -XX:...RAMPercentage / MaxRAM} is given: the JVM's own default (a quarter of memory
+     * each) would let the workers' heaps together claim more than the machine has, and the native
+     * tensors need the rest.
+     */
+    static List<String> memoryDefaults(List<String> userOptions, int localWorkers) {
+        boolean gcChosen = userOptions.stream().anyMatch(o -> o.startsWith("-XX:+Use") && o.endsWith("GC"));
+        boolean heapChosen = userOptions.stream().anyMatch(o -> o.startsWith("-Xmx") || o.startsWith("-XX:MaxHeapSize")
+                || o.startsWith("-XX:MaxRAM") || o.startsWith("-XX:InitialRAMPercentage")
+                || o.startsWith("-XX:MinRAMPercentage"));
+        List<String> flags = new ArrayList<>();
+        if (!gcChosen) {
+            flags.add(DEFAULT_GC_FLAG);
+        }
+        if (!heapChosen) {
+            double percent = Math.min(25.0, 50.0 / Math.max(1, localWorkers));
+            flags.add(String.format(Locale.ROOT, "-XX:MaxRAMPercentage=%.1f", percent));
+        }
+        return flags;
     }
 
     /** Whether {@code name} has the shape of a class name: a '.' inside, no '/', no blanks. */

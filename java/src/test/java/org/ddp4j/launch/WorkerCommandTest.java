@@ -29,8 +29,20 @@ class WorkerCommandTest {
         assertTrue(argv.get(0).endsWith("java"), argv.get(0));
         assertEquals("-cp", argv.get(1));
         assertEquals(System.getProperty("java.class.path"), argv.get(2));
-        assertEquals(List.of(WorkerCommand.LEFTOVER_AGE_FLAG, "-Xmx1g", "-Dx=a b",
+        assertEquals(List.of(WorkerCommand.LEFTOVER_AGE_FLAG, WorkerCommand.DEFAULT_GC_FLAG, "-Xmx1g", "-Dx=a b",
                 LaunchTestWorker.class.getName(), "env", "/tmp"), argv.subList(3, argv.size()));
+    }
+
+    @Test
+    void workersGetAGcAndAHeapShareUnlessTheOptionsChooseThem() {
+        assertEquals(List.of("-XX:+UseSerialGC", "-XX:MaxRAMPercentage=25.0"), WorkerCommand.memoryDefaults(List.of(), 1));
+        assertEquals(List.of("-XX:+UseSerialGC", "-XX:MaxRAMPercentage=12.5"), WorkerCommand.memoryDefaults(List.of(), 4));
+        assertEquals(List.of("-XX:MaxRAMPercentage=25.0"), WorkerCommand.memoryDefaults(List.of("-XX:+UseG1GC"), 2));
+        assertEquals(List.of("-XX:+UseSerialGC"), WorkerCommand.memoryDefaults(List.of("-Xmx512m"), 2));
+        assertEquals(List.of(), WorkerCommand.memoryDefaults(List.of("-XX:+UseParallelGC", "-XX:MaxRAMPercentage=60"), 8));
+        List<String> argv = WorkerCommand.argv(List.of(LaunchTestWorker.class.getName()), Map.of(), 2);
+        assertEquals(List.of(WorkerCommand.LEFTOVER_AGE_FLAG, "-XX:+UseSerialGC", "-XX:MaxRAMPercentage=25.0",
+                LaunchTestWorker.class.getName()), argv.subList(3, argv.size()));
     }
 
     @Test
