@@ -114,8 +114,9 @@ public final class ConvNetDemo implements Callable<Integer> {
         }
         System.out.println(summary);
         if (rank == 0) {
-            // The cached training blocks do not fit evaluation's batch shapes: hand them back first.
-            Tensors.emptyCache();
+            if (testBatchSize != batchSize) {
+                Tensors.emptyCache(); // the cached training blocks do not fit evaluation's shapes
+            }
             double accuracy = testAccuracy(model, new MnistDataset(data, false), testBatchSize);
             System.out.printf(Locale.ROOT, "Test accuracy of the model on the 10000 test images: %.2f %%%n", accuracy * 100);
             System.out.printf(Locale.ROOT, "summary test_accuracy=%.4f%n", accuracy);
