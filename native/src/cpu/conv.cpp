@@ -139,7 +139,7 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y
   const Dims d = dims_of(x, w, y, g);
   if (y.numel() == 0) return;
   direct::Geometry dg;
-  if (direct_geometry(d, dg)) {
+  if (direct_geometry(d, dg) && direct::forward_supported(dg)) {
     direct::forward(x.data<float>(), w.data<float>(), b.defined() ? b.data<float>() : nullptr, y.data<float>(), dg);
     return;
   }
@@ -188,7 +188,7 @@ void conv2d_backward(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor&
     return;
   }
   direct::Geometry dg;
-  if (direct_geometry(d, dg) && direct::backward_supported(dg)) {
+  if (direct_geometry(d, dg) && direct::backward_supported(dg, gx.defined())) {
     direct::backward(gy.data<float>(), x.data<float>(), w.data<float>(), gx.defined() ? gx.data<float>() : nullptr,
                      pgw, gb.defined() ? gb.data<float>() : nullptr, dg);
     return;

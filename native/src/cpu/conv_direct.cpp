@@ -104,6 +104,23 @@ constexpr std::array<FwdTile, sizeof...(I)> fwd_tiles(std::index_sequence<I...>)
   return {&fwd_tile<KV, static_cast<int>(I) + 1>...};
 }
 
+/** out[k * ld + j] = tmp[j][k] (+ bias[k]) for k < kn, j < m: the tile back to [K, P, Q] layout. */
+DDP4J_AVX512 void scatter_tile(const float* tmp, int KV, int64_t m, int64_t kn, const float* bias, float* out,
+                               int64_t ld) {
+  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(16 * KV));
+  for (int64_t j0 = 0; j0 < m; j0 += 16) {
+    const int64_t n = std::min<int64_t>(16, m - j0);
+    const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xFFFF : (1u << n) - 1);
+    const float* t = tmp + j0 * 16 * KV;
+    for (int64_t k = 0; k < kn; ++k) {
+      __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, rows, t + k, 4);
+      if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[k]));
+      _mm512_mask_storeu_ps(out + k * ld + j0, mask, v);
+    }
+  }
+}
+
 /**
  * One image: out[k, p, q] (k < Kout) = Σ wt[c, r, s, k] · in[c, p+r, q+s] (+ bias[k]), where in is
  * [Cin, Hp, Wp] already padded and wt is [Cin, R, S, Kp] with Kp = round16(Kout).
@@ -123,12 +140,7 @@ void conv_image(const float* in, int64_t Cin, int64_t Hp, int64_t Wp, const floa
         const int64_t m = std::min(nq, Q - q0);
         const FwdTile f = KV == 2 ? tiles2[m - 1] : tiles1[m - 1];
         f(in + p * Wp + q0, plane, Wp, Cin, R, S, wt + kb, Kp, tmp);
-        for (int64_t k = 0; k < kn; ++k) {
-          const float b = bias ? bias[kb + k] : 0.f;
-          float* o = out + (kb + k) * PQ + p * Q + q0;
-          const float* t = tmp + k;
-          for (int64_t j = 0; j < m; ++j) o[j] = t[j * 16 * KV] + b;
-        }
+        scatter_tile(tmp, KV, m, kn, bias ? bias + kb : nullptr, out + kb * PQ + p * Q + q0, PQ);
       }
     }
     kb += 16 * KV;
@@ -230,7 +242,11 @@ bool enabled() { return enabled_flag().load(std::memory_order_relaxed); }
 
 void set_enabled(bool on) { enabled_flag().store(on && __builtin_cpu_supports("avx512f")); }
 
-bool backward_supported(const Geometry& g) { return g.S <= kMaxS && g.ph <= g.R - 1 && g.pw <= g.S - 1; }
+bool forward_supported(const Geometry& g) { return g.K >= 8; }
+
+bool backward_supported(const Geometry& g, bool need_gx) {
+  return g.K >= 8 && g.S <= kMaxS && (!need_gx || (g.C >= 8 && g.ph <= g.R - 1 && g.pw <= g.S - 1));
+}
 
 void forward(const float* x, const float* w, const float* b, float* y, const Geometry& g) {
   Workspace& ws = workspace();

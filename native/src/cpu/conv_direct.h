@@ -14,8 +14,13 @@ struct Geometry {
 bool enabled();
 /** Switches the direct kernels off (false) or back on where the CPU has them; for tests. */
 void set_enabled(bool on);
-/** Whether backward() handles this geometry (the forward handles every stride-1 one). */
-bool backward_supported(const Geometry& g);
+/**
+ * Whether forward() pays off: channels are padded to a multiple of 16, so fewer than 8 output
+ * channels would waste most of each vector (im2col + GEMM does better there).
+ */
+bool forward_supported(const Geometry& g);
+/** Likewise for backward(); the input gradient's output channels are the C input channels. */
+bool backward_supported(const Geometry& g, bool need_gx);
 
 /** y = conv(x, w) + b (b may be null). */
 void forward(const float* x, const float* w, const float* b, float* y, const Geometry& g);
