@@ -13,8 +13,8 @@ import org.ddp4j.tensor.Tensors;
 /**
  * A small harness for comparing kernel changes on a noisy shared machine: the best and median
  * time of a ConvNet training step (forward + backward + SGD, batch 100, this thread only), and
- * the best time of each op at the two-conv net's shapes. JMH ({@link ConvNetStepBenchmark}) gives
- * the error bars; this gives a quick best-of-N.
+ * the best time of each op at the two-conv net's shapes. {@link ConvNetStepBenchmark} gives the
+ * JMH figure with error bars; this gives a quick best-of-N.
  *
  * <p>Run: {@code java -cp benchmarks/target/benchmarks.jar org.ddp4j.benchmarks.StepTime [steps] [ops]}.
  */
