@@ -236,6 +236,34 @@ int rows_per_block(int64_t remaining, int64_t S, int KV) {
   return rb >= 4 ? 4 : rb >= 2 ? 2 : 1;
 }
 
+/** gyt[i, k] = gy[k, i] for k < K, i < PQ (row stride Kp), 16 channels per gather. */
+DDP4J_AVX512 void transpose_gy(const float* gy, int64_t K, int64_t PQ, int64_t Kp, float* gyt) {
+  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(static_cast<int>(PQ)));
+  for (int64_t k0 = 0; k0 < K; k0 += 16) {
+    const int64_t n = std::min<int64_t>(16, K - k0);
+    const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xFFFF : (1u << n) - 1);
+    const float* src = gy + k0 * PQ;
+    for (int64_t i = 0; i < PQ; ++i) {
+      _mm512_mask_storeu_ps(gyt + i * Kp + k0, mask, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, rows, src + i, 4));
+    }
+  }
+}
+
+/** Σ p[0..n): 16 float32 lanes (vectorised; a few hundred terms each), added in double. */
+double plane_sum(const float* p, int64_t n) {
+  constexpr int kLanes = 16;
+  float lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] += p[i + l];
+  }
+  double s = 0;
+  for (; i < n; ++i) s += p[i];
+  for (int l = 0; l < kLanes; ++l) s += lanes[l];
+  return s;
+}
+
 }  // namespace
 
 bool enabled() { return enabled_flag().load(std::memory_order_relaxed); }
@@ -245,7 +273,8 @@ void set_enabled(bool on) { enabled_flag().store(on && __builtin_cpu_supports("a
 bool forward_supported(const Geometry& g) { return g.K >= 8; }
 
 bool backward_supported(const Geometry& g, bool need_gx) {
-  return g.K >= 8 && g.S <= kMaxS && (!need_gx || (g.C >= 8 && g.ph <= g.R - 1 && g.pw <= g.S - 1));
+  // transpose_gy gathers with int32 offsets of up to 15 * P * Q
+  return g.K >= 8 && g.P * g.Q < (int64_t{1} << 27) && g.S <= kMaxS && (!need_gx || (g.C >= 8 && g.ph <= g.R - 1 && g.pw <= g.S - 1));
 }
 
 void forward(const float* x, const float* w, const float* b, float* y, const Geometry& g) {
@@ -302,15 +331,8 @@ void backward(const float* gy, const float* x, const float* w, float* gx, float*
   const int64_t prows = std::max<int64_t>(1, 256 / std::max<int64_t>(1, g.Q));
   for (int64_t n = 0; n < g.N; ++n) {
     const float* gyn = gy + n * g.K * PQ;
-    for (int64_t k = 0; k < g.K; ++k) {
-      const float* src = gyn + k * PQ;
-      double s = 0;
-      for (int64_t i = 0; i < PQ; ++i) {
-        gyt[i * Kp + k] = src[i];
-        s += src[i];
-      }
-      acc[k] += s;
-    }
+    transpose_gy(gyn, g.K, PQ, Kp, gyt);
+    for (int64_t k = 0; k < g.K; ++k) acc[k] += plane_sum(gyn + k * PQ, PQ);
     pad_into(x + n * g.C * g.H * g.W, g.C, g.H, g.W, g.ph, g.pw, pad);
     for (int64_t p0 = 0; p0 < g.P; p0 += prows) {
       const int64_t np = std::min(prows, g.P - p0);
