@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/conv_direct.h"
 #include "ddp4j/ops.h"
 #include "test_util.h"
 
@@ -102,7 +103,10 @@ void against_direct(const Case& c, std::mt19937& rng) {
   auto compare = [](const char* what, const Tensor& t, const std::vector<double>& ref) {
     int bad = 0;
     for (int64_t i = 0; i < t.numel(); ++i) {
-      if (std::fabs(t.data<float>()[i] - ref[i]) > 1e-4 * (1 + std::fabs(ref[i]))) ++bad;
+      if (std::fabs(t.data<float>()[i] - ref[i]) > 1e-4 * (1 + std::fabs(ref[i]))) {
+        if (bad < 3) std::fprintf(stderr, "  %s[%lld] = %.7g, expected %.7g\n", what, (long long)i, t.data<float>()[i], ref[i]);
+        ++bad;
+      }
     }
     if (bad) std::fprintf(stderr, "%s: %d of %lld elements differ\n", what, bad, (long long)t.numel());
     CHECK(bad == 0);
@@ -138,13 +142,28 @@ void errors() {
 int main() {
   hand_computed();
   std::mt19937 rng(7);
-  against_direct({2, 1, 8, 8, 4, 5, 5, 1, 1, 2, 2}, rng);    // the net's first conv, small
-  against_direct({3, 3, 7, 9, 5, 3, 3, 2, 2, 1, 1}, rng);    // stride 2, pad 1, odd sizes
-  against_direct({2, 2, 6, 5, 3, 3, 2, 3, 1, 0, 1}, rng);    // unequal strides, kernel and padding
-  against_direct({1, 4, 5, 5, 2, 5, 5, 1, 1, 0, 0}, rng);    // one output pixel
-  // 800 x 10000 unfolded floats per image: two images per chunk, so chunks of 2 and 1 (both the
-  // transposing and the direct path, and gW accumulated across chunks).
-  against_direct({3, 32, 100, 100, 2, 5, 5, 1, 1, 2, 2}, rng);
+  // Every case twice: the direct AVX-512 kernels (where the CPU has them) and im2col + GEMM.
+  for (bool direct_on : {true, false}) {
+    cpu::direct::set_enabled(direct_on);
+    against_direct({2, 1, 8, 8, 4, 5, 5, 1, 1, 2, 2}, rng);    // the net's first conv, small
+    against_direct({3, 3, 7, 9, 5, 3, 3, 2, 2, 1, 1}, rng);    // stride 2, pad 1, odd sizes
+    against_direct({2, 2, 6, 5, 3, 3, 2, 3, 1, 0, 1}, rng);    // unequal strides, kernel and padding
+    against_direct({1, 4, 5, 5, 2, 5, 5, 1, 1, 0, 0}, rng);    // one output pixel
+    // 800 x 10000 unfolded floats per image: two images per chunk, so chunks of 2 and 1 (both the
+    // transposing and the direct path, and gW accumulated across chunks).
+    against_direct({3, 32, 100, 100, 2, 5, 5, 1, 1, 2, 2}, rng);
+    // The two-conv net's shapes (full 16- and 32-channel register tiles), then channel counts that
+    // are not multiples of 16, rows wider than one tile, and padding larger than half the kernel.
+    against_direct({3, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2}, rng);
+    against_direct({3, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2}, rng);
+    against_direct({2, 9, 9, 31, 48, 3, 3, 1, 1, 1, 1}, rng);
+    against_direct({2, 17, 6, 40, 9, 3, 7, 1, 1, 0, 6}, rng);
+    against_direct({1, 3, 5, 5, 20, 2, 2, 1, 1, 1, 0}, rng);  // C < 8: direct forward, GEMM backward
+    against_direct({1, 8, 4, 4, 9, 3, 3, 1, 1, 3, 3}, rng);  // pad > R-1: direct forward, GEMM backward
+    against_direct({1, 8, 9, 9, 9, 8, 8, 1, 1, 1, 1}, rng);  // S > 7: direct forward, GEMM backward
+    against_direct({1, 8, 40, 40, 16, 5, 5, 1, 1, 2, 2}, rng);  // weight gradient in several row blocks
+  }
+  cpu::direct::set_enabled(true);
   errors();
   return test_failures();
 }

@@ -34,6 +34,33 @@ int main() {
     CHECK(out[1].data<int64_t>()[i] == idx[i]);
   }
 
+  // The 2x2 fast path (vectorised where the CPU has AVX-512) against a plain loop: odd sizes,
+  // rows of more than 16 windows, many ties (small integers) and NaNs.
+  {
+    const int64_t C = 3, H = 7, W = 37, P = H / 2, Q = W / 2;
+    std::vector<float> v(static_cast<size_t>(2 * C * H * W));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919) % 5);
+    for (size_t i = 3; i < v.size(); i += 41) v[i] = std::numeric_limits<float>::quiet_NaN();
+    auto o = ops::max_pool2d_forward(make({2, C, H, W}, v), g);
+    int bad = 0;
+    for (int64_t plane = 0; plane < 2 * C; ++plane) {
+      for (int64_t p = 0; p < P; ++p) {
+        for (int64_t q = 0; q < Q; ++q) {
+          const float* in = v.data() + plane * H * W;
+          int64_t bi = 2 * p * W + 2 * q;
+          for (int64_t c : {bi + 1, bi + W, bi + W + 1}) {
+            if (in[c] > in[bi] || in[c] != in[c]) bi = c;
+          }
+          const int64_t j = (plane * P + p) * Q + q;
+          const float got = o[0].data<float>()[j];
+          const bool same = (got == in[bi]) || (got != got && in[bi] != in[bi]);
+          if (!same || o[1].data<int64_t>()[j] != bi) ++bad;
+        }
+      }
+    }
+    CHECK(bad == 0);
+  }
+
   // All-negative input with padding 1, 3x3 windows, stride 2: padding must not win (it is -inf).
   Tensor neg = make({1, 1, 3, 3}, {-9, -8, -7, -6, -5, -4, -3, -2, -1});
   kernels::Pool2dGeometry g3;

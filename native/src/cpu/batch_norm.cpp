@@ -1,6 +1,6 @@
-// CPU BatchNorm2d over x[N, C, H, W]. Per channel: one pass for the statistics (sums in double),
-// one pass that writes y = x * a + b with a = gamma * invstd, b = beta - mean * a (PyTorch's CPU
-// form). The backward is likewise two passes per channel.
+// CPU BatchNorm2d over x[N, C, H, W]. Per channel: one pass for the statistics (plane sums in
+// float32 lanes, added in double), one pass that writes y = x * a + b with a = gamma * invstd,
+// b = beta - mean * a (PyTorch's CPU form). The backward is likewise two passes per channel.
 #include <cmath>
 
 #include "ddp4j/dispatch.h"
@@ -9,48 +9,57 @@
 namespace ddp4j::cpu {
 namespace {
 
-constexpr int kLanes = 8;  // independent accumulators: lets the compiler vectorise without reassociating
+// Sums over one plane (H*W values) run in float32 across kLanes independent lanes, which the
+// compiler vectorises (a single double accumulator would not be: it may not reassociate); each
+// lane then holds only HW / kLanes terms, and planes are added together in double.
+constexpr int kLanes = 16;
 
 /** Adds Σ (p - k) to s1 and Σ (p - k)² to s2 over n floats. */
-inline void shifted_sums(const float* p, int64_t n, double k, double& s1, double& s2) {
-  double a[kLanes] = {}, b[kLanes] = {};
+inline void shifted_sums(const float* p, int64_t n, float k, double& s1, double& s2) {
+  float a[kLanes] = {}, b[kLanes] = {};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
     for (int l = 0; l < kLanes; ++l) {
-      const double v = p[j + l] - k;
+      const float v = p[j + l] - k;
       a[l] += v;
-      b[l] += v * v;
+      b[l] = std::fma(v, v, b[l]);
     }
   }
+  double t1 = 0, t2 = 0;
   for (; j < n; ++j) {
-    const double v = p[j] - k;
-    s1 += v;
-    s2 += v * v;
+    const double v = static_cast<double>(p[j]) - k;
+    t1 += v;
+    t2 += v * v;
   }
   for (int l = 0; l < kLanes; ++l) {
-    s1 += a[l];
-    s2 += b[l];
+    t1 += a[l];
+    t2 += b[l];
   }
+  s1 += t1;
+  s2 += t2;
 }
 
 /** Adds Σ g to sg and Σ (x - mean) g to sxg over n elements. */
-inline void grad_sums(const float* g, const float* x, int64_t n, double mean, double& sg, double& sxg) {
-  double a[kLanes] = {}, b[kLanes] = {};
+inline void grad_sums(const float* g, const float* x, int64_t n, float mean, double& sg, double& sxg) {
+  float a[kLanes] = {}, b[kLanes] = {};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
     for (int l = 0; l < kLanes; ++l) {
       a[l] += g[j + l];
-      b[l] += (x[j + l] - mean) * g[j + l];
+      b[l] = std::fma(x[j + l] - mean, g[j + l], b[l]);
     }
   }
+  double t1 = 0, t2 = 0;
   for (; j < n; ++j) {
-    sg += g[j];
-    sxg += (x[j] - mean) * g[j];
+    t1 += g[j];
+    t2 += (static_cast<double>(x[j]) - mean) * g[j];
   }
   for (int l = 0; l < kLanes; ++l) {
-    sg += a[l];
-    sxg += b[l];
+    t1 += a[l];
+    t2 += b[l];
   }
+  sg += t1;
+  sxg += t2;
 }
 
 /** y[:, c] = x[:, c] * a + b for one channel. */
@@ -75,7 +84,7 @@ void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Ten
   for (int64_t c = 0; c < C; ++c) {
     // Sums are shifted by the channel's first value so that E[v²] - E[v]² does not cancel when
     // the mean is large compared with the spread.
-    const double k = px[c * HW];
+    const float k = px[c * HW];
     double s1 = 0, s2 = 0;
     for (int64_t n = 0; n < N; ++n) shifted_sums(px + (n * C + c) * HW, HW, k, s1, s2);
     const double d_mean = s1 / count;
@@ -114,7 +123,8 @@ void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tens
   const float* pgy = gy.data<float>();
   float* pgx = gx.data<float>();
   for (int64_t c = 0; c < C; ++c) {
-    const double mean = save_mean.data<float>()[c], invstd = save_invstd.data<float>()[c];
+    const float mean = save_mean.data<float>()[c];
+    const double invstd = save_invstd.data<float>()[c];
     double sg = 0, sxg = 0;
     for (int64_t n = 0; n < N; ++n) {
       const int64_t off = (n * C + c) * HW;

@@ -6,12 +6,14 @@
 // [K, m*PQ] and the [m, K, PQ] layout of y / gy, which is also where the bias is added (forward)
 // and summed (backward). A chunk of one image needs no transposition at all. Workspaces are per
 // thread and grow only, so steady-state training allocates nothing here.
+// Stride-1 convolutions on CPUs with AVX-512 take the direct kernels of conv_direct.cpp instead.
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "cpu/conv_direct.h"
 #include "ddp4j/dispatch.h"
 #include "ddp4j/kernels.h"
 
@@ -120,6 +122,13 @@ void col2im(const float* col, int64_t ld, const Dims& d, float* gx) {
   }
 }
 
+/** The direct kernels' geometry when they apply (stride 1 and the CPU has them). */
+bool direct_geometry(const Dims& d, direct::Geometry& out) {
+  if (d.sh != 1 || d.sw != 1 || !direct::enabled()) return false;
+  out = direct::Geometry{d.N, d.C, d.H, d.W, d.K, d.R, d.S, d.P, d.Q, d.ph, d.pw};
+  return true;
+}
+
 /** Images per chunk: as many as fit in kMaxColFloats of workspace, at least one. */
 int64_t chunk_images(const Dims& d) {
   const int64_t per_image = std::max<int64_t>(1, d.crs() * d.pq());
@@ -129,6 +138,11 @@ int64_t chunk_images(const Dims& d) {
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const kernels::Conv2dGeometry& g) {
   const Dims d = dims_of(x, w, y, g);
   if (y.numel() == 0) return;
+  direct::Geometry dg;
+  if (direct_geometry(d, dg) && direct::forward_supported(dg)) {
+    direct::forward(x.data<float>(), w.data<float>(), b.defined() ? b.data<float>() : nullptr, y.data<float>(), dg);
+    return;
+  }
   const int64_t crs = d.crs(), pq = d.pq(), nb = chunk_images(d);
   Workspace& ws = workspace();
   float* col = grow(ws.col, crs * nb * pq);
@@ -171,6 +185,12 @@ void conv2d_backward(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor&
     std::fill_n(pgw, gw.numel(), 0.f);
     if (gx.defined()) std::fill_n(gx.data<float>(), gx.numel(), 0.f);
     if (gb.defined()) std::fill_n(gb.data<float>(), gb.numel(), 0.f);
+    return;
+  }
+  direct::Geometry dg;
+  if (direct_geometry(d, dg) && direct::backward_supported(dg, gx.defined())) {
+    direct::backward(gy.data<float>(), x.data<float>(), w.data<float>(), gx.defined() ? gx.data<float>() : nullptr,
+                     pgw, gb.defined() ? gb.data<float>() : nullptr, dg);
     return;
   }
   float* col = grow(ws.col, crs * nb * pq);

@@ -1,6 +1,8 @@
 // CPU MaxPool2d: one pass over each output window, saving the flat h*W+w index of the maximum
 // (as torch.nn.functional.max_pool2d(return_indices=True)); the backward scatter-adds into those
 // positions, so overlapping windows (stride < kernel) accumulate.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -40,13 +42,71 @@ void forward_2x2(const float* px, float* py, int64_t* pi, int64_t planes, int64_
   }
 }
 
+#define DDP4J_AVX512 __attribute__((target("avx512f")))
+
+/**
+ * forward_2x2 with AVX-512, 16 windows per step: the even and odd columns of both input rows are
+ * separated with two-source permutes, then the four candidates are taken in the scalar order
+ * (r0[w], r0[w+1], r1[w], r1[w+1]) with the same "larger or NaN wins" rule.
+ */
+DDP4J_AVX512 void forward_2x2_avx512(const float* px, float* py, int64_t* pi, int64_t planes, int64_t H, int64_t W,
+                                     int64_t P, int64_t Q) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512i lane2 = even;  // 2 * lane
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const float* in = px + plane * H * W;
+    for (int64_t p = 0; p < P; ++p) {
+      const float* r0 = in + 2 * p * W;
+      const float* r1 = r0 + W;
+      for (int64_t q0 = 0; q0 < Q; q0 += 16) {
+        const int64_t m = std::min<int64_t>(16, Q - q0), n = 2 * m;
+        const __mmask16 lo_mask = static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1);
+        const __mmask16 hi_mask = static_cast<__mmask16>(n <= 16 ? 0 : (1u << (n - 16)) - 1);
+        const __mmask16 out_mask = static_cast<__mmask16>(m == 16 ? 0xFFFF : (1u << m) - 1);
+        const float* a = r0 + 2 * q0;
+        const float* b = r1 + 2 * q0;
+        const __m512 a_lo = _mm512_maskz_loadu_ps(lo_mask, a), a_hi = _mm512_maskz_loadu_ps(hi_mask, a + 16);
+        const __m512 b_lo = _mm512_maskz_loadu_ps(lo_mask, b), b_hi = _mm512_maskz_loadu_ps(hi_mask, b + 16);
+        __m512 best = _mm512_permutex2var_ps(a_lo, even, a_hi);
+        __m512i off = _mm512_setzero_si512();
+        const __m512 cand[3] = {_mm512_permutex2var_ps(a_lo, odd, a_hi), _mm512_permutex2var_ps(b_lo, even, b_hi),
+                                _mm512_permutex2var_ps(b_lo, odd, b_hi)};
+        const __m512i cand_off[3] = {_mm512_set1_epi32(1), _mm512_set1_epi32(static_cast<int>(W)),
+                                     _mm512_set1_epi32(static_cast<int>(W + 1))};
+        for (int i = 0; i < 3; ++i) {
+          const __mmask16 take = _mm512_cmp_ps_mask(cand[i], best, _CMP_GT_OQ) |
+                                 _mm512_cmp_ps_mask(cand[i], cand[i], _CMP_UNORD_Q);
+          best = _mm512_mask_mov_ps(best, take, cand[i]);
+          off = _mm512_mask_mov_epi32(off, take, cand_off[i]);
+        }
+        const __m512i idx = _mm512_add_epi32(_mm512_add_epi32(off, lane2),
+                                             _mm512_set1_epi32(static_cast<int>(2 * p * W + 2 * q0)));
+        _mm512_mask_storeu_ps(py + q0, out_mask, best);
+        _mm512_mask_storeu_epi64(pi + q0, static_cast<__mmask8>(out_mask & 0xFF),
+                                 _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, idx, 0)));
+        _mm512_mask_storeu_epi64(pi + q0 + 8, static_cast<__mmask8>(out_mask >> 8),
+                                 _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, idx, 1)));
+      }
+      py += Q;
+      pi += Q;
+    }
+  }
+}
+
 void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dGeometry& g) {
   const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), P = y.size(2), Q = y.size(3);
   const float* px = x.data<float>();
   float* py = y.data<float>();
   int64_t* pi = indices.data<int64_t>();
   if (g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0) {
-    forward_2x2(px, py, pi, planes, H, W, P, Q);
+    // Plane-local indices fit the vector path's int32 lanes up to 2^31 elements per plane.
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    if (avx512 && H * W < (int64_t{1} << 31)) {
+      forward_2x2_avx512(px, py, pi, planes, H, W, P, Q);
+    } else {
+      forward_2x2(px, py, pi, planes, H, W, P, Q);
+    }
     return;
   }
   for (int64_t plane = 0; plane < planes; ++plane) {

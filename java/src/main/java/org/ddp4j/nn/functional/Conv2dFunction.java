@@ -7,9 +7,12 @@ import org.ddp4j.tensor.Tensor;
 
 /**
  * Differentiable 2-D convolution (cross-correlation), mirroring {@code torch.nn.functional.conv2d}
- * with dilation 1 and groups 1. The CPU kernel unfolds images (im2col) and multiplies with one
- * large BLAS GEMM per chunk of images; its backward computes the input gradient by GEMM + col2im,
- * the weight gradient by GEMM accumulated over the batch and the bias gradient as a sum.
+ * with dilation 1 and groups 1. On CPUs with AVX-512, stride-1 convolutions with at least 8 output
+ * channels run direct register-tiled kernels (forward, input and weight gradients; no unfolding).
+ * Otherwise the CPU kernel unfolds images (im2col) and multiplies with one BLAS GEMM per chunk of
+ * images; its backward computes the input gradient by GEMM + col2im, the weight gradient by GEMM
+ * accumulated over the batch and the bias gradient as a sum. {@code DDP4J_CONV_DIRECT=0} forces
+ * the GEMM path.
  */
 public final class Conv2dFunction {
     private Conv2dFunction() {}

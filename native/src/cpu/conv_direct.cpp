@@ -1,0 +1,366 @@
+// Direct stride-1 convolution with AVX-512 register tiles, no im2col.
+//
+// Why: at the two-conv net's shapes (K = 16 or 32 output channels, 14..28 wide rows) OpenBLAS
+// reaches only part of its peak on the small per-image GEMMs, and im2col / col2im / the layout
+// transposes around them cost as much again. Here each output tile keeps NQ output pixels x 16*KV
+// channels in zmm accumulators and streams the input straight from a zero-padded copy of one
+// image (L1-resident), so every loaded input value feeds KV FMAs and nothing is unfolded.
+//
+//  - forward: y[k, p, q] = Σ_{c,r,s} w[k, c, r, s] · xpad[c, p+r, q+s]: vectorised over k
+//    (weights transposed to [C, R, S, K]), one broadcast input value per (pixel, c, r, s).
+//  - input gradient: stride 1 makes it a forward convolution of gy, zero-padded by (R-1-ph,
+//    S-1-pw), with the weights flipped and transposed: the same tile kernel, no col2im.
+//  - weight gradient: gw[k, c, r, s] += Σ_{p,q} gy[k, p, q] · xpad[c, p+r, q+s], vectorised over
+//    k (gy transposed per image to [P*Q, K]) with RB x S accumulators per (c, row block).
+//
+// Channels are padded to a multiple of 16 with zero weights, so any K and C work; accumulation
+// is in float32 in the same order a GEMM over (c, r, s) would use. Functions that use AVX-512
+// carry target attributes: the library still loads and runs (the GEMM path) on AVX2-only CPUs.
+#include "cpu/conv_direct.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+namespace ddp4j::cpu::direct {
+namespace {
+
+#define DDP4J_AVX512 __attribute__((target("avx512f")))
+
+constexpr int kMaxAcc = 28;  // zmm accumulators per tile; the rest of the 32 hold weights and inputs
+
+std::atomic<bool>& enabled_flag() {
+  static std::atomic<bool> flag{[] {
+    const char* env = std::getenv("DDP4J_CONV_DIRECT");
+    return __builtin_cpu_supports("avx512f") && !(env && std::strcmp(env, "0") == 0);
+  }()};
+  return flag;
+}
+
+int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
+template <typename T>
+T* grow(std::vector<T>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+struct Workspace {
+  std::vector<float> wt, wtx, pad, gpad, gyt, gwt, tile;
+  std::vector<double> acc;
+};
+
+Workspace& workspace() {
+  thread_local Workspace ws;
+  return ws;
+}
+
+// ---- forward tile: NQ pixels of one output row x 16*KV channels ---------------------------------
+
+/** tmp[j][0..16KV) = Σ_{c,r,s} wt[c, r, s, 0..16KV) · in[c, r, j + s] for j < NQ. */
+template <int KV, int NQ>
+DDP4J_AVX512 void fwd_tile(const float* in, int64_t plane, int64_t Wp, int64_t Cin, int64_t R, int64_t S,
+                           const float* wt, int64_t Kp, float* tmp) {
+  __m512 acc[NQ][KV];
+#pragma GCC unroll 28
+  for (int j = 0; j < NQ; ++j) {
+#pragma GCC unroll 2
+    for (int v = 0; v < KV; ++v) acc[j][v] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < Cin; ++c) {
+    for (int64_t r = 0; r < R; ++r) {
+      const float* row = in + c * plane + r * Wp;
+      const float* wr = wt + (c * R + r) * S * Kp;
+      for (int64_t s = 0; s < S; ++s) {
+        __m512 wv[KV];
+#pragma GCC unroll 2
+        for (int v = 0; v < KV; ++v) wv[v] = _mm512_loadu_ps(wr + s * Kp + 16 * v);
+#pragma GCC unroll 28
+        for (int j = 0; j < NQ; ++j) {
+          const __m512 xb = _mm512_set1_ps(row[j + s]);
+#pragma GCC unroll 2
+          for (int v = 0; v < KV; ++v) acc[j][v] = _mm512_fmadd_ps(wv[v], xb, acc[j][v]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 28
+  for (int j = 0; j < NQ; ++j) {
+#pragma GCC unroll 2
+    for (int v = 0; v < KV; ++v) _mm512_storeu_ps(tmp + (j * KV + v) * 16, acc[j][v]);
+  }
+}
+
+using FwdTile = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, float*);
+
+template <int KV, size_t... I>
+constexpr std::array<FwdTile, sizeof...(I)> fwd_tiles(std::index_sequence<I...>) {
+  return {&fwd_tile<KV, static_cast<int>(I) + 1>...};
+}
+
+/** out[k * ld + j] = tmp[j][k] (+ bias[k]) for k < kn, j < m: the tile back to [K, P, Q] layout. */
+DDP4J_AVX512 void scatter_tile(const float* tmp, int KV, int64_t m, int64_t kn, const float* bias, float* out,
+                               int64_t ld) {
+  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(16 * KV));
+  for (int64_t j0 = 0; j0 < m; j0 += 16) {
+    const int64_t n = std::min<int64_t>(16, m - j0);
+    const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xFFFF : (1u << n) - 1);
+    const float* t = tmp + j0 * 16 * KV;
+    for (int64_t k = 0; k < kn; ++k) {
+      __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, rows, t + k, 4);
+      if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[k]));
+      _mm512_mask_storeu_ps(out + k * ld + j0, mask, v);
+    }
+  }
+}
+
+/**
+ * One image: out[k, p, q] (k < Kout) = Σ wt[c, r, s, k] · in[c, p+r, q+s] (+ bias[k]), where in is
+ * [Cin, Hp, Wp] already padded and wt is [Cin, R, S, Kp] with Kp = round16(Kout).
+ */
+void conv_image(const float* in, int64_t Cin, int64_t Hp, int64_t Wp, const float* wt, int64_t Kout, int64_t R,
+                int64_t S, const float* bias, float* out, int64_t P, int64_t Q, float* tmp) {
+  static const auto tiles1 = fwd_tiles<1>(std::make_index_sequence<kMaxAcc>{});
+  static const auto tiles2 = fwd_tiles<2>(std::make_index_sequence<kMaxAcc / 2>{});
+  const int64_t Kp = round16(Kout), plane = Hp * Wp, PQ = P * Q;
+  for (int64_t kb = 0; kb < Kp;) {
+    const int KV = Kp - kb >= 32 ? 2 : 1;
+    const int64_t max_nq = kMaxAcc / KV, ntiles = (Q + max_nq - 1) / max_nq;
+    const int64_t nq = (Q + ntiles - 1) / ntiles;  // balanced tiles
+    const int64_t kn = std::min<int64_t>(16 * KV, Kout - kb);
+    for (int64_t p = 0; p < P; ++p) {
+      for (int64_t q0 = 0; q0 < Q; q0 += nq) {
+        const int64_t m = std::min(nq, Q - q0);
+        const FwdTile f = KV == 2 ? tiles2[m - 1] : tiles1[m - 1];
+        f(in + p * Wp + q0, plane, Wp, Cin, R, S, wt + kb, Kp, tmp);
+        scatter_tile(tmp, KV, m, kn, bias ? bias + kb : nullptr, out + kb * PQ + p * Q + q0, PQ);
+      }
+    }
+    kb += 16 * KV;
+  }
+}
+
+/** Copies x[C, H, W] into the interior of pad[C, H + 2ph, W + 2pw], whose border is already zero. */
+void pad_into(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, float* pad) {
+  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
+  for (int64_t c = 0; c < C; ++c) {
+    for (int64_t h = 0; h < H; ++h) {
+      std::memcpy(pad + (c * Hp + h + ph) * Wp + pw, x + (c * H + h) * W, static_cast<size_t>(W) * sizeof(float));
+    }
+  }
+}
+
+// ---- weight gradient: RB kernel rows x S kernel columns x 16*KV channels -------------------------
+
+/**
+ * gwt[rb, s, 0..16KV) += Σ_{p,q} gyt[p*Q + q, 0..16KV) · in[p + rb, q + s] for rb < RB, s < S, where in
+ * is one channel of the padded input starting at kernel row r0, and gwt is [R, S, Kp] at row r0.
+ * The sum starts from zero and is added to gwt at the end: callers pass blocks of output rows so
+ * that no float32 accumulator sums more than a few hundred products (accuracy as a blocked GEMM).
+ */
+template <int KV, int S, int RB>
+DDP4J_AVX512 void gw_rows(const float* in, int64_t Wp, const float* gyt, int64_t Kp, int64_t P, int64_t Q,
+                          float* gwt) {
+  __m512 acc[RB][S][KV];
+#pragma GCC unroll 4
+  for (int rb = 0; rb < RB; ++rb) {
+#pragma GCC unroll 7
+    for (int s = 0; s < S; ++s) {
+#pragma GCC unroll 2
+      for (int v = 0; v < KV; ++v) acc[rb][s][v] = _mm512_setzero_ps();
+    }
+  }
+  for (int64_t p = 0; p < P; ++p) {
+    const float* g = gyt + p * Q * Kp;
+    const float* row = in + p * Wp;
+    for (int64_t q = 0; q < Q; ++q, g += Kp) {
+      __m512 gv[KV];
+#pragma GCC unroll 2
+      for (int v = 0; v < KV; ++v) gv[v] = _mm512_loadu_ps(g + 16 * v);
+#pragma GCC unroll 4
+      for (int rb = 0; rb < RB; ++rb) {
+#pragma GCC unroll 7
+        for (int s = 0; s < S; ++s) {
+          const __m512 xb = _mm512_set1_ps(row[rb * Wp + q + s]);
+#pragma GCC unroll 2
+          for (int v = 0; v < KV; ++v) acc[rb][s][v] = _mm512_fmadd_ps(gv[v], xb, acc[rb][s][v]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int rb = 0; rb < RB; ++rb) {
+#pragma GCC unroll 7
+    for (int s = 0; s < S; ++s) {
+#pragma GCC unroll 2
+      for (int v = 0; v < KV; ++v) {
+        float* dst = gwt + (rb * S + s) * Kp + 16 * v;
+        _mm512_storeu_ps(dst, _mm512_add_ps(_mm512_loadu_ps(dst), acc[rb][s][v]));
+      }
+    }
+  }
+}
+
+using GwRows = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, float*);
+constexpr int kMaxS = 7;
+
+template <int KV, int S>
+GwRows gw_rows_for(int rb) {
+  return rb >= 4 ? &gw_rows<KV, S, 4> : rb >= 2 ? &gw_rows<KV, S, 2> : &gw_rows<KV, S, 1>;
+}
+
+template <int KV>
+GwRows gw_rows_for(int64_t S, int rb) {
+  switch (S) {
+    case 1: return gw_rows_for<KV, 1>(rb);
+    case 2: return gw_rows_for<KV, 2>(rb);
+    case 3: return gw_rows_for<KV, 3>(rb);
+    case 4: return gw_rows_for<KV, 4>(rb);
+    case 5: return gw_rows_for<KV, 5>(rb);
+    case 6: return gw_rows_for<KV, 6>(rb);
+    default: return gw_rows_for<KV, 7>(rb);
+  }
+}
+
+/** Kernel rows per gw_rows call: as many as keep RB * S * KV accumulators within 24 registers. */
+int rows_per_block(int64_t remaining, int64_t S, int KV) {
+  const int64_t fit = std::max<int64_t>(1, 24 / (S * KV));
+  const int64_t rb = std::min(remaining, fit);
+  return rb >= 4 ? 4 : rb >= 2 ? 2 : 1;
+}
+
+/** gyt[i, k] = gy[k, i] for k < K, i < PQ (row stride Kp), 16 channels per gather. */
+DDP4J_AVX512 void transpose_gy(const float* gy, int64_t K, int64_t PQ, int64_t Kp, float* gyt) {
+  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(static_cast<int>(PQ)));
+  for (int64_t k0 = 0; k0 < K; k0 += 16) {
+    const int64_t n = std::min<int64_t>(16, K - k0);
+    const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xFFFF : (1u << n) - 1);
+    const float* src = gy + k0 * PQ;
+    for (int64_t i = 0; i < PQ; ++i) {
+      _mm512_mask_storeu_ps(gyt + i * Kp + k0, mask, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, rows, src + i, 4));
+    }
+  }
+}
+
+/** Σ p[0..n): 16 float32 lanes (vectorised; a few hundred terms each), added in double. */
+double plane_sum(const float* p, int64_t n) {
+  constexpr int kLanes = 16;
+  float lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] += p[i + l];
+  }
+  double s = 0;
+  for (; i < n; ++i) s += p[i];
+  for (int l = 0; l < kLanes; ++l) s += lanes[l];
+  return s;
+}
+
+}  // namespace
+
+bool enabled() { return enabled_flag().load(std::memory_order_relaxed); }
+
+void set_enabled(bool on) { enabled_flag().store(on && __builtin_cpu_supports("avx512f")); }
+
+bool forward_supported(const Geometry& g) { return g.K >= 8; }
+
+bool backward_supported(const Geometry& g, bool need_gx) {
+  // transpose_gy gathers with int32 offsets of up to 15 * P * Q
+  return g.K >= 8 && g.P * g.Q < (int64_t{1} << 27) && g.S <= kMaxS && (!need_gx || (g.C >= 8 && g.ph <= g.R - 1 && g.pw <= g.S - 1));
+}
+
+void forward(const float* x, const float* w, const float* b, float* y, const Geometry& g) {
+  Workspace& ws = workspace();
+  const int64_t Kp = round16(g.K), CRS = g.C * g.R * g.S, Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw;
+  float* wt = grow(ws.wt, CRS * Kp);
+  std::fill_n(wt, CRS * Kp, 0.f);
+  for (int64_t k = 0; k < g.K; ++k) {
+    for (int64_t i = 0; i < CRS; ++i) wt[i * Kp + k] = w[k * CRS + i];
+  }
+  float* pad = grow(ws.pad, g.C * Hp * Wp);
+  std::fill_n(pad, g.C * Hp * Wp, 0.f);
+  float* tmp = grow(ws.tile, kMaxAcc * 16);
+  for (int64_t n = 0; n < g.N; ++n) {
+    pad_into(x + n * g.C * g.H * g.W, g.C, g.H, g.W, g.ph, g.pw, pad);
+    conv_image(pad, g.C, Hp, Wp, wt, g.K, g.R, g.S, b, y + n * g.K * g.P * g.Q, g.P, g.Q, tmp);
+  }
+}
+
+void backward(const float* gy, const float* x, const float* w, float* gx, float* gw, float* gb, const Geometry& g) {
+  Workspace& ws = workspace();
+  const int64_t Kp = round16(g.K), Cp = round16(g.C), RS = g.R * g.S, CRS = g.C * RS, PQ = g.P * g.Q;
+  const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw;
+  float* pad = grow(ws.pad, g.C * Hp * Wp);
+  std::fill_n(pad, g.C * Hp * Wp, 0.f);
+  float* gyt = grow(ws.gyt, PQ * Kp);
+  std::fill_n(gyt, PQ * Kp, 0.f);  // channels K..Kp stay zero
+  float* gwt = grow(ws.gwt, CRS * Kp);
+  std::fill_n(gwt, CRS * Kp, 0.f);
+  double* acc = grow(ws.acc, g.K);
+  std::fill_n(acc, g.K, 0.0);
+  // Input gradient as a forward convolution: gy padded by (R-1-ph, S-1-pw), weights
+  // wtx[k, r', s', c] = w[k, c, R-1-r', S-1-s'].
+  const int64_t gph = g.R - 1 - g.ph, gpw = g.S - 1 - g.pw, gHp = g.P + 2 * gph, gWp = g.Q + 2 * gpw;
+  float* wtx = nullptr;
+  float* gpad = nullptr;
+  float* tmp = grow(ws.tile, kMaxAcc * 16);
+  if (gx) {
+    wtx = grow(ws.wtx, g.K * RS * Cp);
+    std::fill_n(wtx, g.K * RS * Cp, 0.f);
+    for (int64_t k = 0; k < g.K; ++k) {
+      for (int64_t c = 0; c < g.C; ++c) {
+        for (int64_t r = 0; r < g.R; ++r) {
+          for (int64_t s = 0; s < g.S; ++s) {
+            wtx[((k * g.R + (g.R - 1 - r)) * g.S + (g.S - 1 - s)) * Cp + c] = w[((k * g.C + c) * g.R + r) * g.S + s];
+          }
+        }
+      }
+    }
+    gpad = grow(ws.gpad, g.K * gHp * gWp);
+    std::fill_n(gpad, g.K * gHp * gWp, 0.f);
+  }
+  // Output rows per weight-gradient block: about 256 pixels, at least one row.
+  const int64_t prows = std::max<int64_t>(1, 256 / std::max<int64_t>(1, g.Q));
+  for (int64_t n = 0; n < g.N; ++n) {
+    const float* gyn = gy + n * g.K * PQ;
+    transpose_gy(gyn, g.K, PQ, Kp, gyt);
+    for (int64_t k = 0; k < g.K; ++k) acc[k] += plane_sum(gyn + k * PQ, PQ);
+    pad_into(x + n * g.C * g.H * g.W, g.C, g.H, g.W, g.ph, g.pw, pad);
+    for (int64_t p0 = 0; p0 < g.P; p0 += prows) {
+      const int64_t np = std::min(prows, g.P - p0);
+      for (int64_t kb = 0; kb < Kp;) {
+        const int KV = Kp - kb >= 32 ? 2 : 1;
+        for (int64_t c = 0; c < g.C; ++c) {
+          for (int64_t r = 0; r < g.R;) {
+            const int rb = rows_per_block(g.R - r, g.S, KV);
+            const GwRows f = KV == 2 ? gw_rows_for<2>(g.S, rb) : gw_rows_for<1>(g.S, rb);
+            f(pad + (c * Hp + r + p0) * Wp, Wp, gyt + p0 * g.Q * Kp + kb, Kp, np, g.Q,
+              gwt + (c * RS + r * g.S) * Kp + kb);
+            r += rb;
+          }
+        }
+        kb += 16 * KV;
+      }
+    }
+    if (gx) {
+      pad_into(gyn, g.K, g.P, g.Q, gph, gpw, gpad);
+      conv_image(gpad, g.K, gHp, gWp, wtx, g.C, g.R, g.S, nullptr, gx + n * g.C * g.H * g.W, g.H, g.W, tmp);
+    }
+  }
+  for (int64_t k = 0; k < g.K; ++k) {
+    for (int64_t i = 0; i < CRS; ++i) gw[k * CRS + i] = gwt[i * Kp + k];
+  }
+  if (gb) {
+    for (int64_t k = 0; k < g.K; ++k) gb[k] = static_cast<float>(acc[k]);
+  }
+}
+
+}  // namespace ddp4j::cpu::direct
