@@ -336,30 +336,45 @@ std::string GlooProcessGroup::describe(const Header& h) {
 }
 
 std::shared_ptr<Work> GlooProcessGroup::enqueue(const Header& header, std::vector<Tensor> keep_alive,
-                                                std::function<void(uint32_t)> run) {
+                                                std::function<void(uint32_t)> run, bool check, bool run_inline) {
   auto work = std::make_shared<Work>(describe(header), std::move(keep_alive));
+  Op op{work, header, std::move(run), check};
   {
     std::lock_guard<std::mutex> lock(mutex_);
     DDP4J_CHECK(!stopping_, IllegalState, describe(header), ": the process group is closed");
-    queue_.push_back(Op{work, header, std::move(run)});
+    if (!run_inline || running_ || !queue_.empty()) {
+      queue_.push_back(std::move(op));
+      run_inline = false;
+    } else {
+      running_ = true;  // keeps the worker off until this op is done, so ops stay in issue order
+    }
   }
-  cv_.notify_one();
+  if (!run_inline) {
+    cv_.notify_one();
+    return work;
+  }
+  run_op(op);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+  }
+  cv_.notify_one();  // ops queued meanwhile by other threads
   return work;
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
+std::function<void(uint32_t)> GlooProcessGroup::allreduce_fn(const Tensor& tensor, ReduceOp op, Header* header) {
   check_collective_tensor("allReduce", "input", tensor);
   DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, "allReduce: unknown ReduceOp ",
                   static_cast<int>(op));
   DDP4J_CHECK_ARG(op != ReduceOp::AVG || tensor.dtype() == DType::Float32,
                   "allReduce: ReduceOp.AVG needs a float32 tensor, got ", tensor.describe(),
                   "; use SUM and divide by the world size");
-  Header h{kAllreduce, static_cast<int64_t>(tensor.dtype()), tensor.numel(), static_cast<int64_t>(op)};
+  *header = Header{kAllreduce, static_cast<int64_t>(tensor.dtype()), tensor.numel(), static_cast<int64_t>(op)};
   Tensor t = tensor;
   auto context = context_;
   const Millis timeout = options_.timeout;
   const int world = size();
-  return enqueue(h, {tensor}, [t, op, context, timeout, world](uint32_t tag) {
+  return [t, op, context, timeout, world](uint32_t tag) {
     if (t.numel() == 0) return;
     gloo::AllreduceOptions opts(context);
     opts.setTag(tag);
@@ -378,7 +393,19 @@ std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp
       const float inv = 1.0f / static_cast<float>(world);
       for (size_t i = 0; i < n; i++) p[i] *= inv;
     }
-  });
+  };
+}
+
+std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
+  Header h;
+  auto run = allreduce_fn(tensor, op, &h);
+  return enqueue(h, {tensor}, std::move(run));
+}
+
+std::shared_ptr<Work> GlooProcessGroup::allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline) {
+  Header h;
+  auto run = allreduce_fn(tensor, op, &h);
+  return enqueue(h, {tensor}, std::move(run), /*check=*/false, run_inline);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root) {
@@ -472,12 +499,15 @@ void GlooProcessGroup::worker_loop() {
     Op op;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      cv_.wait(lock, [this] { return stopping_ || (!queue_.empty() && !running_); });
       if (queue_.empty()) return;  // stopping
       op = std::move(queue_.front());
       queue_.pop_front();
+      running_ = true;
     }
     run_op(op);
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
   }
 }
 
@@ -494,7 +524,7 @@ void GlooProcessGroup::run_op(Op& op) {
                        "); destroy it and create a new one (Distributed.destroyProcessGroup, then initProcessGroup)")));
   } else {
     try {
-      if (options_.check_collectives || op.header.kind == kBarrier) exchange_headers(op, header_tag);
+      if ((op.check && options_.check_collectives) || op.header.kind == kBarrier) exchange_headers(op, header_tag);
       if (op.run) op.run(data_tag);
     } catch (const Error& e) {
       error = std::current_exception();  // a disagreement between ranks: the connections are intact

@@ -69,6 +69,16 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> allgather(const std::vector<Tensor>& outputs, const Tensor& input) override;
   std::shared_ptr<Work> barrier() override;
 
+  /**
+   * allreduce without the per-collective header check, for callers that have verified once that
+   * every rank issues the same sequence of all-reduces with the same sizes (DDP checks its bucket
+   * layout across ranks at construction). A mismatch here is not caught: Gloo may abort the
+   * process or time out. With `run_inline` and nothing queued or running, the collective runs on
+   * the calling thread and the returned Work is already complete: that saves the two thread
+   * hand-offs of the worker queue when the caller would wait at once anyway.
+   */
+  std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline);
+
   /** What every rank exchanges before a collective (when check_collectives is on). */
   struct Header {
     int64_t kind = 0;   // Kind
@@ -85,12 +95,14 @@ class GlooProcessGroup : public ProcessGroup {
     std::shared_ptr<Work> work;
     Header header;
     std::function<void(uint32_t tag)> run;  // the data movement; empty for barrier
+    bool check = true;                      // exchange the header first (when options_ allow)
   };
 
   void rendezvous(gloo::rendezvous::Store& store);
   void record_peer_addresses(gloo::rendezvous::Store& gloo_store);
   std::shared_ptr<Work> enqueue(const Header& header, std::vector<Tensor> keep_alive,
-                                std::function<void(uint32_t tag)> run);
+                                std::function<void(uint32_t tag)> run, bool check = true, bool run_inline = false);
+  std::function<void(uint32_t tag)> allreduce_fn(const Tensor& tensor, ReduceOp op, Header* header);
   void worker_loop();
   void run_op(Op& op);
   void exchange_headers(const Op& op, uint32_t tag);
@@ -104,8 +116,9 @@ class GlooProcessGroup : public ProcessGroup {
   std::condition_variable cv_;
   std::deque<Op> queue_;
   bool stopping_ = false;
+  bool running_ = false;  // an op is running (on the worker, or inline on a caller's thread)
 
-  // Worker thread only.
+  // Only the thread that set running_ (the worker, or a caller running an op inline).
   uint64_t seq_ = 0;
   std::string broken_;  // first network error or timeout; later collectives fail fast
 

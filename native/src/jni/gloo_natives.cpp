@@ -73,6 +73,21 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_allReduce(JNIEnv* en
   });
 }
 
+// 0 when the op already finished (it ran inline): saves the Work handle and its JNI calls.
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_allReduceUnchecked(JNIEnv* env, jclass, jlong pg,
+                                                                               jlong tensor, jint op,
+                                                                               jboolean runInline) {
+  return guarded(env, [&]() -> jlong {
+    DDP4J_CHECK_ARG(op >= 0 && op < kNumReduceOps, "allReduce: unknown ReduceOp ", op);
+    auto work = group_of(pg).allreduce_unchecked(mutable_tensor_of(tensor), static_cast<ReduceOp>(op), runInline);
+    if (work->is_completed()) {
+      work->wait();  // rethrows its error
+      return 0;
+    }
+    return work_handle(std::move(work));
+  });
+}
+
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_broadcast(JNIEnv* env, jclass, jlong pg, jlong tensor,
                                                                       jint root) {
   return guarded(env, [&] { return work_handle(group_of(pg).broadcast(mutable_tensor_of(tensor), root)); });

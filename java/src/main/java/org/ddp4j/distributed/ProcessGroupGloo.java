@@ -145,6 +145,12 @@ public final class ProcessGroupGloo extends ProcessGroup {
     }
 
     @Override
+    synchronized Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline) {
+        long work = GlooNatives.allReduceUnchecked(handle("allReduce"), tensor.nativeHandle(), op.ordinal(), runInline);
+        return work == 0 ? Work.COMPLETED : new GlooWork(work);
+    }
+
+    @Override
     public synchronized Work broadcast(Tensor tensor, int src) {
         Objects.requireNonNull(tensor, "tensor");
         return new GlooWork(GlooNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src));
