@@ -202,13 +202,14 @@ double quantile(std::vector<double> v, double q) {
 }
 
 /**
- * Latency of an allreduce of `numel` floats on 2 ranks: with the header check (the default), on
- * a group with the check off, and DDP's path (allreduce_unchecked run inline on the caller's
- * thread). The variants alternate, so that load from other processes hits them alike.
+ * Latency of an allreduce of `numel` floats on 2 ranks: with the header check and Gloo's ring (as
+ * before the small-message exchange), with the check off and the ring, with the check and the
+ * default small-message exchange, and DDP's path (allreduce_unchecked run inline on the caller's
+ * thread, exchange). The variants alternate, so that load from other processes hits them alike.
  */
 void bench_size(int64_t numel, int iterations) {
-  gloo::rendezvous::HashStore store_off, store_on;
-  constexpr int kVariants = 3;
+  gloo::rendezvous::HashStore store_off, store_on, store_ring;
+  constexpr int kVariants = 4;
   std::vector<double> us[kVariants];
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; r++) {
@@ -216,21 +217,25 @@ void bench_size(int64_t numel, int iterations) {
       GlooOptions o;
       o.timeout = std::chrono::seconds(60);
       o.check_collectives = false;
+      o.small_allreduce_bytes = 0;
       GlooProcessGroup g_off(store_off, r, 2, o);
       o.check_collectives = true;
+      GlooProcessGroup g_ring(store_ring, r, 2, o);
+      o.small_allreduce_bytes = GlooOptions().small_allreduce_bytes;
       GlooProcessGroup g_on(store_on, r, 2, o);
       Tensor t = filled(numel, 1.0f);
       auto run = [&](int which) {
-        if (which == 0) g_on.allreduce(t, ReduceOp::SUM)->wait();
+        if (which == 0) g_ring.allreduce(t, ReduceOp::SUM)->wait();
         if (which == 1) g_off.allreduce(t, ReduceOp::SUM)->wait();
-        if (which == 2) g_on.allreduce_unchecked(t, ReduceOp::SUM, true)->wait();
+        if (which == 2) g_on.allreduce(t, ReduceOp::SUM)->wait();
+        if (which == 3) g_on.allreduce_unchecked(t, ReduceOp::SUM, true)->wait();
       };
       for (int i = 0; i < 10; i++) {
         for (int which = 0; which < kVariants; which++) run(which);
       }
       for (int i = 0; i < iterations; i++) {
         for (int which = 0; which < kVariants; which++) {
-          (which == 1 ? g_off : g_on).barrier()->wait();
+          (which == 0 ? g_ring : which == 1 ? g_off : g_on).barrier()->wait();
           auto start = std::chrono::steady_clock::now();
           run(which);
           double elapsed = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
@@ -242,11 +247,13 @@ void bench_size(int64_t numel, int iterations) {
   for (auto& t : threads) t.join();
   // On a busy machine the distribution is bimodal (a thread wakeup that waits for a scheduler
   // tick costs milliseconds), so print the quartiles, not just the median.
-  std::printf("allreduce, 2 ranks, %8ld floats, quartiles in us: checked %8.1f %8.1f %8.1f | check off %8.1f %8.1f %8.1f"
-              " | unchecked inline (DDP) %8.1f %8.1f %8.1f\n",
-              static_cast<long>(numel), quantile(us[0], 0.25), quantile(us[0], 0.5), quantile(us[0], 0.75),
-              quantile(us[1], 0.25), quantile(us[1], 0.5), quantile(us[1], 0.75), quantile(us[2], 0.25),
-              quantile(us[2], 0.5), quantile(us[2], 0.75));
+  const char* names[kVariants] = {"checked, ring", "check off, ring", "checked, exchange",
+                                  "DDP: unchecked inline, exchange"};
+  std::printf("allreduce, 2 ranks, %ld floats, quartiles in us:\n", static_cast<long>(numel));
+  for (int v = 0; v < kVariants; v++) {
+    std::printf("  %-32s %9.1f %9.1f %9.1f\n", names[v], quantile(us[v], 0.25), quantile(us[v], 0.5),
+                quantile(us[v], 0.75));
+  }
 }
 
 void bench(int argc, char** argv) {

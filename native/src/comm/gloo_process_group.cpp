@@ -12,6 +12,8 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/pair.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -160,6 +162,52 @@ gloo::AllreduceOptions::Func reduce_function(ReduceOp op) {
     case ReduceOp::MAX: return &reduce_into<T, Max>;
   }
   throw Error(ErrorKind::InvalidArgument, "allReduce: unknown ReduceOp");
+}
+
+/**
+ * One-round all-reduce for small tensors: every rank sends its bytes to every peer, receives
+ * theirs, and reduces all size() blocks in rank order, so every rank computes the same values.
+ */
+template <typename T>
+void exchange_allreduce(const std::shared_ptr<gloo::Context>& context, T* data, size_t n,
+                        gloo::AllreduceOptions::Func reduce, uint32_t tag, Millis timeout) {
+  const int size = context->size;
+  const int me = context->rank;
+  const size_t bytes = n * sizeof(T);
+  std::vector<T> all(n * static_cast<size_t>(size));
+  std::memcpy(all.data() + static_cast<size_t>(me) * n, data, bytes);
+  auto out = context->createUnboundBuffer(data, bytes);
+  auto in = context->createUnboundBuffer(all.data(), all.size() * sizeof(T));
+  // A prefix of its own keeps these slots apart from Gloo's collectives.
+  const uint64_t slot = gloo::Slot::build(0x40, tag);
+  for (int p = 0; p < size; p++) {
+    if (p == me) continue;
+    in->recv(p, slot, static_cast<size_t>(p) * bytes, bytes);
+    out->send(p, slot);
+  }
+  for (int p = 0; p < size - 1; p++) {
+    in->waitRecv(timeout);
+    out->waitSend(timeout);
+  }
+  T* acc = all.data();
+  for (int r = 1; r < size; r++) reduce(acc, acc, all.data() + static_cast<size_t>(r) * n, n);
+  std::memcpy(data, acc, bytes);
+}
+
+/** Gloo's own (ring) all-reduce, in place. */
+void run_ring_allreduce(const std::shared_ptr<gloo::Context>& context, const Tensor& t, size_t n, ReduceOp op,
+                        uint32_t tag, Millis timeout) {
+  gloo::AllreduceOptions opts(context);
+  opts.setTag(tag);
+  opts.setTimeout(timeout);
+  if (t.dtype() == DType::Float32) {
+    opts.setOutput<float>(t.data<float>(), n);
+    opts.setReduceFunction(reduce_function<float>(op));
+  } else {
+    opts.setOutput<int64_t>(t.data<int64_t>(), n);
+    opts.setReduceFunction(reduce_function<int64_t>(op));
+  }
+  gloo::allreduce(opts);
 }
 
 void check_collective_tensor(const char* op, const char* what, const Tensor& t) {
@@ -374,20 +422,19 @@ std::function<void(uint32_t)> GlooProcessGroup::allreduce_fn(const Tensor& tenso
   auto context = context_;
   const Millis timeout = options_.timeout;
   const int world = size();
-  return [t, op, context, timeout, world](uint32_t tag) {
+  const size_t small_bytes = options_.small_allreduce_bytes;
+  return [t, op, context, timeout, world, small_bytes](uint32_t tag) {
     if (t.numel() == 0) return;
-    gloo::AllreduceOptions opts(context);
-    opts.setTag(tag);
-    opts.setTimeout(timeout);
     const size_t n = static_cast<size_t>(t.numel());
-    if (t.dtype() == DType::Float32) {
-      opts.setOutput<float>(t.data<float>(), n);
-      opts.setReduceFunction(reduce_function<float>(op));
+    if (world > 1 && t.nbytes() <= small_bytes) {
+      if (t.dtype() == DType::Float32) {
+        exchange_allreduce<float>(context, t.data<float>(), n, reduce_function<float>(op), tag, timeout);
+      } else {
+        exchange_allreduce<int64_t>(context, t.data<int64_t>(), n, reduce_function<int64_t>(op), tag, timeout);
+      }
     } else {
-      opts.setOutput<int64_t>(t.data<int64_t>(), n);
-      opts.setReduceFunction(reduce_function<int64_t>(op));
+      run_ring_allreduce(context, t, n, op, tag, timeout);
     }
-    gloo::allreduce(opts);
     if (op == ReduceOp::AVG) {
       float* p = t.data<float>();
       const float inv = 1.0f / static_cast<float>(world);

@@ -39,6 +39,13 @@ struct GlooOptions {
    * programs known to be correct. DDP4J_GLOO_CHECK_COLLECTIVES=0 turns it off in the JNI layer.
    */
   bool check_collectives = true;
+  /**
+   * All-reduces of at most this many bytes per rank skip Gloo's ring (2 x (size - 1) message
+   * rounds) and instead send the whole tensor to every peer in one round, then reduce locally in
+   * rank order (the same result on every rank; at 2 ranks bit-identical to the ring, since a + b
+   * = b + a). Latency-bound sizes such as small DDP buckets gain one round trip. 0 turns it off.
+   */
+  size_t small_allreduce_bytes = 64 << 10;
 };
 
 /**
