@@ -306,8 +306,13 @@ public final class DistributedDataParallel extends Module {
         b.work = group.allReduceUnchecked(b.flat, ReduceOp.SUM, nextToLaunch == buckets.size());
     }
 
-    /** Whether bucket all-reduces start during backward (default) or all after it (for measurements). */
-    void setOverlap(boolean overlap) {
+    /**
+     * Whether a bucket's all-reduce starts as soon as its gradients are ready, overlapping the
+     * rest of backward (the default), or every bucket is all-reduced after backward (to measure
+     * what the overlap saves; the results are the same). Every rank must use the same setting.
+     * The environment variable {@code DDP4J_DDP_OVERLAP=0} sets the default to off.
+     */
+    public void setOverlap(boolean overlap) {
         this.overlap = overlap;
     }
 
