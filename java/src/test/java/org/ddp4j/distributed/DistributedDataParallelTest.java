@@ -223,6 +223,61 @@ class DistributedDataParallelTest {
         });
     }
 
+    /** One Linear applied twice: its parameters get two gradient contributions per backward. */
+    private static final class Twice extends Module {
+        final Linear linear;
+
+        Twice(Generator g) {
+            linear = registerModule("linear", new Linear(3, 3, true, g));
+        }
+
+        @Override
+        public Tensor forward(Tensor input) {
+            return linear.forward(linear.forward(input));
+        }
+    }
+
+    @Test
+    void sharedParametersAreAllReducedAfterTheirLastUse() throws Exception {
+        float[] x = new Generator(5).normal(4 * 3);
+        Map<String, float[]> expected;
+        try (Twice net = new Twice(new Generator(0)); SGD opt = new SGD(net.parameters(), 0.1)) {
+            int[] hookCalls = new int[1];
+            net.linear.weight().registerPostAccumulateGradHook(p -> hookCalls[0]++);
+            for (int step = 0; step < 3; step++) {
+                try (var scope = Tensors.scope()) {
+                    opt.zeroGrad();
+                    Tensor l0 = net.forward(Tensor.ofRegion(x, 0, 2, 3)).sum();
+                    Tensor l1 = net.forward(Tensor.ofRegion(x, 6, 2, 3)).sum();
+                    l0.add(l1).mul(0.5f).backward();
+                    opt.step();
+                }
+            }
+            assertEquals(3, hookCalls[0], "one post-accumulate hook call per backward, not one per use");
+            expected = values(net.namedParameters());
+        }
+        HashStore store = new HashStore(TIMEOUT);
+        List<Map<String, float[]>> got = onRanks(2, rank -> () -> {
+            try (ProcessGroup group = new ProcessGroupGloo(store, rank, 2, TIMEOUT);
+                    DistributedDataParallel model = new DistributedDataParallel(new Twice(new Generator(0)), group, 12);
+                    SGD opt = new SGD(model.parameters(), 0.1)) {
+                for (int step = 0; step < 3; step++) {
+                    try (var scope = Tensors.scope()) {
+                        opt.zeroGrad();
+                        model.forward(Tensor.ofRegion(x, 6 * rank, 2, 3)).sum().backward();
+                        opt.step();
+                    }
+                }
+                return values(model.namedParameters());
+            }
+        });
+        for (Map<String, float[]> g : got) {
+            for (String name : expected.keySet()) {
+                Assertions2.assertClose(expected.get(name), g.get(name), 1e-5, 1e-6, name);
+            }
+        }
+    }
+
     @Test
     void parametersOfDifferentShapesFailAtConstructionNamingEveryRank() throws Exception {
         HashStore store = new HashStore(TIMEOUT);
