@@ -12,6 +12,7 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/pair.h>
+#include <gloo/transport/buffer.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 #include <netinet/in.h>
@@ -164,36 +165,6 @@ gloo::AllreduceOptions::Func reduce_function(ReduceOp op) {
   throw Error(ErrorKind::InvalidArgument, "allReduce: unknown ReduceOp");
 }
 
-/**
- * One-round all-reduce for small tensors: every rank sends its bytes to every peer, receives
- * theirs, and reduces all size() blocks in rank order, so every rank computes the same values.
- */
-template <typename T>
-void exchange_allreduce(const std::shared_ptr<gloo::Context>& context, T* data, size_t n,
-                        gloo::AllreduceOptions::Func reduce, uint32_t tag, Millis timeout) {
-  const int size = context->size;
-  const int me = context->rank;
-  const size_t bytes = n * sizeof(T);
-  std::vector<T> all(n * static_cast<size_t>(size));
-  std::memcpy(all.data() + static_cast<size_t>(me) * n, data, bytes);
-  auto out = context->createUnboundBuffer(data, bytes);
-  auto in = context->createUnboundBuffer(all.data(), all.size() * sizeof(T));
-  // A prefix of its own keeps these slots apart from Gloo's collectives.
-  const uint64_t slot = gloo::Slot::build(0x40, tag);
-  for (int p = 0; p < size; p++) {
-    if (p == me) continue;
-    in->recv(p, slot, static_cast<size_t>(p) * bytes, bytes);
-    out->send(p, slot);
-  }
-  for (int p = 0; p < size - 1; p++) {
-    in->waitRecv(timeout);
-    out->waitSend(timeout);
-  }
-  T* acc = all.data();
-  for (int r = 1; r < size; r++) reduce(acc, acc, all.data() + static_cast<size_t>(r) * n, n);
-  std::memcpy(data, acc, bytes);
-}
-
 /** Gloo's own (ring) all-reduce, in place. */
 void run_ring_allreduce(const std::shared_ptr<gloo::Context>& context, const Tensor& t, size_t n, ReduceOp op,
                         uint32_t tag, Millis timeout) {
@@ -219,6 +190,67 @@ void check_collective_tensor(const char* op, const char* what, const Tensor& t) 
 }
 
 }  // namespace
+
+/**
+ * One-round all-reduce for small tensors over Gloo's bound buffers, registered once per group:
+ * every rank sends its bytes to every peer, which receive them straight into a registered block
+ * (no rendezvous message first, unlike unbound buffers), and each rank reduces the blocks in rank
+ * order. Two sets of buffers alternate: a peer can only be one op ahead (it starts op k+2 only
+ * after receiving this rank's op k+1, sent after this rank finished op k), so op k+2's data never
+ * lands in a block op k still reads.
+ */
+struct GlooProcessGroup::SmallAllreduce {
+  static constexpr int kSlot = 0x5d4a0;  // bound-buffer slots: kSlot + parity
+
+  // Declared first, so destroyed last: the buffers unregister themselves from its pairs.
+  std::shared_ptr<gloo::Context> context;
+  size_t capacity;
+  int rank;
+  int size;
+  uint64_t ops = 0;
+  std::vector<char> send[2];
+  std::vector<char> recv[2];  // size blocks of capacity bytes; block r is rank r's data
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> send_to[2];    // by peer rank
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> recv_from[2];  // by peer rank
+
+  SmallAllreduce(std::shared_ptr<gloo::Context> group_context, size_t capacity_bytes)
+      : context(std::move(group_context)), capacity(capacity_bytes), rank(context->rank), size(context->size) {
+    for (int parity = 0; parity < 2; parity++) {
+      send[parity].resize(capacity);
+      recv[parity].resize(capacity * static_cast<size_t>(size));
+      send_to[parity].resize(static_cast<size_t>(size));
+      recv_from[parity].resize(static_cast<size_t>(size));
+      for (int p = 0; p < size; p++) {
+        if (p == rank) continue;
+        auto& pair = context->getPair(p);
+        recv_from[parity][static_cast<size_t>(p)] =
+            pair->createRecvBuffer(kSlot + parity, recv[parity].data() + static_cast<size_t>(p) * capacity, capacity);
+        send_to[parity][static_cast<size_t>(p)] = pair->createSendBuffer(kSlot + parity, send[parity].data(), capacity);
+      }
+    }
+  }
+
+  template <typename T>
+  void run(T* data, size_t n, gloo::AllreduceOptions::Func reduce) {
+    const size_t bytes = n * sizeof(T);
+    const int parity = static_cast<int>(ops++ & 1);
+    std::memcpy(send[parity].data(), data, bytes);
+    for (int p = 0; p < size; p++) {
+      if (p != rank) send_to[parity][static_cast<size_t>(p)]->send(0, bytes);
+    }
+    std::memcpy(recv[parity].data() + static_cast<size_t>(rank) * capacity, data, bytes);
+    for (int p = 0; p < size; p++) {
+      if (p == rank) continue;
+      recv_from[parity][static_cast<size_t>(p)]->waitRecv();
+      send_to[parity][static_cast<size_t>(p)]->waitSend();
+    }
+    T* acc = reinterpret_cast<T*>(recv[parity].data());
+    for (int r = 1; r < size; r++) {
+      reduce(acc, acc, reinterpret_cast<const T*>(recv[parity].data() + static_cast<size_t>(r) * capacity), n);
+    }
+    std::memcpy(data, acc, bytes);
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // Construction: device, rendezvous, full mesh.
@@ -271,6 +303,9 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
   }
   context_ = context;
   record_peer_addresses(gloo_store);
+  if (size > 1 && size <= 16 && options_.small_allreduce_bytes > 0) {
+    small_ = std::make_shared<SmallAllreduce>(context_, options_.small_allreduce_bytes);
+  }
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -361,6 +396,7 @@ GlooProcessGroup::~GlooProcessGroup() {
                                                      " closed its process group first"))));
   }
   if (worker_.joinable()) worker_.join();
+  small_.reset();    // unregisters its buffers from the pairs
   context_.reset();  // closes the pairs and stops Gloo's network thread
 }
 
@@ -422,15 +458,15 @@ std::function<void(uint32_t)> GlooProcessGroup::allreduce_fn(const Tensor& tenso
   auto context = context_;
   const Millis timeout = options_.timeout;
   const int world = size();
-  const size_t small_bytes = options_.small_allreduce_bytes;
-  return [t, op, context, timeout, world, small_bytes](uint32_t tag) {
+  std::shared_ptr<SmallAllreduce> small = small_;
+  return [t, op, context, timeout, world, small](uint32_t tag) {
     if (t.numel() == 0) return;
     const size_t n = static_cast<size_t>(t.numel());
-    if (world > 1 && t.nbytes() <= small_bytes) {
+    if (small && t.nbytes() <= small->capacity) {
       if (t.dtype() == DType::Float32) {
-        exchange_allreduce<float>(context, t.data<float>(), n, reduce_function<float>(op), tag, timeout);
+        small->run<float>(t.data<float>(), n, reduce_function<float>(op));
       } else {
-        exchange_allreduce<int64_t>(context, t.data<int64_t>(), n, reduce_function<int64_t>(op), tag, timeout);
+        small->run<int64_t>(t.data<int64_t>(), n, reduce_function<int64_t>(op));
       }
     } else {
       run_ring_allreduce(context, t, n, op, tag, timeout);
