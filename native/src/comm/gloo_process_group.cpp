@@ -228,6 +228,11 @@ struct GlooProcessGroup::SmallAllreduce {
         send_to[parity][static_cast<size_t>(p)] = pair->createSendBuffer(kSlot + parity, send[parity].data(), capacity);
       }
     }
+    // Gloo sets a socket's send buffer to the size of the first bound-buffer send on it (and never
+    // shrinks it): a first send of a few bytes would leave later 64 KiB sends crawling. So send a
+    // full block to every peer first; it also checks the connections. It counts as op 0.
+    std::vector<char> zeros(capacity);
+    run<char>(zeros.data(), capacity, [](void*, const void*, const void*, size_t) {});
   }
 
   template <typename T>
@@ -284,27 +289,42 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
 
   rendezvous(store);
 
-  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
-  context->setTimeout(options_.timeout);
-  gloo::rendezvous::PrefixStore gloo_store("ddp4j/gloo", store);
-  try {
-    context->connectFullMesh(gloo_store, device);
-  } catch (const Error& e) {
-    // From the Java store (a Java exception turned into a C++ one).
-    throw Error(e.kind(), detail::concat("rank ", rank, " of ", size,
-                                         ": connecting to the other ranks failed: ", e.what()));
-  } catch (const std::exception& e) {
-    std::string m = strip_location(e.what());
-    throw Error(is_gloo_timeout(m) ? ErrorKind::Timeout : ErrorKind::Distributed,
-                detail::concat("rank ", rank, " of ", size, ": connecting to the other ranks failed (",
-                               m, ") within ", duration_str(options_.timeout),
-                               "; check that every rank can reach the address the others advertise (this rank: ",
-                               device->str(), "; set DDP4J_GLOO_HOSTNAME to change it)"));
+  auto connect = [&](const char* prefix) {
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(options_.timeout);
+    gloo::rendezvous::PrefixStore gloo_store(prefix, store);
+    try {
+      context->connectFullMesh(gloo_store, device);
+    } catch (const Error& e) {
+      // From the Java store (a Java exception turned into a C++ one).
+      throw Error(e.kind(), detail::concat("rank ", rank, " of ", size,
+                                           ": connecting to the other ranks failed: ", e.what()));
+    } catch (const std::exception& e) {
+      std::string m = strip_location(e.what());
+      throw Error(is_gloo_timeout(m) ? ErrorKind::Timeout : ErrorKind::Distributed,
+                  detail::concat("rank ", rank, " of ", size, ": connecting to the other ranks failed (",
+                                 m, ") within ", duration_str(options_.timeout),
+                                 "; check that every rank can reach the address the others advertise (this rank: ",
+                                 device->str(), "; set DDP4J_GLOO_HOSTNAME to change it)"));
+    }
+    return context;
+  };
+  context_ = connect("ddp4j/gloo");
+  {
+    gloo::rendezvous::PrefixStore gloo_store("ddp4j/gloo", store);
+    record_peer_addresses(gloo_store);
   }
-  context_ = context;
-  record_peer_addresses(gloo_store);
   if (size > 1 && size <= 16 && options_.small_allreduce_bytes > 0) {
-    small_ = std::make_shared<SmallAllreduce>(context_, options_.small_allreduce_bytes);
+    // Its own connections: Gloo sizes a socket's send buffer on the first bound-buffer send and
+    // so turns off the kernel's autotuning, which would slow the large all-reduces down ~100x.
+    auto small_context = connect("ddp4j/gloo-small");
+    try {
+      small_ = std::make_shared<SmallAllreduce>(small_context, options_.small_allreduce_bytes);
+    } catch (const std::exception& e) {
+      std::string m = strip_location(e.what());
+      throw Error(is_gloo_timeout(m) ? ErrorKind::Timeout : ErrorKind::Distributed,
+                  detail::concat("rank ", rank, " of ", size, ": setting up the connections failed (", m, ")"));
+    }
   }
   worker_ = std::thread([this] { worker_loop(); });
 }
@@ -619,6 +639,7 @@ void GlooProcessGroup::run_op(Op& op) {
       // fail now instead of at their timeout (Gloo does the same itself after a timeout).
       try {
         context_->closeConnections();
+        if (small_) small_->context->closeConnections();
       } catch (const std::exception&) {
       }
     }

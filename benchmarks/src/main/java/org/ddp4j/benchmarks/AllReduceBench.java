@@ -14,7 +14,7 @@ import org.ddp4j.tensor.Tensor;
  * <p>A plain main rather than JMH: JMH's timed modes run unequal numbers of calls per rank, which
  * deadlocks a collective. Every rank runs the same fixed counts. Run with the launcher:
  * {@code scripts/ddp4j-run --nproc-per-node 2 java -cp benchmarks/target/benchmarks.jar
- * org.ddp4j.benchmarks.AllReduceBench}; rank 0 prints the table.
+ * org.ddp4j.benchmarks.AllReduceBench [minBytes [maxBytes]]}; rank 0 prints the table.
  */
 public final class AllReduceBench {
     private AllReduceBench() {}
@@ -26,8 +26,13 @@ public final class AllReduceBench {
         if (rank == 0) {
             System.out.printf("%12s %10s %10s %10s%n", "bytes", "time_us", "algbw_GB/s", "busbw_GB/s");
         }
+        long minBytes = args.length > 0 ? Long.parseLong(args[0]) : 0;
+        long maxBytes = args.length > 1 ? Long.parseLong(args[1]) : Long.MAX_VALUE;
         int[] exponents = {3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 26};
         for (int e : exponents) {
+            if ((1L << e) < minBytes || (1L << e) > maxBytes) {
+                continue;
+            }
             long count = Math.max(1, (1L << e) / 4);
             int iters = (int) Math.max(5, Math.min(200, (1L << 26) / (count * 4)));
             try (Tensor t = Tensor.ones(count)) {
