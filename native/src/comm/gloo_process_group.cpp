@@ -314,7 +314,7 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
     gloo::rendezvous::PrefixStore gloo_store("ddp4j/gloo", store);
     record_peer_addresses(gloo_store);
   }
-  if (size > 1 && size <= 16 && options_.small_allreduce_bytes > 0) {
+  if (size > 1 && size <= 8 && options_.small_allreduce_bytes > 0) {
     // Its own connections: Gloo sizes a socket's send buffer on the first bound-buffer send and
     // so turns off the kernel's autotuning, which would slow the large all-reduces down ~100x.
     auto small_context = connect("ddp4j/gloo-small");

@@ -45,10 +45,12 @@ struct GlooOptions {
    * every peer in one round through buffers registered once per group, then reduce locally in
    * rank order (the same result on every rank; at 2 ranks bit-identical to the ring, since a + b
    * = b + a). Latency-bound sizes such as small DDP buckets save round trips and thread wake-ups.
-   * Costs 2 x (size + 1) x this many bytes per group; used for groups of up to 16 ranks. 0 turns
-   * it off.
+   * Gloo's ring is also slow on loopback up to a few MB (e.g. 512 KiB: ~4 ms against ~0.7 ms this
+   * way, 2 ranks on a 2-core machine). Costs 2 x (size + 1) x this many bytes and a second set of
+   * connections per group; used for groups of 2 to 8 ranks. 0 turns it off
+   * (DDP4J_GLOO_SMALL_ALLREDUCE_BYTES in the JNI layer).
    */
-  size_t small_allreduce_bytes = 64 << 10;
+  size_t small_allreduce_bytes = 256 << 10;
 };
 
 /**
