@@ -204,55 +204,78 @@ struct GlooProcessGroup::SmallAllreduce {
 
   // Declared first, so destroyed last: the buffers unregister themselves from its pairs.
   std::shared_ptr<gloo::Context> context;
-  size_t capacity;
+  size_t capacity;  // payload bytes
+  size_t block;     // kHeader + capacity: a message is [sequence number][payload]
   int rank;
   int size;
   uint64_t ops = 0;
   std::vector<char> send[2];
-  std::vector<char> recv[2];  // size blocks of capacity bytes; block r is rank r's data
+  std::vector<char> recv[2];  // size blocks; block r holds rank r's last message of this parity
   std::vector<std::unique_ptr<gloo::transport::Buffer>> send_to[2];    // by peer rank
   std::vector<std::unique_ptr<gloo::transport::Buffer>> recv_from[2];  // by peer rank
 
+  static constexpr size_t kHeader = 8;
+
   SmallAllreduce(std::shared_ptr<gloo::Context> group_context, size_t capacity_bytes)
-      : context(std::move(group_context)), capacity(capacity_bytes), rank(context->rank), size(context->size) {
+      : context(std::move(group_context)),
+        capacity((capacity_bytes + 7) / 8 * 8),  // keeps every payload 8-byte aligned
+        block(kHeader + capacity),
+        rank(context->rank),
+        size(context->size) {
     for (int parity = 0; parity < 2; parity++) {
-      send[parity].resize(capacity);
-      recv[parity].resize(capacity * static_cast<size_t>(size));
+      send[parity].resize(block);
+      recv[parity].resize(block * static_cast<size_t>(size));
       send_to[parity].resize(static_cast<size_t>(size));
       recv_from[parity].resize(static_cast<size_t>(size));
       for (int p = 0; p < size; p++) {
         if (p == rank) continue;
         auto& pair = context->getPair(p);
         recv_from[parity][static_cast<size_t>(p)] =
-            pair->createRecvBuffer(kSlot + parity, recv[parity].data() + static_cast<size_t>(p) * capacity, capacity);
-        send_to[parity][static_cast<size_t>(p)] = pair->createSendBuffer(kSlot + parity, send[parity].data(), capacity);
+            pair->createRecvBuffer(kSlot + parity, recv[parity].data() + static_cast<size_t>(p) * block, block);
+        send_to[parity][static_cast<size_t>(p)] = pair->createSendBuffer(kSlot + parity, send[parity].data(), block);
       }
     }
     // Gloo sets a socket's send buffer to the size of the first bound-buffer send on it (and never
-    // shrinks it): a first send of a few bytes would leave later 64 KiB sends crawling. So send a
-    // full block to every peer first; it also checks the connections. It counts as op 0.
+    // shrinks it): a first send of a few bytes would leave later large sends crawling. So send a
+    // full block to every peer first; it also checks the connections.
     std::vector<char> zeros(capacity);
     run<char>(zeros.data(), capacity, [](void*, const void*, const void*, size_t) {});
+  }
+
+  uint64_t sequence_in(int parity, int r) const {
+    uint64_t seq;
+    std::memcpy(&seq, recv[parity].data() + static_cast<size_t>(r) * block, kHeader);
+    return seq;
   }
 
   template <typename T>
   void run(T* data, size_t n, gloo::AllreduceOptions::Func reduce) {
     const size_t bytes = n * sizeof(T);
-    const int parity = static_cast<int>(ops++ & 1);
-    std::memcpy(send[parity].data(), data, bytes);
+    const uint64_t seq = ++ops;
+    const int parity = static_cast<int>(seq & 1);
+    std::memcpy(send[parity].data(), &seq, kHeader);
+    std::memcpy(send[parity].data() + kHeader, data, bytes);
     for (int p = 0; p < size; p++) {
-      if (p != rank) send_to[parity][static_cast<size_t>(p)]->send(0, bytes);
+      if (p != rank) send_to[parity][static_cast<size_t>(p)]->send(0, kHeader + bytes);
     }
-    std::memcpy(recv[parity].data() + static_cast<size_t>(rank) * capacity, data, bytes);
+    std::memcpy(recv[parity].data() + static_cast<size_t>(rank) * block, send[parity].data(), kHeader + bytes);
     for (int p = 0; p < size; p++) {
       if (p == rank) continue;
-      recv_from[parity][static_cast<size_t>(p)]->waitRecv();
-      send_to[parity][static_cast<size_t>(p)]->waitSend();
+      try {
+        recv_from[parity][static_cast<size_t>(p)]->waitRecv();
+        send_to[parity][static_cast<size_t>(p)]->waitSend();
+      } catch (const std::exception&) {
+        // A peer that finished this op may close its group before this rank has waited: Gloo then
+        // fails every buffer of the pair, even one whose data has arrived. The data has arrived
+        // if the block carries this op's sequence number (TCP delivers it before the close).
+        if (sequence_in(parity, p) != seq) throw;
+      }
     }
-    T* acc = reinterpret_cast<T*>(recv[parity].data());
-    for (int r = 1; r < size; r++) {
-      reduce(acc, acc, reinterpret_cast<const T*>(recv[parity].data() + static_cast<size_t>(r) * capacity), n);
-    }
+    auto payload = [&](int r) {
+      return reinterpret_cast<T*>(recv[parity].data() + static_cast<size_t>(r) * block + kHeader);
+    };
+    T* acc = payload(0);
+    for (int r = 1; r < size; r++) reduce(acc, acc, payload(r), n);
     std::memcpy(data, acc, bytes);
   }
 };
