@@ -130,6 +130,55 @@ void test_size_mismatch() {
 }
 
 /** A rank that closes its group is named by the survivor; queued ops of a closed group fail. */
+/** DDP's path (no header exchange, small all-reduce) names a peer that left, too. */
+void test_peer_leaves_unchecked() {
+  gloo::rendezvous::HashStore store;
+  GlooOptions options;
+  options.timeout = std::chrono::seconds(5);
+  std::mutex m;
+  std::condition_variable cv;
+  bool left = false;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; r++) {
+    threads.emplace_back([&, r] {
+      try {
+        auto group = std::make_unique<GlooProcessGroup>(store, r, 2, options);
+        Tensor t = filled(16, 1.0f);
+        group->allreduce_unchecked(t, ReduceOp::SUM, true)->wait();
+        CHECK_NEAR(t.data<float>()[0], 2.0, 0.0);
+        if (r == 1) {
+          group.reset();
+          std::lock_guard<std::mutex> lock(m);
+          left = true;
+          cv.notify_all();
+          return;
+        }
+        {
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return left; });
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::string message;
+        auto start = std::chrono::steady_clock::now();
+        try {
+          group->allreduce_unchecked(t, ReduceOp::SUM, true)->wait();
+        } catch (const Error& e) {
+          message = e.what();
+        }
+        CHECK(message.find("peer rank 1 may have died") != std::string::npos);
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));  // not at the timeout
+        if (message.find("peer rank 1 may have died") == std::string::npos) {
+          std::fprintf(stderr, "got: %s\n", message.c_str());
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: unexpected exception: %s\n", r, e.what());
+        ++ddp4j::test::failure_count();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
 void test_peer_leaves() {
   gloo::rendezvous::HashStore store;
   GlooOptions options;
@@ -273,6 +322,7 @@ int main(int argc, char** argv) {
   test_unchecked_inline();
   test_size_mismatch();
   test_peer_leaves();
+  test_peer_leaves_unchecked();
   if (test_failures() == 0) std::printf("gloo_process_group_test: ok\n");
   return test_failures();
 }

@@ -240,6 +240,20 @@ struct GlooProcessGroup::SmallAllreduce {
     // full block to every peer first; it also checks the connections.
     std::vector<char> zeros(capacity);
     run<char>(zeros.data(), capacity, [](void*, const void*, const void*, size_t) {});
+    // Sync mode: the thread that waits reads the socket itself, instead of Gloo's network thread
+    // reading and then waking it: one thread wake-up less per message. Safe here because only the
+    // op holding running_ uses these connections. A message that arrived before the switch was
+    // already read and counted.
+    if (sync_reads()) {
+      for (int p = 0; p < size; p++) {
+        if (p != rank) context->getPair(p)->setSync(true, false);
+      }
+    }
+  }
+
+  static bool sync_reads() {
+    const char* v = std::getenv("DDP4J_GLOO_SMALL_SYNC");
+    return v == nullptr || std::strcmp(v, "0") != 0;
   }
 
   uint64_t sequence_in(int parity, int r) const {
@@ -335,13 +349,15 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
   context_ = connect("ddp4j/gloo");
   {
     gloo::rendezvous::PrefixStore gloo_store("ddp4j/gloo", store);
-    record_peer_addresses(gloo_store);
+    record_peer_addresses(gloo_store, *context_);
   }
   if (size > 1 && size <= 8 && options_.small_allreduce_bytes > 0) {
     // Its own connections: Gloo sizes a socket's send buffer on the first bound-buffer send and
     // so turns off the kernel's autotuning, which would slow the large all-reduces down ~100x.
     auto small_context = connect("ddp4j/gloo-small");
     try {
+      gloo::rendezvous::PrefixStore small_store("ddp4j/gloo-small", store);
+      record_peer_addresses(small_store, *small_context);  // so that its errors name the peer too
       small_ = std::make_shared<SmallAllreduce>(small_context, options_.small_allreduce_bytes);
     } catch (const std::exception& e) {
       std::string m = strip_location(e.what());
@@ -396,12 +412,12 @@ void GlooProcessGroup::rendezvous(gloo::rendezvous::Store& store) {
                              " started? check MASTER_ADDR/MASTER_PORT, WORLD_SIZE and RANK (store: ", cause, ")"));
 }
 
-void GlooProcessGroup::record_peer_addresses(gloo::rendezvous::Store& gloo_store) {
+void GlooProcessGroup::record_peer_addresses(gloo::rendezvous::Store& gloo_store, gloo::Context& context) {
   // Gloo's error messages name the peer of a failed connection by its address: the peer's
   // listening address where this rank connected, the peer's ephemeral address where this rank
   // accepted. Record both forms for each rank so that errors can name the rank. Best effort.
   using gloo::transport::tcp::Address;
-  peer_addresses_.assign(static_cast<size_t>(size()), {});
+  peer_addresses_.resize(static_cast<size_t>(size()));
   for (int i = 0; i < size(); i++) {
     if (i == rank()) continue;
     auto& names = peer_addresses_[static_cast<size_t>(i)];
@@ -417,7 +433,7 @@ void GlooProcessGroup::record_peer_addresses(gloo::rendezvous::Store& gloo_store
     } catch (const std::exception&) {
     }
     try {
-      Address self(context_->getPair(i)->address().bytes());
+      Address self(context.getPair(i)->address().bytes());
       sockaddr_storage remote;
       if (remote_of_connection(self.getSockaddr(), &remote)) names.push_back(Address(remote).str());
     } catch (const std::exception&) {

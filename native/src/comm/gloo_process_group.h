@@ -111,7 +111,7 @@ class GlooProcessGroup : public ProcessGroup {
   };
 
   void rendezvous(gloo::rendezvous::Store& store);
-  void record_peer_addresses(gloo::rendezvous::Store& gloo_store);
+  void record_peer_addresses(gloo::rendezvous::Store& gloo_store, gloo::Context& context);
   std::shared_ptr<Work> enqueue(const Header& header, std::vector<Tensor> keep_alive,
                                 std::function<void(uint32_t tag)> run, bool check = true, bool run_inline = false);
   std::function<void(uint32_t tag)> allreduce_fn(const Tensor& tensor, ReduceOp op, Header* header);
