@@ -216,7 +216,7 @@ struct GlooProcessGroup::SmallAllreduce {
 
   static constexpr size_t kHeader = 8;
 
-  SmallAllreduce(std::shared_ptr<gloo::Context> group_context, size_t capacity_bytes)
+  SmallAllreduce(std::shared_ptr<gloo::Context> group_context, size_t capacity_bytes, bool sync_reads)
       : context(std::move(group_context)),
         capacity((capacity_bytes + 7) / 8 * 8),  // keeps every payload 8-byte aligned
         block(kHeader + capacity),
@@ -244,16 +244,11 @@ struct GlooProcessGroup::SmallAllreduce {
     // reading and then waking it: one thread wake-up less per message. Safe here because only the
     // op holding running_ uses these connections. A message that arrived before the switch was
     // already read and counted.
-    if (sync_reads()) {
+    if (sync_reads) {
       for (int p = 0; p < size; p++) {
         if (p != rank) context->getPair(p)->setSync(true, false);
       }
     }
-  }
-
-  static bool sync_reads() {
-    const char* v = std::getenv("DDP4J_GLOO_SMALL_SYNC");
-    return v == nullptr || std::strcmp(v, "0") != 0;
   }
 
   uint64_t sequence_in(int parity, int r) const {
@@ -358,7 +353,8 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
     try {
       gloo::rendezvous::PrefixStore small_store("ddp4j/gloo-small", store);
       record_peer_addresses(small_store, *small_context);  // so that its errors name the peer too
-      small_ = std::make_shared<SmallAllreduce>(small_context, options_.small_allreduce_bytes);
+      small_ = std::make_shared<SmallAllreduce>(small_context, options_.small_allreduce_bytes,
+                                                options_.small_allreduce_sync_reads);
     } catch (const std::exception& e) {
       std::string m = strip_location(e.what());
       throw Error(is_gloo_timeout(m) ? ErrorKind::Timeout : ErrorKind::Distributed,

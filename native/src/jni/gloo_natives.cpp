@@ -64,6 +64,7 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_create(JNIEnv* env, 
     if (const char* v = std::getenv("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES")) {  // 0 turns the small all-reduce off
       options.small_allreduce_bytes = static_cast<size_t>(std::strtoull(v, nullptr, 10));
     }
+    if (const char* v = std::getenv("DDP4J_GLOO_SMALL_SYNC")) options.small_allreduce_sync_reads = std::strcmp(v, "0") != 0;
     return reinterpret_cast<jlong>(new GlooProcessGroup(java_store, rank, size, options));
   });
 }
