@@ -257,9 +257,12 @@ struct GlooProcessGroup::SmallAllreduce {
     return seq;
   }
 
-  template <typename T>
-  void run(T* data, size_t n, gloo::AllreduceOptions::Func reduce) {
-    const size_t bytes = n * sizeof(T);
+  /**
+   * Sends `bytes` of `data` to every peer and receives theirs (an all-gather). Returns the parity
+   * whose blocks now hold every rank's bytes (see payload); they stay valid until the exchange
+   * after next.
+   */
+  int exchange(const void* data, size_t bytes) {
     const uint64_t seq = ++ops;
     const int parity = static_cast<int>(seq & 1);
     std::memcpy(send[parity].data(), &seq, kHeader);
@@ -280,12 +283,18 @@ struct GlooProcessGroup::SmallAllreduce {
         if (sequence_in(parity, p) != seq) throw;
       }
     }
-    auto payload = [&](int r) {
-      return reinterpret_cast<T*>(recv[parity].data() + static_cast<size_t>(r) * block + kHeader);
-    };
-    T* acc = payload(0);
-    for (int r = 1; r < size; r++) reduce(acc, acc, payload(r), n);
-    std::memcpy(data, acc, bytes);
+    return parity;
+  }
+
+  char* payload(int parity, int r) { return recv[parity].data() + static_cast<size_t>(r) * block + kHeader; }
+
+  /** All-reduce of n elements in place: exchange, then reduce the blocks in rank order. */
+  template <typename T>
+  void run(T* data, size_t n, gloo::AllreduceOptions::Func reduce) {
+    const int parity = exchange(data, n * sizeof(T));
+    T* acc = reinterpret_cast<T*>(payload(parity, 0));
+    for (int r = 1; r < size; r++) reduce(acc, acc, reinterpret_cast<const T*>(payload(parity, r)), n);
+    std::memcpy(data, acc, n * sizeof(T));
   }
 };
 
@@ -687,12 +696,18 @@ void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
   if (n == 1) return;
   const Header mine = op.header;
   std::vector<Header> all(static_cast<size_t>(n));
-  gloo::AllgatherOptions opts(context_);
-  opts.setTag(tag);
-  opts.setTimeout(options_.timeout);
-  opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(const_cast<Header*>(&mine)), sizeof(Header));
-  opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(Header) * all.size());
-  gloo::allgather(opts);
+  if (small_) {
+    // One message to each peer over the small all-reduce's connections.
+    const int parity = small_->exchange(&mine, sizeof(Header));
+    for (int r = 0; r < n; r++) std::memcpy(&all[static_cast<size_t>(r)], small_->payload(parity, r), sizeof(Header));
+  } else {
+    gloo::AllgatherOptions opts(context_);
+    opts.setTag(tag);
+    opts.setTimeout(options_.timeout);
+    opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(const_cast<Header*>(&mine)), sizeof(Header));
+    opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(Header) * all.size());
+    gloo::allgather(opts);
+  }
 
   bool same = true;
   for (const Header& h : all) {
