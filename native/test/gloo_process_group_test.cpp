@@ -81,6 +81,34 @@ void test_collectives() {
   });
 }
 
+/** DDP's path: unchecked all-reduces, inline when idle, queued behind earlier ops otherwise, in issue order. */
+void test_unchecked_inline() {
+  GlooOptions options;
+  options.timeout = std::chrono::seconds(10);
+  const int world = 3;
+  run_ranks(world, options, [&](int rank, ProcessGroup& base) {
+    auto& pg = dynamic_cast<GlooProcessGroup&>(base);
+    for (int round = 0; round < 20; round++) {
+      Tensor a = filled(1000, static_cast<float>(rank + 1));
+      Tensor b = filled(3, static_cast<float>(rank + round));
+      auto wa = pg.allreduce_unchecked(a, ReduceOp::SUM, false);  // queued on the worker
+      auto wb = pg.allreduce_unchecked(b, ReduceOp::SUM, true);   // inline only if a has finished
+      Tensor c = filled(2, 1.0f);
+      auto wc = pg.allreduce(c, ReduceOp::SUM);  // a checked op after them keeps its order
+      wb->wait();
+      wa->wait();
+      wc->wait();
+      CHECK_NEAR(a.data<float>()[999], 6.0, 0.0);
+      CHECK_NEAR(b.data<float>()[2], 3.0 + 3 * round, 0.0);
+      CHECK_NEAR(c.data<float>()[1], 3.0, 0.0);
+      Tensor d = filled(4, 2.0f);
+      auto wd = pg.allreduce_unchecked(d, ReduceOp::SUM, true);
+      wd->wait();
+      CHECK_NEAR(d.data<float>()[0], 6.0, 0.0);
+    }
+  });
+}
+
 void test_size_mismatch() {
   GlooOptions options;
   options.timeout = std::chrono::seconds(5);
@@ -102,6 +130,55 @@ void test_size_mismatch() {
 }
 
 /** A rank that closes its group is named by the survivor; queued ops of a closed group fail. */
+/** DDP's path (no header exchange, small all-reduce) names a peer that left, too. */
+void test_peer_leaves_unchecked() {
+  gloo::rendezvous::HashStore store;
+  GlooOptions options;
+  options.timeout = std::chrono::seconds(5);
+  std::mutex m;
+  std::condition_variable cv;
+  bool left = false;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; r++) {
+    threads.emplace_back([&, r] {
+      try {
+        auto group = std::make_unique<GlooProcessGroup>(store, r, 2, options);
+        Tensor t = filled(16, 1.0f);
+        group->allreduce_unchecked(t, ReduceOp::SUM, true)->wait();
+        CHECK_NEAR(t.data<float>()[0], 2.0, 0.0);
+        if (r == 1) {
+          group.reset();
+          std::lock_guard<std::mutex> lock(m);
+          left = true;
+          cv.notify_all();
+          return;
+        }
+        {
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return left; });
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::string message;
+        auto start = std::chrono::steady_clock::now();
+        try {
+          group->allreduce_unchecked(t, ReduceOp::SUM, true)->wait();
+        } catch (const Error& e) {
+          message = e.what();
+        }
+        CHECK(message.find("peer rank 1 may have died") != std::string::npos);
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));  // not at the timeout
+        if (message.find("peer rank 1 may have died") == std::string::npos) {
+          std::fprintf(stderr, "got: %s\n", message.c_str());
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: unexpected exception: %s\n", r, e.what());
+        ++ddp4j::test::failure_count();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
 void test_peer_leaves() {
   gloo::rendezvous::HashStore store;
   GlooOptions options;
@@ -174,35 +251,44 @@ double quantile(std::vector<double> v, double q) {
 }
 
 /**
- * Latency of an allreduce of `numel` floats on 2 ranks with the header check off and on.
- * Both groups live side by side and the ops alternate, so that load from other processes hits
- * both alike.
+ * Latency of an allreduce of `numel` floats on 2 ranks: with the header check and Gloo's ring (as
+ * before the small-message exchange), with the check off and the ring, with the check and the
+ * default small-message exchange, and DDP's path (allreduce_unchecked run inline on the caller's
+ * thread, exchange). The variants alternate, so that load from other processes hits them alike.
  */
 void bench_size(int64_t numel, int iterations) {
-  gloo::rendezvous::HashStore store_off, store_on;
-  std::vector<double> off, on;
+  gloo::rendezvous::HashStore store_off, store_on, store_ring;
+  constexpr int kVariants = 4;
+  std::vector<double> us[kVariants];
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; r++) {
     threads.emplace_back([&, r] {
       GlooOptions o;
       o.timeout = std::chrono::seconds(60);
       o.check_collectives = false;
+      o.small_allreduce_bytes = 0;
       GlooProcessGroup g_off(store_off, r, 2, o);
       o.check_collectives = true;
+      GlooProcessGroup g_ring(store_ring, r, 2, o);
+      o.small_allreduce_bytes = GlooOptions().small_allreduce_bytes;
       GlooProcessGroup g_on(store_on, r, 2, o);
       Tensor t = filled(numel, 1.0f);
+      auto run = [&](int which) {
+        if (which == 0) g_ring.allreduce(t, ReduceOp::SUM)->wait();
+        if (which == 1) g_off.allreduce(t, ReduceOp::SUM)->wait();
+        if (which == 2) g_on.allreduce(t, ReduceOp::SUM)->wait();
+        if (which == 3) g_on.allreduce_unchecked(t, ReduceOp::SUM, true)->wait();
+      };
       for (int i = 0; i < 10; i++) {
-        g_off.allreduce(t, ReduceOp::SUM)->wait();
-        g_on.allreduce(t, ReduceOp::SUM)->wait();
+        for (int which = 0; which < kVariants; which++) run(which);
       }
       for (int i = 0; i < iterations; i++) {
-        for (int which = 0; which < 2; which++) {
-          GlooProcessGroup& g = which == 0 ? g_off : g_on;
-          g.barrier()->wait();
+        for (int which = 0; which < kVariants; which++) {
+          (which == 0 ? g_ring : which == 1 ? g_off : g_on).barrier()->wait();
           auto start = std::chrono::steady_clock::now();
-          g.allreduce(t, ReduceOp::SUM)->wait();
-          double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-          if (r == 0) (which == 0 ? off : on).push_back(us);
+          run(which);
+          double elapsed = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+          if (r == 0) us[which].push_back(elapsed);
         }
       }
     });
@@ -210,10 +296,13 @@ void bench_size(int64_t numel, int iterations) {
   for (auto& t : threads) t.join();
   // On a busy machine the distribution is bimodal (a thread wakeup that waits for a scheduler
   // tick costs milliseconds), so print the quartiles, not just the median.
-  std::printf("allreduce, 2 ranks, %8ld floats, quartiles in us: without the check %8.1f %8.1f %8.1f,"
-              " with it %8.1f %8.1f %8.1f (median +%.1f us)\n",
-              static_cast<long>(numel), quantile(off, 0.25), quantile(off, 0.5), quantile(off, 0.75),
-              quantile(on, 0.25), quantile(on, 0.5), quantile(on, 0.75), quantile(on, 0.5) - quantile(off, 0.5));
+  const char* names[kVariants] = {"checked, ring", "check off, ring", "checked, exchange",
+                                  "DDP: unchecked inline, exchange"};
+  std::printf("allreduce, 2 ranks, %ld floats, quartiles in us:\n", static_cast<long>(numel));
+  for (int v = 0; v < kVariants; v++) {
+    std::printf("  %-32s %9.1f %9.1f %9.1f\n", names[v], quantile(us[v], 0.25), quantile(us[v], 0.5),
+                quantile(us[v], 0.75));
+  }
 }
 
 void bench(int argc, char** argv) {
@@ -230,8 +319,10 @@ int main(int argc, char** argv) {
     return test_failures();
   }
   test_collectives();
+  test_unchecked_inline();
   test_size_mismatch();
   test_peer_leaves();
+  test_peer_leaves_unchecked();
   if (test_failures() == 0) std::printf("gloo_process_group_test: ok\n");
   return test_failures();
 }

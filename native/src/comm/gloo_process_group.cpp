@@ -12,6 +12,9 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/pair.h>
+#include <gloo/transport/buffer.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -162,6 +165,22 @@ gloo::AllreduceOptions::Func reduce_function(ReduceOp op) {
   throw Error(ErrorKind::InvalidArgument, "allReduce: unknown ReduceOp");
 }
 
+/** Gloo's own (ring) all-reduce, in place. */
+void run_ring_allreduce(const std::shared_ptr<gloo::Context>& context, const Tensor& t, size_t n, ReduceOp op,
+                        uint32_t tag, Millis timeout) {
+  gloo::AllreduceOptions opts(context);
+  opts.setTag(tag);
+  opts.setTimeout(timeout);
+  if (t.dtype() == DType::Float32) {
+    opts.setOutput<float>(t.data<float>(), n);
+    opts.setReduceFunction(reduce_function<float>(op));
+  } else {
+    opts.setOutput<int64_t>(t.data<int64_t>(), n);
+    opts.setReduceFunction(reduce_function<int64_t>(op));
+  }
+  gloo::allreduce(opts);
+}
+
 void check_collective_tensor(const char* op, const char* what, const Tensor& t) {
   DDP4J_CHECK_ARG(t.defined(), op, ": the ", what, " tensor is missing");
   DDP4J_CHECK_ARG(t.device().type == DeviceType::CPU, op, ": the gloo backend works on CPU tensors, but the ", what,
@@ -171,6 +190,113 @@ void check_collective_tensor(const char* op, const char* what, const Tensor& t) 
 }
 
 }  // namespace
+
+/**
+ * One-round all-reduce for small tensors over Gloo's bound buffers, registered once per group:
+ * every rank sends its bytes to every peer, which receive them straight into a registered block
+ * (no rendezvous message first, unlike unbound buffers), and each rank reduces the blocks in rank
+ * order. Two sets of buffers alternate: a peer can only be one op ahead (it starts op k+2 only
+ * after receiving this rank's op k+1, sent after this rank finished op k), so op k+2's data never
+ * lands in a block op k still reads.
+ */
+struct GlooProcessGroup::SmallAllreduce {
+  static constexpr int kSlot = 0x5d4a0;  // bound-buffer slots: kSlot + parity
+
+  // Declared first, so destroyed last: the buffers unregister themselves from its pairs.
+  std::shared_ptr<gloo::Context> context;
+  size_t capacity;  // payload bytes
+  size_t block;     // kHeader + capacity: a message is [sequence number][payload]
+  int rank;
+  int size;
+  uint64_t ops = 0;
+  std::vector<char> send[2];
+  std::vector<char> recv[2];  // size blocks; block r holds rank r's last message of this parity
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> send_to[2];    // by peer rank
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> recv_from[2];  // by peer rank
+
+  static constexpr size_t kHeader = 8;
+
+  SmallAllreduce(std::shared_ptr<gloo::Context> group_context, size_t capacity_bytes, bool sync_reads)
+      : context(std::move(group_context)),
+        capacity((capacity_bytes + 7) / 8 * 8),  // keeps every payload 8-byte aligned
+        block(kHeader + capacity),
+        rank(context->rank),
+        size(context->size) {
+    for (int parity = 0; parity < 2; parity++) {
+      send[parity].resize(block);
+      recv[parity].resize(block * static_cast<size_t>(size));
+      send_to[parity].resize(static_cast<size_t>(size));
+      recv_from[parity].resize(static_cast<size_t>(size));
+      for (int p = 0; p < size; p++) {
+        if (p == rank) continue;
+        auto& pair = context->getPair(p);
+        recv_from[parity][static_cast<size_t>(p)] =
+            pair->createRecvBuffer(kSlot + parity, recv[parity].data() + static_cast<size_t>(p) * block, block);
+        send_to[parity][static_cast<size_t>(p)] = pair->createSendBuffer(kSlot + parity, send[parity].data(), block);
+      }
+    }
+    // Gloo sets a socket's send buffer to the size of the first bound-buffer send on it (and never
+    // shrinks it): a first send of a few bytes would leave later large sends crawling. So send a
+    // full block to every peer first; it also checks the connections.
+    std::vector<char> zeros(capacity);
+    run<char>(zeros.data(), capacity, [](void*, const void*, const void*, size_t) {});
+    // Sync mode: the thread that waits reads the socket itself, instead of Gloo's network thread
+    // reading and then waking it: one thread wake-up less per message. Safe here because only the
+    // op holding running_ uses these connections. A message that arrived before the switch was
+    // already read and counted.
+    if (sync_reads) {
+      for (int p = 0; p < size; p++) {
+        if (p != rank) context->getPair(p)->setSync(true, false);
+      }
+    }
+  }
+
+  uint64_t sequence_in(int parity, int r) const {
+    uint64_t seq;
+    std::memcpy(&seq, recv[parity].data() + static_cast<size_t>(r) * block, kHeader);
+    return seq;
+  }
+
+  /**
+   * Sends `bytes` of `data` to every peer and receives theirs (an all-gather). Returns the parity
+   * whose blocks now hold every rank's bytes (see payload); they stay valid until the exchange
+   * after next.
+   */
+  int exchange(const void* data, size_t bytes) {
+    const uint64_t seq = ++ops;
+    const int parity = static_cast<int>(seq & 1);
+    std::memcpy(send[parity].data(), &seq, kHeader);
+    std::memcpy(send[parity].data() + kHeader, data, bytes);
+    for (int p = 0; p < size; p++) {
+      if (p != rank) send_to[parity][static_cast<size_t>(p)]->send(0, kHeader + bytes);
+    }
+    std::memcpy(recv[parity].data() + static_cast<size_t>(rank) * block, send[parity].data(), kHeader + bytes);
+    for (int p = 0; p < size; p++) {
+      if (p == rank) continue;
+      try {
+        recv_from[parity][static_cast<size_t>(p)]->waitRecv();
+        send_to[parity][static_cast<size_t>(p)]->waitSend();
+      } catch (const std::exception&) {
+        // A peer that finished this op may close its group before this rank has waited: Gloo then
+        // fails every buffer of the pair, even one whose data has arrived. The data has arrived
+        // if the block carries this op's sequence number (TCP delivers it before the close).
+        if (sequence_in(parity, p) != seq) throw;
+      }
+    }
+    return parity;
+  }
+
+  char* payload(int parity, int r) { return recv[parity].data() + static_cast<size_t>(r) * block + kHeader; }
+
+  /** All-reduce of n elements in place: exchange, then reduce the blocks in rank order. */
+  template <typename T>
+  void run(T* data, size_t n, gloo::AllreduceOptions::Func reduce) {
+    const int parity = exchange(data, n * sizeof(T));
+    T* acc = reinterpret_cast<T*>(payload(parity, 0));
+    for (int r = 1; r < size; r++) reduce(acc, acc, reinterpret_cast<const T*>(payload(parity, r)), n);
+    std::memcpy(data, acc, n * sizeof(T));
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // Construction: device, rendezvous, full mesh.
@@ -204,25 +330,46 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
 
   rendezvous(store);
 
-  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
-  context->setTimeout(options_.timeout);
-  gloo::rendezvous::PrefixStore gloo_store("ddp4j/gloo", store);
-  try {
-    context->connectFullMesh(gloo_store, device);
-  } catch (const Error& e) {
-    // From the Java store (a Java exception turned into a C++ one).
-    throw Error(e.kind(), detail::concat("rank ", rank, " of ", size,
-                                         ": connecting to the other ranks failed: ", e.what()));
-  } catch (const std::exception& e) {
-    std::string m = strip_location(e.what());
-    throw Error(is_gloo_timeout(m) ? ErrorKind::Timeout : ErrorKind::Distributed,
-                detail::concat("rank ", rank, " of ", size, ": connecting to the other ranks failed (",
-                               m, ") within ", duration_str(options_.timeout),
-                               "; check that every rank can reach the address the others advertise (this rank: ",
-                               device->str(), "; set DDP4J_GLOO_HOSTNAME to change it)"));
+  auto connect = [&](const char* prefix) {
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(options_.timeout);
+    gloo::rendezvous::PrefixStore gloo_store(prefix, store);
+    try {
+      context->connectFullMesh(gloo_store, device);
+    } catch (const Error& e) {
+      // From the Java store (a Java exception turned into a C++ one).
+      throw Error(e.kind(), detail::concat("rank ", rank, " of ", size,
+                                           ": connecting to the other ranks failed: ", e.what()));
+    } catch (const std::exception& e) {
+      std::string m = strip_location(e.what());
+      throw Error(is_gloo_timeout(m) ? ErrorKind::Timeout : ErrorKind::Distributed,
+                  detail::concat("rank ", rank, " of ", size, ": connecting to the other ranks failed (",
+                                 m, ") within ", duration_str(options_.timeout),
+                                 "; check that every rank can reach the address the others advertise (this rank: ",
+                                 device->str(), "; set DDP4J_GLOO_HOSTNAME to change it)"));
+    }
+    return context;
+  };
+  context_ = connect("ddp4j/gloo");
+  {
+    gloo::rendezvous::PrefixStore gloo_store("ddp4j/gloo", store);
+    record_peer_addresses(gloo_store, *context_);
   }
-  context_ = context;
-  record_peer_addresses(gloo_store);
+  if (size > 1 && size <= 8 && options_.small_allreduce_bytes > 0) {
+    // Its own connections: Gloo sizes a socket's send buffer on the first bound-buffer send and
+    // so turns off the kernel's autotuning, which would slow the large all-reduces down ~100x.
+    auto small_context = connect("ddp4j/gloo-small");
+    try {
+      gloo::rendezvous::PrefixStore small_store("ddp4j/gloo-small", store);
+      record_peer_addresses(small_store, *small_context);  // so that its errors name the peer too
+      small_ = std::make_shared<SmallAllreduce>(small_context, options_.small_allreduce_bytes,
+                                                options_.small_allreduce_sync_reads);
+    } catch (const std::exception& e) {
+      std::string m = strip_location(e.what());
+      throw Error(is_gloo_timeout(m) ? ErrorKind::Timeout : ErrorKind::Distributed,
+                  detail::concat("rank ", rank, " of ", size, ": setting up the connections failed (", m, ")"));
+    }
+  }
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -270,12 +417,12 @@ void GlooProcessGroup::rendezvous(gloo::rendezvous::Store& store) {
                              " started? check MASTER_ADDR/MASTER_PORT, WORLD_SIZE and RANK (store: ", cause, ")"));
 }
 
-void GlooProcessGroup::record_peer_addresses(gloo::rendezvous::Store& gloo_store) {
+void GlooProcessGroup::record_peer_addresses(gloo::rendezvous::Store& gloo_store, gloo::Context& context) {
   // Gloo's error messages name the peer of a failed connection by its address: the peer's
   // listening address where this rank connected, the peer's ephemeral address where this rank
   // accepted. Record both forms for each rank so that errors can name the rank. Best effort.
   using gloo::transport::tcp::Address;
-  peer_addresses_.assign(static_cast<size_t>(size()), {});
+  peer_addresses_.resize(static_cast<size_t>(size()));
   for (int i = 0; i < size(); i++) {
     if (i == rank()) continue;
     auto& names = peer_addresses_[static_cast<size_t>(i)];
@@ -291,7 +438,7 @@ void GlooProcessGroup::record_peer_addresses(gloo::rendezvous::Store& gloo_store
     } catch (const std::exception&) {
     }
     try {
-      Address self(context_->getPair(i)->address().bytes());
+      Address self(context.getPair(i)->address().bytes());
       sockaddr_storage remote;
       if (remote_of_connection(self.getSockaddr(), &remote)) names.push_back(Address(remote).str());
     } catch (const std::exception&) {
@@ -313,6 +460,7 @@ GlooProcessGroup::~GlooProcessGroup() {
                                                      " closed its process group first"))));
   }
   if (worker_.joinable()) worker_.join();
+  small_.reset();    // unregisters its buffers from the pairs
   context_.reset();  // closes the pairs and stops Gloo's network thread
 }
 
@@ -336,49 +484,75 @@ std::string GlooProcessGroup::describe(const Header& h) {
 }
 
 std::shared_ptr<Work> GlooProcessGroup::enqueue(const Header& header, std::vector<Tensor> keep_alive,
-                                                std::function<void(uint32_t)> run) {
+                                                std::function<void(uint32_t)> run, bool check, bool run_inline) {
   auto work = std::make_shared<Work>(describe(header), std::move(keep_alive));
+  Op op{work, header, std::move(run), check};
   {
     std::lock_guard<std::mutex> lock(mutex_);
     DDP4J_CHECK(!stopping_, IllegalState, describe(header), ": the process group is closed");
-    queue_.push_back(Op{work, header, std::move(run)});
+    if (!run_inline || running_ || !queue_.empty()) {
+      queue_.push_back(std::move(op));
+      run_inline = false;
+    } else {
+      running_ = true;  // keeps the worker off until this op is done, so ops stay in issue order
+    }
   }
-  cv_.notify_one();
+  if (!run_inline) {
+    cv_.notify_one();
+    return work;
+  }
+  run_op(op);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+  }
+  cv_.notify_one();  // ops queued meanwhile by other threads
   return work;
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
+std::function<void(uint32_t)> GlooProcessGroup::allreduce_fn(const Tensor& tensor, ReduceOp op, Header* header) {
   check_collective_tensor("allReduce", "input", tensor);
   DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, "allReduce: unknown ReduceOp ",
                   static_cast<int>(op));
   DDP4J_CHECK_ARG(op != ReduceOp::AVG || tensor.dtype() == DType::Float32,
                   "allReduce: ReduceOp.AVG needs a float32 tensor, got ", tensor.describe(),
                   "; use SUM and divide by the world size");
-  Header h{kAllreduce, static_cast<int64_t>(tensor.dtype()), tensor.numel(), static_cast<int64_t>(op)};
+  *header = Header{kAllreduce, static_cast<int64_t>(tensor.dtype()), tensor.numel(), static_cast<int64_t>(op)};
   Tensor t = tensor;
   auto context = context_;
   const Millis timeout = options_.timeout;
   const int world = size();
-  return enqueue(h, {tensor}, [t, op, context, timeout, world](uint32_t tag) {
+  std::shared_ptr<SmallAllreduce> small = small_;
+  return [t, op, context, timeout, world, small](uint32_t tag) {
     if (t.numel() == 0) return;
-    gloo::AllreduceOptions opts(context);
-    opts.setTag(tag);
-    opts.setTimeout(timeout);
     const size_t n = static_cast<size_t>(t.numel());
-    if (t.dtype() == DType::Float32) {
-      opts.setOutput<float>(t.data<float>(), n);
-      opts.setReduceFunction(reduce_function<float>(op));
+    if (small && t.nbytes() <= small->capacity) {
+      if (t.dtype() == DType::Float32) {
+        small->run<float>(t.data<float>(), n, reduce_function<float>(op));
+      } else {
+        small->run<int64_t>(t.data<int64_t>(), n, reduce_function<int64_t>(op));
+      }
     } else {
-      opts.setOutput<int64_t>(t.data<int64_t>(), n);
-      opts.setReduceFunction(reduce_function<int64_t>(op));
+      run_ring_allreduce(context, t, n, op, tag, timeout);
     }
-    gloo::allreduce(opts);
     if (op == ReduceOp::AVG) {
       float* p = t.data<float>();
       const float inv = 1.0f / static_cast<float>(world);
       for (size_t i = 0; i < n; i++) p[i] *= inv;
     }
-  });
+  };
+}
+
+std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
+  Header h;
+  auto run = allreduce_fn(tensor, op, &h);
+  return enqueue(h, {tensor}, std::move(run));
+}
+
+std::shared_ptr<Work> GlooProcessGroup::allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline) {
+  Header h;
+  auto run = allreduce_fn(tensor, op, &h);
+  return enqueue(h, {tensor}, std::move(run), /*check=*/false, run_inline);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root) {
@@ -472,12 +646,15 @@ void GlooProcessGroup::worker_loop() {
     Op op;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      cv_.wait(lock, [this] { return stopping_ || (!queue_.empty() && !running_); });
       if (queue_.empty()) return;  // stopping
       op = std::move(queue_.front());
       queue_.pop_front();
+      running_ = true;
     }
     run_op(op);
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
   }
 }
 
@@ -494,7 +671,7 @@ void GlooProcessGroup::run_op(Op& op) {
                        "); destroy it and create a new one (Distributed.destroyProcessGroup, then initProcessGroup)")));
   } else {
     try {
-      if (options_.check_collectives || op.header.kind == kBarrier) exchange_headers(op, header_tag);
+      if ((op.check && options_.check_collectives) || op.header.kind == kBarrier) exchange_headers(op, header_tag);
       if (op.run) op.run(data_tag);
     } catch (const Error& e) {
       error = std::current_exception();  // a disagreement between ranks: the connections are intact
@@ -506,6 +683,7 @@ void GlooProcessGroup::run_op(Op& op) {
       // fail now instead of at their timeout (Gloo does the same itself after a timeout).
       try {
         context_->closeConnections();
+        if (small_) small_->context->closeConnections();
       } catch (const std::exception&) {
       }
     }
@@ -518,12 +696,18 @@ void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
   if (n == 1) return;
   const Header mine = op.header;
   std::vector<Header> all(static_cast<size_t>(n));
-  gloo::AllgatherOptions opts(context_);
-  opts.setTag(tag);
-  opts.setTimeout(options_.timeout);
-  opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(const_cast<Header*>(&mine)), sizeof(Header));
-  opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(Header) * all.size());
-  gloo::allgather(opts);
+  if (small_) {
+    // One message to each peer over the small all-reduce's connections.
+    const int parity = small_->exchange(&mine, sizeof(Header));
+    for (int r = 0; r < n; r++) std::memcpy(&all[static_cast<size_t>(r)], small_->payload(parity, r), sizeof(Header));
+  } else {
+    gloo::AllgatherOptions opts(context_);
+    opts.setTag(tag);
+    opts.setTimeout(options_.timeout);
+    opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(const_cast<Header*>(&mine)), sizeof(Header));
+    opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(Header) * all.size());
+    gloo::allgather(opts);
+  }
 
   bool same = true;
   for (const Header& h : all) {

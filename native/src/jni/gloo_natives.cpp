@@ -61,6 +61,10 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_create(JNIEnv* env, 
       if (iface != nullptr) options.iface = iface;
     }
     options.check_collectives = check_collectives_from_env();
+    if (const char* v = std::getenv("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES")) {  // 0 turns the small all-reduce off
+      options.small_allreduce_bytes = static_cast<size_t>(std::strtoull(v, nullptr, 10));
+    }
+    if (const char* v = std::getenv("DDP4J_GLOO_SMALL_SYNC")) options.small_allreduce_sync_reads = std::strcmp(v, "0") != 0;
     return reinterpret_cast<jlong>(new GlooProcessGroup(java_store, rank, size, options));
   });
 }
@@ -70,6 +74,21 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_allReduce(JNIEnv* en
   return guarded(env, [&] {
     DDP4J_CHECK_ARG(op >= 0 && op < kNumReduceOps, "allReduce: unknown ReduceOp ", op);
     return work_handle(group_of(pg).allreduce(mutable_tensor_of(tensor), static_cast<ReduceOp>(op)));
+  });
+}
+
+// 0 when the op already finished (it ran inline): saves the Work handle and its JNI calls.
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_allReduceUnchecked(JNIEnv* env, jclass, jlong pg,
+                                                                               jlong tensor, jint op,
+                                                                               jboolean runInline) {
+  return guarded(env, [&]() -> jlong {
+    DDP4J_CHECK_ARG(op >= 0 && op < kNumReduceOps, "allReduce: unknown ReduceOp ", op);
+    auto work = group_of(pg).allreduce_unchecked(mutable_tensor_of(tensor), static_cast<ReduceOp>(op), runInline);
+    if (work->is_completed()) {
+      work->wait();  // rethrows its error
+      return 0;
+    }
+    return work_handle(std::move(work));
   });
 }
 

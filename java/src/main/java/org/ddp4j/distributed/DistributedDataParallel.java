@@ -25,6 +25,17 @@ import org.ddp4j.tensor.Tensors;
  * awaited and divided by the world size, so each rank holds the average gradient. In training
  * mode each forward first broadcasts the buffers (e.g. BatchNorm running statistics) from rank 0.
  * Parameter names carry the {@code module.} prefix.
+ *
+ * <p>As PyTorch, the construction verifies that every rank wraps parameters of the same shapes
+ * with the same bucket cap (a {@link DistributedException} names each rank's shapes otherwise);
+ * the bucket all-reduces then skip the process group's per-collective size check. After the first
+ * synchronised backward, the buckets are rebuilt once, at the next training forward, in the order
+ * in which rank 0 saw the gradients become ready (PyTorch's {@code _rebuild_buckets}), so that the
+ * first buckets fill as early as possible. Results do not depend on the bucket layout.
+ *
+ * <p>Overlap of communication with backward can be turned off with the environment variable
+ * {@code DDP4J_DDP_OVERLAP=0}: every bucket is then all-reduced after backward has finished (for
+ * measuring what the overlap saves; the results are the same).
  */
 public final class DistributedDataParallel extends Module {
     /** PyTorch's defaults: bucket_cap_mb=25 and a 1 MB first bucket. */
@@ -33,11 +44,20 @@ public final class DistributedDataParallel extends Module {
 
     private final Module module;
     private final ProcessGroup group;
+    private final long bucketCapBytes;
+    /** The parameters that get gradients, in parameter order. */
+    private final List<Tensor> params = new ArrayList<>();
+    private final Map<Tensor, Integer> paramIndex = new IdentityHashMap<>();
     private final List<GradientBucket> buckets = new ArrayList<>();
     private final Map<Tensor, GradientBucket> bucketOf = new IdentityHashMap<>();
     private int nextToLaunch;
     private boolean finishQueued;
     private boolean syncEnabled = true;
+    private boolean overlap = !"0".equals(System.getenv("DDP4J_DDP_OVERLAP"));
+    /** Indices into params in the order their gradients became ready in the first synced backward. */
+    private List<Integer> readyOrder = new ArrayList<>();
+    private boolean readyOrderComplete;
+    private boolean bucketsRebuilt;
 
     /**
      * Wraps {@code module} for training on the default process group.
@@ -58,8 +78,27 @@ public final class DistributedDataParallel extends Module {
     public DistributedDataParallel(Module module, ProcessGroup group, long bucketCapBytes) {
         this.module = registerModule("module", module);
         this.group = group;
+        this.bucketCapBytes = bucketCapBytes;
+        for (Tensor p : module.parameters()) {
+            if (!p.requiresGrad()) {
+                continue;
+            }
+            if (p.dtype() != DType.FLOAT32) {
+                throw new IllegalArgumentException("DistributedDataParallel supports float32 parameters, got " + p.describe());
+            }
+            paramIndex.put(p, params.size());
+            params.add(p);
+        }
+        ParameterLayout.verifyAcrossRanks(group, module, params, bucketCapBytes);
         broadcastState(module.stateDict().values());
-        buildBuckets(bucketCapBytes);
+        List<Integer> reverse = new ArrayList<>();
+        for (int i = params.size() - 1; i >= 0; i--) {
+            reverse.add(i);
+        }
+        buildBuckets(reverse);
+        for (Tensor p : params) {
+            p.registerPostAccumulateGradHook(this::onGradientReady);
+        }
     }
 
     /** The wrapped module. Mirrors {@code DistributedDataParallel.module}. */
@@ -75,6 +114,11 @@ public final class DistributedDataParallel extends Module {
     /** Bucket sizes in bytes, in launch order (for tests and logs). */
     public List<Long> bucketBytes() {
         return buckets.stream().map(GradientBucket::bytes).toList();
+    }
+
+    /** The parameters of each bucket, in launch order (for tests). */
+    List<List<Tensor>> bucketParameters() {
+        return buckets.stream().map(b -> b.parameters).toList();
     }
 
     /**
@@ -120,20 +164,19 @@ public final class DistributedDataParallel extends Module {
         }
     }
 
-    /** Groups parameters (reverse order) into buckets and makes their gradients slices of them. */
-    private void buildBuckets(long capBytes) {
-        List<Tensor> params = new ArrayList<>(module.parameters());
-        Collections.reverse(params);
+    /**
+     * Groups the parameters, taken in {@code order} (indices into params), into buckets under the
+     * caps and makes their gradients slices of them; existing gradient values are kept.
+     */
+    private void buildBuckets(List<Integer> order) {
+        List<GradientBucket> old = new ArrayList<>(buckets);
+        buckets.clear();
+        bucketOf.clear();
         List<Tensor> current = new ArrayList<>();
         long currentBytes = 0;
-        for (Tensor p : params) {
-            if (!p.requiresGrad()) {
-                continue;
-            }
-            if (p.dtype() != DType.FLOAT32) {
-                throw new IllegalArgumentException("DistributedDataParallel supports float32 parameters, got " + p.describe());
-            }
-            long cap = buckets.isEmpty() ? Math.min(FIRST_BUCKET_CAP_BYTES, capBytes) : capBytes;
+        for (int index : order) {
+            Tensor p = params.get(index);
+            long cap = buckets.isEmpty() ? Math.min(FIRST_BUCKET_CAP_BYTES, bucketCapBytes) : bucketCapBytes;
             if (!current.isEmpty() && currentBytes + p.numel() * 4 > cap) {
                 addBucket(current);
                 current = new ArrayList<>();
@@ -145,17 +188,20 @@ public final class DistributedDataParallel extends Module {
         if (!current.isEmpty()) {
             addBucket(current);
         }
+        for (GradientBucket b : old) {
+            b.flat.close(); // the gradients moved to the new buckets
+        }
     }
 
-    private void addBucket(List<Tensor> params) {
+    private void addBucket(List<Tensor> bucketParams) {
         long numel = 0;
-        for (Tensor p : params) {
+        for (Tensor p : bucketParams) {
             numel += p.numel();
         }
         Tensor flat = Tensor.zeros(numel).keep();
         long offset = 0;
-        for (Tensor p : params) {
-            Tensor view = flat.flatSlice(offset, p.shape());
+        for (Tensor p : bucketParams) {
+            Tensor view = flat.flatSlice(offset, p.shape()).keep();
             if (p.grad() != null) {
                 view.copyFrom(p.grad());
                 p.grad().close();
@@ -163,11 +209,51 @@ public final class DistributedDataParallel extends Module {
             p.setGrad(view);
             offset += p.numel();
         }
-        GradientBucket bucket = new GradientBucket(buckets.size(), params, flat);
+        GradientBucket bucket = new GradientBucket(buckets.size(), bucketParams, flat);
         buckets.add(bucket);
-        for (Tensor p : params) {
+        for (Tensor p : bucketParams) {
             bucketOf.put(p, bucket);
-            p.registerPostAccumulateGradHook(this::onGradientReady);
+        }
+    }
+
+    /**
+     * Once, after the first synchronised backward: rebuilds the buckets in the order rank 0 saw
+     * the gradients become ready. Rank 0's order is broadcast so every rank builds the same layout.
+     */
+    private void rebuildBucketsOnce() {
+        bucketsRebuilt = true;
+        long[] order = new long[params.size()];
+        boolean[] seen = new boolean[params.size()];
+        int n = 0;
+        for (int index : readyOrder) {
+            if (!seen[index]) {
+                seen[index] = true;
+                order[n++] = index;
+            }
+        }
+        for (int i = params.size() - 1; i >= 0; i--) { // parameters that got no gradient: last
+            if (!seen[i]) {
+                order[n++] = i;
+            }
+        }
+        readyOrder = null;
+        try (var scope = Tensors.scope()) {
+            Tensor t = Tensor.ofLongs(order, order.length);
+            group.broadcast(t, 0).await();
+            order = t.toLongArray();
+        }
+        List<Integer> newOrder = new ArrayList<>();
+        for (long index : order) {
+            newOrder.add((int) index);
+        }
+        List<Integer> currentOrder = new ArrayList<>();
+        for (GradientBucket b : buckets) {
+            for (Tensor p : b.parameters) {
+                currentOrder.add(paramIndex.get(p));
+            }
+        }
+        if (!newOrder.equals(currentOrder)) {
+            buildBuckets(newOrder);
         }
     }
 
@@ -177,6 +263,9 @@ public final class DistributedDataParallel extends Module {
      */
     @Override
     public Tensor forward(Tensor input) {
+        if (isTraining() && syncEnabled && Tensors.isGradEnabled() && readyOrderComplete && !bucketsRebuilt) {
+            rebuildBucketsOnce();
+        }
         if (isTraining() && syncEnabled) {
             broadcastState(module.namedBuffers().values());
         }
@@ -187,8 +276,11 @@ public final class DistributedDataParallel extends Module {
         if (!syncEnabled) {
             return;
         }
+        if (readyOrder != null && !readyOrderComplete) {
+            readyOrder.add(paramIndex.get(parameter));
+        }
         GradientBucket bucket = bucketOf.get(parameter);
-        if (bucket.markReady()) {
+        if (bucket.markReady() && overlap) {
             launchReadyBuckets();
         }
         if (!finishQueued) {
@@ -200,17 +292,35 @@ public final class DistributedDataParallel extends Module {
     /** Launches buckets in index order so every rank issues the same collectives in the same order. */
     private void launchReadyBuckets() {
         while (nextToLaunch < buckets.size() && buckets.get(nextToLaunch).isReady()) {
-            GradientBucket b = buckets.get(nextToLaunch++);
-            b.work = group.allReduce(b.flat, ReduceOp.SUM);
+            launchNext();
         }
+    }
+
+    /**
+     * All-reduces the next bucket. The layout was verified across ranks at construction, so the
+     * group's per-collective size check is skipped; the last bucket runs on this thread when the
+     * group is idle, since backward waits for it straight away.
+     */
+    private void launchNext() {
+        GradientBucket b = buckets.get(nextToLaunch++);
+        b.work = group.allReduceUnchecked(b.flat, ReduceOp.SUM, nextToLaunch == buckets.size());
+    }
+
+    /**
+     * Whether a bucket's all-reduce starts as soon as its gradients are ready, overlapping the
+     * rest of backward (the default), or every bucket is all-reduced after backward (to measure
+     * what the overlap saves; the results are the same). Every rank must use the same setting.
+     * The environment variable {@code DDP4J_DDP_OVERLAP=0} sets the default to off.
+     */
+    public void setOverlap(boolean overlap) {
+        this.overlap = overlap;
     }
 
     /** End of backward: launch buckets whose parameters got no gradient, await all, average. */
     private void finishBackward() {
         try {
             while (nextToLaunch < buckets.size()) {
-                GradientBucket b = buckets.get(nextToLaunch++);
-                b.work = group.allReduce(b.flat, ReduceOp.SUM);
+                launchNext();
             }
             float inverseWorld = 1f / group.size();
             for (GradientBucket b : buckets) {
@@ -223,6 +333,7 @@ public final class DistributedDataParallel extends Module {
             }
             nextToLaunch = 0;
             finishQueued = false;
+            readyOrderComplete = readyOrder != null;
         }
     }
 

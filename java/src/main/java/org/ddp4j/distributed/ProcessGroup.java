@@ -48,6 +48,17 @@ public abstract class ProcessGroup implements AutoCloseable {
     }
 
     /**
+     * DDP's all-reduce: like {@link #allReduce(Tensor, ReduceOp)}, but the backend may skip its
+     * check that all ranks pass the same op and size (the caller verified that once, e.g. DDP's
+     * bucket layout at construction), and with {@code runInline} it may run the collective on the
+     * calling thread when nothing else is queued, returning a completed Work. Package-private: a
+     * mismatch here is not caught and may abort the process (Gloo) or hang until the timeout.
+     */
+    Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline) {
+        return allReduce(tensor, op);
+    }
+
+    /**
      * Copies rank {@code src}'s {@code tensor} into {@code tensor} on every other rank. Mirrors
      * {@code broadcast(tensor, src, async_op=True)}.
      *

@@ -34,6 +34,13 @@ import org.ddp4j.tensor.Tensor;
  * collective; only for programs known to be correct). After a network error or a timeout the group
  * is unusable: later collectives fail at once; close it and create a new one.
  *
+ * <p>All-reduces of up to 256 KiB in groups of 2 to 8 ranks skip Gloo's ring: each rank sends its
+ * tensor to every peer in one message over a second set of connections and reduces the blocks in
+ * rank order (the same values on every rank; at 2 ranks identical to the ring's). That is one
+ * message instead of 2(n-1) rendezvous rounds, read by the waiting thread itself: ~50 µs instead
+ * of ~200 µs for a few floats on loopback. {@code DDP4J_GLOO_SMALL_ALLREDUCE_BYTES=0} turns it
+ * off.
+ *
  * <p>Network address: the address this rank binds and advertises to its peers is, in order,
  * {@code DDP4J_GLOO_HOSTNAME}; the first IPv4 address of the interface named by
  * {@code GLOO_SOCKET_IFNAME}; 127.0.0.1 when the master address is a loopback address; the local
@@ -142,6 +149,12 @@ public final class ProcessGroupGloo extends ProcessGroup {
         Objects.requireNonNull(tensor, "tensor");
         Objects.requireNonNull(op, "op");
         return new GlooWork(GlooNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()));
+    }
+
+    @Override
+    synchronized Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline) {
+        long work = GlooNatives.allReduceUnchecked(handle("allReduce"), tensor.nativeHandle(), op.ordinal(), runInline);
+        return work == 0 ? Work.COMPLETED : new GlooWork(work);
     }
 
     @Override

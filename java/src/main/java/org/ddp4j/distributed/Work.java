@@ -14,6 +14,25 @@ import java.time.Duration;
  * Thread-safe.
  */
 public abstract class Work {
+    /** A collective that already finished successfully (one that ran on the caller's thread). */
+    static final Work COMPLETED = new Work() {
+        @Override
+        public void await() {}
+
+        @Override
+        public void await(Duration timeout) {}
+
+        @Override
+        public boolean isCompleted() {
+            return true;
+        }
+
+        @Override
+        public String toString() {
+            return "Work(done)";
+        }
+    };
+
     /** Subclassed by the backends in this package only. */
     Work() {}
 

@@ -32,6 +32,14 @@ public final class GlooNatives {
     /** Queues an in-place all-reduce of the tensor; {@code op} is a ReduceOp ordinal. Returns a work handle. */
     public static native long allReduce(long group, long tensor, int op);
 
+    /**
+     * An all-reduce without the per-collective header check (for callers that verified their
+     * collectives agree across ranks). With {@code runInline} and an idle group it runs on the
+     * calling thread. Returns 0 when the collective has already finished successfully (throws if it
+     * failed), else a work handle.
+     */
+    public static native long allReduceUnchecked(long group, long tensor, int op, boolean runInline);
+
     /** Queues a broadcast of the tensor from rank {@code root}. Returns a work handle. */
     public static native long broadcast(long group, long tensor, int root);
 

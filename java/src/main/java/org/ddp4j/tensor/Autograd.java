@@ -4,6 +4,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
@@ -51,7 +52,9 @@ final class Autograd {
             root.accumulateGrad(rootGrad);
             return;
         }
-        Map<Node, Integer> dependencies = countDependencies(root.gradFn());
+        Map<Tensor, Integer> leafUses = new IdentityHashMap<>();
+        Map<Node, Integer> dependencies = countDependencies(root.gradFn(), leafUses);
+        Map<Tensor, Tensor> pendingLeaf = new LinkedHashMap<>(); // Tensor keeps identity equals
         Map<Node, Tensor> pending = new IdentityHashMap<>();
         PriorityQueue<Node> ready = new PriorityQueue<>(Comparator.comparingLong((Node n) -> n.sequenceNumber).reversed());
         pending.put(root.gradFn(), rootGrad);
@@ -69,9 +72,7 @@ final class Autograd {
                     Tensor g = i < grads.length ? grads[i] : null;
                     Node producer = input.gradFn();
                     if (producer == null) {
-                        if (g != null) {
-                            input.accumulateGrad(g);
-                        }
+                        accumulateLeaf(input, g, leafUses, pendingLeaf);
                         continue;
                     }
                     if (g != null) {
@@ -84,11 +85,39 @@ final class Autograd {
                     }
                 }
             }
+            // Leaves with a use in a node that received no gradient (so never ran): what they got still counts.
+            for (Map.Entry<Tensor, Tensor> e : pendingLeaf.entrySet()) {
+                e.getKey().accumulateGrad(e.getValue());
+            }
         }
     }
 
-    /** For each node reachable from root: how many edges lead into it. */
-    private static Map<Node, Integer> countDependencies(Node root) {
+    /**
+     * Accumulates into a leaf once per backward, after all its uses have delivered their gradient
+     * (as PyTorch's AccumulateGrad), so post-accumulate hooks fire once: DDP launches a bucket's
+     * all-reduce from that hook, which must not happen before a shared parameter's last use.
+     */
+    private static void accumulateLeaf(Tensor leaf, Tensor g, Map<Tensor, Integer> leafUses,
+            Map<Tensor, Tensor> pendingLeaf) {
+        int left = leafUses.merge(leaf, -1, Integer::sum);
+        Tensor sum = pendingLeaf.get(leaf);
+        if (g != null) {
+            sum = sum == null ? g : sum.add(g);
+        }
+        if (left > 0) {
+            if (sum != null) {
+                pendingLeaf.put(leaf, sum);
+            }
+            return;
+        }
+        pendingLeaf.remove(leaf);
+        if (sum != null) {
+            leaf.accumulateGrad(sum);
+        }
+    }
+
+    /** For each node reachable from root: how many edges lead into it; leafUses likewise for leaves. */
+    private static Map<Node, Integer> countDependencies(Node root, Map<Tensor, Integer> leafUses) {
         Map<Node, Integer> counts = new IdentityHashMap<>();
         ArrayDeque<Node> stack = new ArrayDeque<>();
         counts.put(root, 0);
@@ -97,7 +126,11 @@ final class Autograd {
             Node node = stack.pop();
             for (int i = 0; i < node.inputCount(); i++) {
                 Tensor input = node.input(i);
-                if (input == null || !input.requiresGrad() || input.gradFn() == null) {
+                if (input == null || !input.requiresGrad()) {
+                    continue;
+                }
+                if (input.gradFn() == null) {
+                    leafUses.merge(input, 1, Integer::sum);
                     continue;
                 }
                 Node producer = input.gradFn();

@@ -18,6 +18,8 @@ import java.util.concurrent.Future;
 import java.util.function.IntFunction;
 import org.ddp4j.examples.ConvNet;
 import org.ddp4j.nn.CrossEntropyLoss;
+import org.ddp4j.nn.Linear;
+import org.ddp4j.nn.Module;
 import org.ddp4j.optim.SGD;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
@@ -105,12 +107,17 @@ class DistributedDataParallelTest {
     }
 
     private List<Map<String, float[]>> ddp(long bucketCapBytes) throws Exception {
+        return ddp(bucketCapBytes, true);
+    }
+
+    private List<Map<String, float[]>> ddp(long bucketCapBytes, boolean overlap) throws Exception {
         HashStore store = new HashStore(TIMEOUT);
         return onRanks(2, rank -> () -> {
             try (ProcessGroup group = new ProcessGroupGloo(store, rank, 2, TIMEOUT)) {
                 // Rank 1 starts from different weights: DDP's broadcast from rank 0 must fix that.
                 ConvNet net = new ConvNet(10, new Generator(rank == 0 ? 0 : 99));
                 DistributedDataParallel model = new DistributedDataParallel(net, group, bucketCapBytes);
+                model.setOverlap(overlap);
                 SGD opt = sgd(model.parameters());
                 CrossEntropyLoss ce = new CrossEntropyLoss();
                 int half = BATCH / 2;
@@ -148,6 +155,150 @@ class DistributedDataParallelTest {
         for (String name : big.get(0).keySet()) {
             assertArrayEquals(big.get(0).get(name), small.get(0).get(name), name);
             assertArrayEquals(big.get(1).get(name), small.get(1).get(name), name);
+        }
+    }
+
+    @Test
+    void allReduceAfterBackwardGivesTheSameResultsAsOverlap() throws Exception {
+        List<Map<String, float[]>> overlapped = ddp(4096, true);
+        List<Map<String, float[]>> after = ddp(4096, false);
+        for (String name : overlapped.get(0).keySet()) {
+            assertArrayEquals(overlapped.get(0).get(name), after.get(0).get(name), name);
+            assertArrayEquals(overlapped.get(1).get(name), after.get(1).get(name), name);
+        }
+    }
+
+    /** Two Linears registered as first, second but applied second, then first. */
+    private static final class Swapped extends Module {
+        final Linear first;
+        final Linear second;
+
+        Swapped(Generator g) {
+            first = registerModule("first", new Linear(3, 3, true, g));
+            second = registerModule("second", new Linear(3, 3, true, g));
+        }
+
+        @Override
+        public Tensor forward(Tensor input) {
+            return first.forward(second.forward(input));
+        }
+    }
+
+    @Test
+    void bucketsAreRebuiltOnceInTheObservedGradientOrder() throws Exception {
+        HashStore store = new HashStore(TIMEOUT);
+        onRanks(2, rank -> () -> {
+            try (ProcessGroup group = new ProcessGroupGloo(store, rank, 2, TIMEOUT)) {
+                Swapped net = new Swapped(new Generator(rank));
+                // 12 float32 values (48 B) per Linear: a 48-byte cap gives one bucket per Linear.
+                DistributedDataParallel model = new DistributedDataParallel(net, group, 48);
+                List<List<List<Tensor>>> seen = new ArrayList<>();
+                seen.add(model.bucketParameters());
+                SGD opt = new SGD(model.parameters(), 0.1);
+                for (int step = 0; step < 3; step++) {
+                    try (var scope = Tensors.scope()) {
+                        opt.zeroGrad();
+                        Tensor x = Tensor.of(new Generator(10 * step + rank).normal(6), 2, 3);
+                        model.forward(x).sum().backward();
+                        opt.step();
+                    }
+                    seen.add(model.bucketParameters());
+                }
+                // Reverse parameter order at first: the second Linear's bucket launches first, yet
+                // its gradients become ready last (it is applied first).
+                assertEquals(List.of(List.of(net.second.bias(), net.second.weight()),
+                        List.of(net.first.bias(), net.first.weight())), seen.get(0));
+                assertEquals(seen.get(0), seen.get(1), "rebuilt before the second forward");
+                assertEquals(2, seen.get(2).size());
+                assertTrue(seen.get(2).get(0).contains(net.first.weight()), "not rebuilt in the observed order: "
+                        + seen.get(2));
+                assertTrue(seen.get(2).get(0).contains(net.first.bias()));
+                assertEquals(seen.get(2), seen.get(3), "rebuilt more than once");
+                // Gradients are views of the new buckets and still hold this step's averaged values.
+                assertEquals(9, net.first.weight().grad().numel());
+                opt.close();
+                model.close();
+                return null;
+            }
+        });
+    }
+
+    /** One Linear applied twice: its parameters get two gradient contributions per backward. */
+    private static final class Twice extends Module {
+        final Linear linear;
+
+        Twice(Generator g) {
+            linear = registerModule("linear", new Linear(3, 3, true, g));
+        }
+
+        @Override
+        public Tensor forward(Tensor input) {
+            return linear.forward(linear.forward(input));
+        }
+    }
+
+    @Test
+    void sharedParametersAreAllReducedAfterTheirLastUse() throws Exception {
+        float[] x = new Generator(5).normal(4 * 3);
+        Map<String, float[]> expected;
+        try (Twice net = new Twice(new Generator(0)); SGD opt = new SGD(net.parameters(), 0.1)) {
+            int[] hookCalls = new int[1];
+            net.linear.weight().registerPostAccumulateGradHook(p -> hookCalls[0]++);
+            for (int step = 0; step < 3; step++) {
+                try (var scope = Tensors.scope()) {
+                    opt.zeroGrad();
+                    Tensor l0 = net.forward(Tensor.ofRegion(x, 0, 2, 3)).sum();
+                    Tensor l1 = net.forward(Tensor.ofRegion(x, 6, 2, 3)).sum();
+                    l0.add(l1).mul(0.5f).backward();
+                    opt.step();
+                }
+            }
+            assertEquals(3, hookCalls[0], "one post-accumulate hook call per backward, not one per use");
+            expected = values(net.namedParameters());
+        }
+        HashStore store = new HashStore(TIMEOUT);
+        List<Map<String, float[]>> got = onRanks(2, rank -> () -> {
+            try (ProcessGroup group = new ProcessGroupGloo(store, rank, 2, TIMEOUT);
+                    DistributedDataParallel model = new DistributedDataParallel(new Twice(new Generator(0)), group, 12);
+                    SGD opt = new SGD(model.parameters(), 0.1)) {
+                for (int step = 0; step < 3; step++) {
+                    try (var scope = Tensors.scope()) {
+                        opt.zeroGrad();
+                        model.forward(Tensor.ofRegion(x, 6 * rank, 2, 3)).sum().backward();
+                        opt.step();
+                    }
+                }
+                return values(model.namedParameters());
+            }
+        });
+        for (Map<String, float[]> g : got) {
+            for (String name : expected.keySet()) {
+                Assertions2.assertClose(expected.get(name), g.get(name), 1e-5, 1e-6, name);
+            }
+        }
+    }
+
+    @Test
+    void parametersOfDifferentShapesFailAtConstructionNamingEveryRank() throws Exception {
+        HashStore store = new HashStore(TIMEOUT);
+        List<String> messages = onRanks(2, rank -> () -> {
+            try (ProcessGroup group = new ProcessGroupGloo(store, rank, 2, TIMEOUT)) {
+                Linear net = new Linear(2, rank == 0 ? 2 : 3, true, new Generator(0));
+                DistributedException e = org.junit.jupiter.api.Assertions.assertThrows(DistributedException.class,
+                        () -> new DistributedDataParallel(net, group, DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES));
+                // The group is still usable.
+                try (var scope = Tensors.scope()) {
+                    Tensor t = Tensor.of(new float[] {1}, 1);
+                    group.allReduce(t).await();
+                    assertEquals(2f, t.item());
+                }
+                net.close();
+                return e.getMessage();
+            }
+        });
+        for (String m : messages) {
+            assertTrue(m.contains("rank 0: 2 parameters with shapes [2, 2], [2]"), m);
+            assertTrue(m.contains("rank 1: 2 parameters with shapes [3, 2], [3]"), m);
         }
     }
 
