@@ -266,14 +266,15 @@ public final class DistributedDataParallel extends Module {
         if (isTraining() && syncEnabled && Tensors.isGradEnabled() && readyOrderComplete && !bucketsRebuilt) {
             rebuildBucketsOnce();
         }
-        if (isTraining() && syncEnabled) {
+        // With one rank there is nothing to broadcast or average: skip the collectives.
+        if (isTraining() && syncEnabled && group.size() > 1) {
             broadcastState(module.namedBuffers().values());
         }
         return module.forward(input);
     }
 
     private void onGradientReady(Tensor parameter) {
-        if (!syncEnabled) {
+        if (!syncEnabled || group.size() == 1) {
             return;
         }
         if (readyOrder != null && !readyOrderComplete) {
