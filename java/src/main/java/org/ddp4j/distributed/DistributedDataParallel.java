@@ -35,7 +35,8 @@ import org.ddp4j.tensor.Tensors;
  *
  * <p>Overlap of communication with backward can be turned off with the environment variable
  * {@code DDP4J_DDP_OVERLAP=0}: every bucket is then all-reduced after backward has finished (for
- * measuring what the overlap saves; the results are the same).
+ * measuring what the overlap saves; the results are the same). In a group of one rank there is
+ * nothing to average: forward and backward then issue no collectives at all.
  */
 public final class DistributedDataParallel extends Module {
     /** PyTorch's defaults: bucket_cap_mb=25 and a 1 MB first bucket. */
