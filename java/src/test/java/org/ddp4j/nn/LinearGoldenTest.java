@@ -9,6 +9,7 @@ import org.ddp4j.nn.functional.Functional;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.testing.Golden;
+import org.ddp4j.testing.GradLeaves;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -19,21 +20,15 @@ class LinearGoldenTest {
     static final double RTOL = 1e-5;
     static final double ATOL = 1e-6;
 
-    private final java.util.List<Tensor> leaves = new java.util.ArrayList<>();
+    private final GradLeaves leaves = new GradLeaves();
 
-    /** A leaf that requires grad; its gradient is freed after the test. */
     private Tensor leaf(Tensor t) {
-        leaves.add(t);
-        return t.requiresGrad(true);
+        return leaves.leaf(t);
     }
 
     @AfterEach
     void freeGrads() {
-        for (Tensor t : leaves) {
-            if (t.grad() != null) {
-                t.grad().close();
-            }
-        }
+        leaves.freeGrads();
     }
 
     @ParameterizedTest

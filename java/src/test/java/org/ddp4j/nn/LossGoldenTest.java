@@ -6,12 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
-import java.util.List;
 import org.ddp4j.nn.functional.Functional;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.testing.Golden;
+import org.ddp4j.testing.GradLeaves;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -20,20 +19,15 @@ class LossGoldenTest {
     static final double RTOL = 1e-5;
     static final double ATOL = 1e-6;
 
-    private final List<Tensor> leaves = new ArrayList<>();
+    private final GradLeaves leaves = new GradLeaves();
 
     private Tensor leaf(Tensor t) {
-        leaves.add(t);
-        return t.requiresGrad(true);
+        return leaves.leaf(t);
     }
 
     @AfterEach
     void freeGrads() {
-        for (Tensor t : leaves) {
-            if (t.grad() != null) {
-                t.grad().close();
-            }
-        }
+        leaves.freeGrads();
     }
 
     @Test
