@@ -104,19 +104,57 @@ constexpr std::array<FwdTile, sizeof...(I)> fwd_tiles(std::index_sequence<I...>)
   return {&fwd_tile<KV, static_cast<int>(I) + 1>...};
 }
 
+// GCC 12 reports its own _mm512_undefined_ps() (the pass-through of the unmasked shuffles) as
+// "may be used uninitialized"; a known false positive.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+/**
+ * In-register 16x16 transpose: on return r[i] lane j holds what r[j] lane i held. Pure data
+ * movement (unpack / shuffle within and across 128-bit lanes), so values are bit-for-bit kept.
+ */
+DDP4J_AVX512 inline void transpose16x16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4i + j], 128-bit lane L: column 4L + j of rows 4i..4i+3
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+    const __m512 w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+    r[j] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+    r[4 + j] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+    r[12 + j] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+  }
+}
+
 /** out[k * ld + j] = tmp[j][k] (+ bias[k]) for k < kn, j < m: the tile back to [K, P, Q] layout. */
 DDP4J_AVX512 void scatter_tile(const float* tmp, int KV, int64_t m, int64_t kn, const float* bias, float* out,
                                int64_t ld) {
-  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(16 * KV));
   for (int64_t j0 = 0; j0 < m; j0 += 16) {
     const int64_t n = std::min<int64_t>(16, m - j0);
     const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xFFFF : (1u << n) - 1);
-    const float* t = tmp + j0 * 16 * KV;
-    for (int64_t k = 0; k < kn; ++k) {
-      __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, rows, t + k, 4);
-      if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[k]));
-      _mm512_mask_storeu_ps(out + k * ld + j0, mask, v);
+    for (int64_t k0 = 0; k0 < kn; k0 += 16) {
+      __m512 r[16];
+      for (int64_t j = 0; j < 16; ++j) {
+        r[j] = j < n ? _mm512_loadu_ps(tmp + (j0 + j) * 16 * KV + k0) : _mm512_setzero_ps();
+      }
+      transpose16x16(r);
+      const int64_t nk = std::min<int64_t>(16, kn - k0);
+      for (int64_t k = 0; k < nk; ++k) {
+        __m512 v = r[k];
+        if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[k0 + k]));
+        _mm512_mask_storeu_ps(out + (k0 + k) * ld + j0, mask, v);
+      }
     }
   }
 }
@@ -236,19 +274,27 @@ int rows_per_block(int64_t remaining, int64_t S, int KV) {
   return rb >= 4 ? 4 : rb >= 2 ? 2 : 1;
 }
 
-/** gyt[i, k] = gy[k, i] for k < K, i < PQ (row stride Kp), 16 channels per gather. */
+/**
+ * gyt[i, k] = gy[k, i] for k < K, i < PQ (row stride Kp), and zero for K <= k < Kp: 16x16 blocks
+ * transposed in registers.
+ */
 DDP4J_AVX512 void transpose_gy(const float* gy, int64_t K, int64_t PQ, int64_t Kp, float* gyt) {
-  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(static_cast<int>(PQ)));
-  for (int64_t k0 = 0; k0 < K; k0 += 16) {
-    const int64_t n = std::min<int64_t>(16, K - k0);
-    const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xFFFF : (1u << n) - 1);
-    const float* src = gy + k0 * PQ;
-    for (int64_t i = 0; i < PQ; ++i) {
-      _mm512_mask_storeu_ps(gyt + i * Kp + k0, mask, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, rows, src + i, 4));
+  for (int64_t k0 = 0; k0 < Kp; k0 += 16) {
+    const int64_t nk = std::max<int64_t>(0, std::min<int64_t>(16, K - k0));
+    for (int64_t i0 = 0; i0 < PQ; i0 += 16) {
+      const int64_t ni = std::min<int64_t>(16, PQ - i0);
+      const __mmask16 mask = static_cast<__mmask16>(ni == 16 ? 0xFFFF : (1u << ni) - 1);
+      __m512 r[16];
+      for (int64_t k = 0; k < 16; ++k) {
+        r[k] = k < nk ? _mm512_maskz_loadu_ps(mask, gy + (k0 + k) * PQ + i0) : _mm512_setzero_ps();
+      }
+      transpose16x16(r);
+      for (int64_t i = 0; i < ni; ++i) _mm512_storeu_ps(gyt + (i0 + i) * Kp + k0, r[i]);
     }
   }
 }
+
+#pragma GCC diagnostic pop
 
 /** Σ p[0..n): 16 float32 lanes (vectorised; a few hundred terms each), added in double. */
 double plane_sum(const float* p, int64_t n) {
@@ -273,8 +319,7 @@ void set_enabled(bool on) { enabled_flag().store(on && __builtin_cpu_supports("a
 bool forward_supported(const Geometry& g) { return g.K >= 8; }
 
 bool backward_supported(const Geometry& g, bool need_gx) {
-  // transpose_gy gathers with int32 offsets of up to 15 * P * Q
-  return g.K >= 8 && g.P * g.Q < (int64_t{1} << 27) && g.S <= kMaxS && (!need_gx || (g.C >= 8 && g.ph <= g.R - 1 && g.pw <= g.S - 1));
+  return g.K >= 8 && g.S <= kMaxS && (!need_gx || (g.C >= 8 && g.ph <= g.R - 1 && g.pw <= g.S - 1));
 }
 
 void forward(const float* x, const float* w, const float* b, float* y, const Geometry& g) {
@@ -300,8 +345,7 @@ void backward(const float* gy, const float* x, const float* w, float* gx, float*
   const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw;
   float* pad = grow(ws.pad, g.C * Hp * Wp);
   std::fill_n(pad, g.C * Hp * Wp, 0.f);
-  float* gyt = grow(ws.gyt, PQ * Kp);
-  std::fill_n(gyt, PQ * Kp, 0.f);  // channels K..Kp stay zero
+  float* gyt = grow(ws.gyt, PQ * Kp);  // transpose_gy writes all of it, channels K..Kp as zero
   float* gwt = grow(ws.gwt, CRS * Kp);
   std::fill_n(gwt, CRS * Kp, 0.f);
   double* acc = grow(ws.acc, g.K);
