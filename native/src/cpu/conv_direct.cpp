@@ -32,6 +32,11 @@ namespace ddp4j::cpu::direct {
 namespace {
 
 #define DDP4J_AVX512 __attribute__((target("avx512f")))
+// The tile kernels' inner loops read overlapping input windows (row[j + s] for every s). At -O3
+// GCC's predictive commoning then carries those scalars from one s to the next through stack
+// slots, which costs more loads and stores than it saves and pushes an accumulator out of the
+// registers; the tiles are written so that every value is one broadcast load instead.
+#define DDP4J_TILE __attribute__((target("avx512f"), optimize("no-predictive-commoning")))
 
 constexpr int kMaxAcc = 28;  // zmm accumulators per tile; the rest of the 32 hold weights and inputs
 
@@ -65,7 +70,7 @@ Workspace& workspace() {
 
 /** tmp[j][0..16KV) = Σ_{c,r,s} wt[c, r, s, 0..16KV) · in[c, r, j + s] for j < NQ. */
 template <int KV, int NQ>
-DDP4J_AVX512 void fwd_tile(const float* in, int64_t plane, int64_t Wp, int64_t Cin, int64_t R, int64_t S,
+DDP4J_TILE void fwd_tile(const float* in, int64_t plane, int64_t Wp, int64_t Cin, int64_t R, int64_t S,
                            const float* wt, int64_t Kp, float* tmp) {
   __m512 acc[NQ][KV];
 #pragma GCC unroll 28
@@ -204,7 +209,7 @@ void pad_into(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph, int64
  * that no float32 accumulator sums more than a few hundred products (accuracy as a blocked GEMM).
  */
 template <int KV, int S, int RB>
-DDP4J_AVX512 void gw_rows(const float* in, int64_t Wp, const float* gyt, int64_t Kp, int64_t P, int64_t Q,
+DDP4J_TILE void gw_rows(const float* in, int64_t Wp, const float* gyt, int64_t Kp, int64_t P, int64_t Q,
                           float* gwt) {
   __m512 acc[RB][S][KV];
 #pragma GCC unroll 4
