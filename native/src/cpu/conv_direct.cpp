@@ -102,11 +102,70 @@ DDP4J_TILE void fwd_tile(const float* in, int64_t plane, int64_t Wp, int64_t Cin
   }
 }
 
+/**
+ * fwd_tile<1, NQ> for two output rows at once: tmp[row][j][0..16) for row < 2, j < NQ, where row 1
+ * is the output row below row 0. Input row i feeds kernel row i of output row 0 and kernel row
+ * i - 1 of output row 1, so each broadcast input value serves two FMAs (one weight vector each);
+ * every accumulator still sums over (c, r, s) in the same order as fwd_tile.
+ */
+template <int NQ>
+DDP4J_TILE void fwd_tile_2rows(const float* in, int64_t plane, int64_t Wp, int64_t Cin, int64_t R, int64_t S,
+                               const float* wt, int64_t Kp, float* tmp) {
+  __m512 a0[NQ], a1[NQ];
+#pragma GCC unroll 14
+  for (int j = 0; j < NQ; ++j) {
+    a0[j] = _mm512_setzero_ps();
+    a1[j] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < Cin; ++c) {
+    const float* chan = in + c * plane;
+    const float* wc = wt + c * R * S * Kp;
+    // input row 0: kernel row 0 of output row 0 only
+    for (int64_t s = 0; s < S; ++s) {
+      const __m512 w0 = _mm512_loadu_ps(wc + s * Kp);
+#pragma GCC unroll 14
+      for (int j = 0; j < NQ; ++j) a0[j] = _mm512_fmadd_ps(w0, _mm512_set1_ps(chan[j + s]), a0[j]);
+    }
+    for (int64_t i = 1; i < R; ++i) {
+      const float* row = chan + i * Wp;
+      const float* wr0 = wc + i * S * Kp;
+      const float* wr1 = wr0 - S * Kp;
+      for (int64_t s = 0; s < S; ++s) {
+        const __m512 w0 = _mm512_loadu_ps(wr0 + s * Kp), w1 = _mm512_loadu_ps(wr1 + s * Kp);
+#pragma GCC unroll 14
+        for (int j = 0; j < NQ; ++j) {
+          const __m512 xb = _mm512_set1_ps(row[j + s]);
+          a0[j] = _mm512_fmadd_ps(w0, xb, a0[j]);
+          a1[j] = _mm512_fmadd_ps(w1, xb, a1[j]);
+        }
+      }
+    }
+    // input row R: kernel row R - 1 of output row 1 only
+    const float* row = chan + R * Wp;
+    const float* wr1 = wc + (R - 1) * S * Kp;
+    for (int64_t s = 0; s < S; ++s) {
+      const __m512 w1 = _mm512_loadu_ps(wr1 + s * Kp);
+#pragma GCC unroll 14
+      for (int j = 0; j < NQ; ++j) a1[j] = _mm512_fmadd_ps(w1, _mm512_set1_ps(row[j + s]), a1[j]);
+    }
+  }
+#pragma GCC unroll 14
+  for (int j = 0; j < NQ; ++j) {
+    _mm512_storeu_ps(tmp + j * 16, a0[j]);
+    _mm512_storeu_ps(tmp + (NQ + j) * 16, a1[j]);
+  }
+}
+
 using FwdTile = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, float*);
 
 template <int KV, size_t... I>
 constexpr std::array<FwdTile, sizeof...(I)> fwd_tiles(std::index_sequence<I...>) {
   return {&fwd_tile<KV, static_cast<int>(I) + 1>...};
+}
+
+template <size_t... I>
+constexpr std::array<FwdTile, sizeof...(I)> fwd_tiles_2rows(std::index_sequence<I...>) {
+  return {&fwd_tile_2rows<static_cast<int>(I) + 1>...};
 }
 
 // GCC 12 reports its own _mm512_undefined_ps() (the pass-through of the unmasked shuffles) as
@@ -172,19 +231,32 @@ void conv_image(const float* in, int64_t Cin, int64_t Hp, int64_t Wp, const floa
                 int64_t S, const float* bias, float* out, int64_t P, int64_t Q, float* tmp) {
   static const auto tiles1 = fwd_tiles<1>(std::make_index_sequence<kMaxAcc>{});
   static const auto tiles2 = fwd_tiles<2>(std::make_index_sequence<kMaxAcc / 2>{});
+  static const auto tiles1x2 = fwd_tiles_2rows(std::make_index_sequence<kMaxAcc / 2>{});
   const int64_t Kp = round16(Kout), plane = Hp * Wp, PQ = P * Q;
   for (int64_t kb = 0; kb < Kp;) {
     const int KV = Kp - kb >= 32 ? 2 : 1;
-    const int64_t max_nq = kMaxAcc / KV, ntiles = (Q + max_nq - 1) / max_nq;
+    // 16 channels: pairs of output rows (fwd_tile_2rows), at most kMaxAcc / 2 pixels per row
+    const bool two_rows = KV == 1 && P >= 2;
+    const int64_t max_nq = two_rows ? kMaxAcc / 2 : kMaxAcc / KV, ntiles = (Q + max_nq - 1) / max_nq;
     const int64_t nq = (Q + ntiles - 1) / ntiles;  // balanced tiles
     const int64_t kn = std::min<int64_t>(16 * KV, Kout - kb);
-    for (int64_t p = 0; p < P; ++p) {
+    const float* b = bias ? bias + kb : nullptr;
+    for (int64_t p = 0; p < P;) {
+      const int64_t rows = two_rows && p + 1 < P ? 2 : 1;
       for (int64_t q0 = 0; q0 < Q; q0 += nq) {
         const int64_t m = std::min(nq, Q - q0);
-        const FwdTile f = KV == 2 ? tiles2[m - 1] : tiles1[m - 1];
-        f(in + p * Wp + q0, plane, Wp, Cin, R, S, wt + kb, Kp, tmp);
-        scatter_tile(tmp, KV, m, kn, bias ? bias + kb : nullptr, out + kb * PQ + p * Q + q0, PQ);
+        float* o = out + kb * PQ + p * Q + q0;
+        if (rows == 2) {
+          tiles1x2[m - 1](in + p * Wp + q0, plane, Wp, Cin, R, S, wt + kb, Kp, tmp);
+          scatter_tile(tmp, 1, m, kn, b, o, PQ);
+          scatter_tile(tmp + m * 16, 1, m, kn, b, o + Q, PQ);
+        } else {
+          const FwdTile f = KV == 2 ? tiles2[m - 1] : tiles1[m - 1];
+          f(in + p * Wp + q0, plane, Wp, Cin, R, S, wt + kb, Kp, tmp);
+          scatter_tile(tmp, KV, m, kn, b, o, PQ);
+        }
       }
+      p += rows;
     }
     kb += 16 * KV;
   }
