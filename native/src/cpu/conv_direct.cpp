@@ -262,12 +262,25 @@ void conv_image(const float* in, int64_t Cin, int64_t Hp, int64_t Wp, const floa
   }
 }
 
-/** Copies x[C, H, W] into the interior of pad[C, H + 2ph, W + 2pw], whose border is already zero. */
-void pad_into(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, float* pad) {
-  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
+/** Floats after a padded image that pad_into may overwrite with zeros. */
+constexpr int64_t kPadSlack = 16;
+
+/**
+ * Copies x[C, H, W] into the interior of pad[C, H + 2ph, W + 2pw], whose border is already zero.
+ * Rows are copied in 16-float vectors; the last, partial vector of a row is stored whole with
+ * zeros beyond W, which land on border cells (zero anyway) or interior cells that later rows
+ * overwrite, and up to kPadSlack floats past the image (the buffer holds that slack).
+ */
+DDP4J_AVX512 void pad_into(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, float* pad) {
+  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw, tail = W % 16;
+  const __mmask16 tail_mask = static_cast<__mmask16>((1u << tail) - 1);
   for (int64_t c = 0; c < C; ++c) {
     for (int64_t h = 0; h < H; ++h) {
-      std::memcpy(pad + (c * Hp + h + ph) * Wp + pw, x + (c * H + h) * W, static_cast<size_t>(W) * sizeof(float));
+      const float* src = x + (c * H + h) * W;
+      float* dst = pad + (c * Hp + h + ph) * Wp + pw;
+      int64_t w = 0;
+      for (; w + 16 <= W; w += 16) _mm512_storeu_ps(dst + w, _mm512_loadu_ps(src + w));
+      if (tail) _mm512_storeu_ps(dst + w, _mm512_maskz_loadu_ps(tail_mask, src + w));
     }
   }
 }
@@ -407,7 +420,7 @@ void forward(const float* x, const float* w, const float* b, float* y, const Geo
   for (int64_t k = 0; k < g.K; ++k) {
     for (int64_t i = 0; i < CRS; ++i) wt[i * Kp + k] = w[k * CRS + i];
   }
-  float* pad = grow(ws.pad, g.C * Hp * Wp);
+  float* pad = grow(ws.pad, g.C * Hp * Wp + kPadSlack);
   std::fill_n(pad, g.C * Hp * Wp, 0.f);
   float* tmp = grow(ws.tile, kMaxAcc * 16);
   for (int64_t n = 0; n < g.N; ++n) {
@@ -420,7 +433,7 @@ void backward(const float* gy, const float* x, const float* w, float* gx, float*
   Workspace& ws = workspace();
   const int64_t Kp = round16(g.K), Cp = round16(g.C), RS = g.R * g.S, CRS = g.C * RS, PQ = g.P * g.Q;
   const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw;
-  float* pad = grow(ws.pad, g.C * Hp * Wp);
+  float* pad = grow(ws.pad, g.C * Hp * Wp + kPadSlack);
   std::fill_n(pad, g.C * Hp * Wp, 0.f);
   float* gyt = grow(ws.gyt, PQ * Kp);  // transpose_gy writes all of it, channels K..Kp as zero
   float* gwt = grow(ws.gwt, CRS * Kp);
@@ -445,7 +458,7 @@ void backward(const float* gy, const float* x, const float* w, float* gx, float*
         }
       }
     }
-    gpad = grow(ws.gpad, g.K * gHp * gWp);
+    gpad = grow(ws.gpad, g.K * gHp * gWp + kPadSlack);
     std::fill_n(gpad, g.K * gHp * gWp, 0.f);
   }
   // Output rows per weight-gradient block: about 256 pixels, at least one row.
