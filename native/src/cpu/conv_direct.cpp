@@ -201,9 +201,13 @@ DDP4J_AVX512 inline void transpose16x16(__m512 r[16]) {
   }
 }
 
-/** out[k * ld + j] = tmp[j][k] (+ bias[k]) for k < kn, j < m: the tile back to [K, P, Q] layout. */
+/**
+ * out[k * ld + j] = tmp[j][k] (+ bias[k]) for k < kn, j < m: the tile back to [K, P, Q] layout.
+ * out[k * ld + j] for m <= j < room are outputs that the caller writes later, so a 16-float store
+ * may cover them (masked stores are slow on some CPUs); past room, stores are masked.
+ */
 DDP4J_AVX512 void scatter_tile(const float* tmp, int KV, int64_t m, int64_t kn, const float* bias, float* out,
-                               int64_t ld) {
+                               int64_t ld, int64_t room) {
   for (int64_t j0 = 0; j0 < m; j0 += 16) {
     const int64_t n = std::min<int64_t>(16, m - j0);
     const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xFFFF : (1u << n) - 1);
@@ -217,7 +221,11 @@ DDP4J_AVX512 void scatter_tile(const float* tmp, int KV, int64_t m, int64_t kn, 
       for (int64_t k = 0; k < nk; ++k) {
         __m512 v = r[k];
         if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[k0 + k]));
-        _mm512_mask_storeu_ps(out + (k0 + k) * ld + j0, mask, v);
+        if (j0 + 16 <= room) {
+          _mm512_storeu_ps(out + (k0 + k) * ld + j0, v);
+        } else {
+          _mm512_mask_storeu_ps(out + (k0 + k) * ld + j0, mask, v);
+        }
       }
     }
   }
@@ -248,12 +256,14 @@ void conv_image(const float* in, int64_t Cin, int64_t Hp, int64_t Wp, const floa
         float* o = out + kb * PQ + p * Q + q0;
         if (rows == 2) {
           tiles1x2[m - 1](in + p * Wp + q0, plane, Wp, Cin, R, S, wt + kb, Kp, tmp);
-          scatter_tile(tmp, 1, m, kn, b, o, PQ);
-          scatter_tile(tmp + m * 16, 1, m, kn, b, o + Q, PQ);
+          // Written later: the rest of row p, and from q0 = 0 on, row p + 1 (this tile's second
+          // half, then later tiles) and the rows below; the second half: everything after it.
+          scatter_tile(tmp, 1, m, kn, b, o, PQ, q0 == 0 ? PQ - p * Q : Q - q0);
+          scatter_tile(tmp + m * 16, 1, m, kn, b, o + Q, PQ, PQ - (p + 1) * Q - q0);
         } else {
           const FwdTile f = KV == 2 ? tiles2[m - 1] : tiles1[m - 1];
           f(in + p * Wp + q0, plane, Wp, Cin, R, S, wt + kb, Kp, tmp);
-          scatter_tile(tmp, KV, m, kn, b, o, PQ);
+          scatter_tile(tmp, KV, m, kn, b, o, PQ, PQ - p * Q - q0);  // one row at a time: all after it
         }
       }
       p += rows;
@@ -376,7 +386,8 @@ DDP4J_AVX512 void transpose_gy(const float* gy, int64_t K, int64_t PQ, int64_t K
       const __mmask16 mask = static_cast<__mmask16>(ni == 16 ? 0xFFFF : (1u << ni) - 1);
       __m512 r[16];
       for (int64_t k = 0; k < 16; ++k) {
-        r[k] = k < nk ? _mm512_maskz_loadu_ps(mask, gy + (k0 + k) * PQ + i0) : _mm512_setzero_ps();
+        const float* src = gy + (k0 + k) * PQ + i0;
+        r[k] = k >= nk ? _mm512_setzero_ps() : ni == 16 ? _mm512_loadu_ps(src) : _mm512_maskz_loadu_ps(mask, src);
       }
       transpose16x16(r);
       for (int64_t i = 0; i < ni; ++i) _mm512_storeu_ps(gyt + (i0 + i) * Kp + k0, r[i]);
