@@ -1,9 +1,12 @@
-// CPU BatchNorm2d over x[N, C, H, W]. Per channel: one pass for the statistics (plane sums in
+// CPU BatchNorm2d over x[N, C, H, W]. One pass for the per-channel statistics (plane sums in
 // float32 lanes, added in double), one pass that writes y = x * a + b with a = gamma * invstd,
-// b = beta - mean * a (PyTorch's CPU form). The backward is likewise two passes per channel.
+// b = beta - mean * a (PyTorch's CPU form). The backward is likewise two passes. Training passes
+// walk the tensor in memory order (image, channel, plane), one stream for the prefetcher, while
+// every channel still adds its planes in image order.
 #include <immintrin.h>
 
 #include <cmath>
+#include <vector>
 
 #ifndef __AVX2__
 #error "batch_norm.cpp needs AVX2 and FMA (x86-64 Haswell or later; CMake passes -mavx2 -mfma)"
@@ -92,24 +95,41 @@ void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Ten
   const float* pb = beta.data<float>();
   float* rm = running_mean.data<float>();
   float* rv = running_var.data<float>();
+  // Statistics in one pass through memory in its natural order (image by image, plane by plane),
+  // so the hardware prefetcher sees one stream; each channel's planes are still added in the same
+  // order (n ascending), so the sums are the same as channel by channel.
+  std::vector<double> s1(static_cast<size_t>(C), 0.0), s2(static_cast<size_t>(C), 0.0);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
+      // Sums are shifted by the channel's first value so that E[v²] - E[v]² does not cancel when
+      // the mean is large compared with the spread.
+      shifted_sums(px + (n * C + c) * HW, HW, px[c * HW], s1[c], s2[c]);
+    }
+  }
+  std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) {
-    // Sums are shifted by the channel's first value so that E[v²] - E[v]² does not cancel when
-    // the mean is large compared with the spread.
     const float k = px[c * HW];
-    double s1 = 0, s2 = 0;
-    for (int64_t n = 0; n < N; ++n) shifted_sums(px + (n * C + c) * HW, HW, k, s1, s2);
-    const double d_mean = s1 / count;
+    const double d_mean = s1[c] / count;
     const double mean = k + d_mean;
-    const double var = std::max(0.0, s2 / count - d_mean * d_mean);  // biased: used to normalise
+    const double var = std::max(0.0, s2[c] / count - d_mean * d_mean);  // biased: used to normalise
     const double invstd = 1.0 / std::sqrt(var + eps);
     save_mean.data<float>()[c] = static_cast<float>(mean);
     save_invstd.data<float>()[c] = static_cast<float>(invstd);
-    const double a = pg[c] * invstd;
-    affine_channel(px, py, N, C, HW, c, static_cast<float>(a), static_cast<float>(pb[c] - mean * a));
+    const double ac = pg[c] * invstd;
+    a[c] = static_cast<float>(ac);
+    b[c] = static_cast<float>(pb[c] - mean * ac);
     // Running statistics use the unbiased variance, as torch.nn.BatchNorm2d.
     const double unbiased = var * static_cast<double>(count) / static_cast<double>(count - 1);
     rm[c] = static_cast<float>((1 - momentum) * rm[c] + momentum * mean);
     rv[c] = static_cast<float>((1 - momentum) * rv[c] + momentum * unbiased);
+  }
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
+      const float* in = px + (n * C + c) * HW;
+      float* out = py + (n * C + c) * HW;
+      const float ac = a[c], bc = b[c];
+      for (int64_t j = 0; j < HW; ++j) out[j] = in[j] * ac + bc;
+    }
   }
 }
 
@@ -133,26 +153,35 @@ void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tens
   const float* px = x.data<float>();
   const float* pgy = gy.data<float>();
   float* pgx = gx.data<float>();
-  for (int64_t c = 0; c < C; ++c) {
-    const float mean = save_mean.data<float>()[c];
-    const double invstd = save_invstd.data<float>()[c];
-    double sg = 0, sxg = 0;
-    for (int64_t n = 0; n < N; ++n) {
+  // Both passes go through memory in its natural order (see forward_train); each channel's
+  // planes are still added in the same order, so the sums are the same as channel by channel.
+  const float* means = save_mean.data<float>();
+  std::vector<double> sg(static_cast<size_t>(C), 0.0), sxg(static_cast<size_t>(C), 0.0);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
       const int64_t off = (n * C + c) * HW;
-      grad_sums(pgy + off, px + off, HW, mean, sg, sxg);
+      grad_sums(pgy + off, px + off, HW, means[c], sg[c], sxg[c]);
     }
-    gbeta.data<float>()[c] = static_cast<float>(sg);
-    ggamma.data<float>()[c] = static_cast<float>(sxg * invstd);
+  }
+  std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C)), d(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) {
+    const double invstd = save_invstd.data<float>()[c];
+    gbeta.data<float>()[c] = static_cast<float>(sg[c]);
+    ggamma.data<float>()[c] = static_cast<float>(sxg[c] * invstd);
     // gx = gamma * invstd * (gy - mean(gy) - xhat * mean(gy * xhat)), written as
     // gy * a + (x - mean) * b + d; x - mean is formed first so a large mean does not cancel.
     const double scale = gamma.data<float>()[c] * invstd;
-    const double k = count > 0 ? sxg * invstd * invstd / count : 0.0;
-    const double gmean = count > 0 ? sg / count : 0.0;
-    const float a = static_cast<float>(scale), b = static_cast<float>(-scale * k),
-                d = static_cast<float>(-scale * gmean), m = static_cast<float>(mean);
-    for (int64_t n = 0; n < N; ++n) {
+    const double k = count > 0 ? sxg[c] * invstd * invstd / count : 0.0;
+    const double gmean = count > 0 ? sg[c] / count : 0.0;
+    a[c] = static_cast<float>(scale);
+    b[c] = static_cast<float>(-scale * k);
+    d[c] = static_cast<float>(-scale * gmean);
+  }
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
       const int64_t off = (n * C + c) * HW;
-      for (int64_t j = 0; j < HW; ++j) pgx[off + j] = pgy[off + j] * a + (px[off + j] - m) * b + d;
+      const float ac = a[c], bc = b[c], dc = d[c], m = means[c];
+      for (int64_t j = 0; j < HW; ++j) pgx[off + j] = pgy[off + j] * ac + (px[off + j] - m) * bc + dc;
     }
   }
 }

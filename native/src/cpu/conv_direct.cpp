@@ -32,6 +32,11 @@ namespace ddp4j::cpu::direct {
 namespace {
 
 #define DDP4J_AVX512 __attribute__((target("avx512f")))
+// The tile kernels' inner loops read overlapping input windows (row[j + s] for every s). At -O3
+// GCC's predictive commoning then carries those scalars from one s to the next through stack
+// slots, which costs more loads and stores than it saves and pushes an accumulator out of the
+// registers; the tiles are written so that every value is one broadcast load instead.
+#define DDP4J_TILE __attribute__((target("avx512f"), optimize("no-predictive-commoning")))
 
 constexpr int kMaxAcc = 28;  // zmm accumulators per tile; the rest of the 32 hold weights and inputs
 
@@ -65,7 +70,7 @@ Workspace& workspace() {
 
 /** tmp[j][0..16KV) = Σ_{c,r,s} wt[c, r, s, 0..16KV) · in[c, r, j + s] for j < NQ. */
 template <int KV, int NQ>
-DDP4J_AVX512 void fwd_tile(const float* in, int64_t plane, int64_t Wp, int64_t Cin, int64_t R, int64_t S,
+DDP4J_TILE void fwd_tile(const float* in, int64_t plane, int64_t Wp, int64_t Cin, int64_t R, int64_t S,
                            const float* wt, int64_t Kp, float* tmp) {
   __m512 acc[NQ][KV];
 #pragma GCC unroll 28
@@ -97,6 +102,60 @@ DDP4J_AVX512 void fwd_tile(const float* in, int64_t plane, int64_t Wp, int64_t C
   }
 }
 
+/**
+ * fwd_tile<1, NQ> for two output rows at once: tmp[row][j][0..16) for row < 2, j < NQ, where row 1
+ * is the output row below row 0. Input row i feeds kernel row i of output row 0 and kernel row
+ * i - 1 of output row 1, so each broadcast input value serves two FMAs (one weight vector each);
+ * every accumulator still sums over (c, r, s) in the same order as fwd_tile.
+ */
+template <int NQ>
+DDP4J_TILE void fwd_tile_2rows(const float* in, int64_t plane, int64_t Wp, int64_t Cin, int64_t R, int64_t S,
+                               const float* wt, int64_t Kp, float* tmp) {
+  __m512 a0[NQ], a1[NQ];
+#pragma GCC unroll 14
+  for (int j = 0; j < NQ; ++j) {
+    a0[j] = _mm512_setzero_ps();
+    a1[j] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < Cin; ++c) {
+    const float* chan = in + c * plane;
+    const float* wc = wt + c * R * S * Kp;
+    // input row 0: kernel row 0 of output row 0 only
+    for (int64_t s = 0; s < S; ++s) {
+      const __m512 w0 = _mm512_loadu_ps(wc + s * Kp);
+#pragma GCC unroll 14
+      for (int j = 0; j < NQ; ++j) a0[j] = _mm512_fmadd_ps(w0, _mm512_set1_ps(chan[j + s]), a0[j]);
+    }
+    for (int64_t i = 1; i < R; ++i) {
+      const float* row = chan + i * Wp;
+      const float* wr0 = wc + i * S * Kp;
+      const float* wr1 = wr0 - S * Kp;
+      for (int64_t s = 0; s < S; ++s) {
+        const __m512 w0 = _mm512_loadu_ps(wr0 + s * Kp), w1 = _mm512_loadu_ps(wr1 + s * Kp);
+#pragma GCC unroll 14
+        for (int j = 0; j < NQ; ++j) {
+          const __m512 xb = _mm512_set1_ps(row[j + s]);
+          a0[j] = _mm512_fmadd_ps(w0, xb, a0[j]);
+          a1[j] = _mm512_fmadd_ps(w1, xb, a1[j]);
+        }
+      }
+    }
+    // input row R: kernel row R - 1 of output row 1 only
+    const float* row = chan + R * Wp;
+    const float* wr1 = wc + (R - 1) * S * Kp;
+    for (int64_t s = 0; s < S; ++s) {
+      const __m512 w1 = _mm512_loadu_ps(wr1 + s * Kp);
+#pragma GCC unroll 14
+      for (int j = 0; j < NQ; ++j) a1[j] = _mm512_fmadd_ps(w1, _mm512_set1_ps(row[j + s]), a1[j]);
+    }
+  }
+#pragma GCC unroll 14
+  for (int j = 0; j < NQ; ++j) {
+    _mm512_storeu_ps(tmp + j * 16, a0[j]);
+    _mm512_storeu_ps(tmp + (NQ + j) * 16, a1[j]);
+  }
+}
+
 using FwdTile = void (*)(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, float*);
 
 template <int KV, size_t... I>
@@ -104,19 +163,70 @@ constexpr std::array<FwdTile, sizeof...(I)> fwd_tiles(std::index_sequence<I...>)
   return {&fwd_tile<KV, static_cast<int>(I) + 1>...};
 }
 
-/** out[k * ld + j] = tmp[j][k] (+ bias[k]) for k < kn, j < m: the tile back to [K, P, Q] layout. */
+template <size_t... I>
+constexpr std::array<FwdTile, sizeof...(I)> fwd_tiles_2rows(std::index_sequence<I...>) {
+  return {&fwd_tile_2rows<static_cast<int>(I) + 1>...};
+}
+
+// GCC 12 reports its own _mm512_undefined_ps() (the pass-through of the unmasked shuffles) as
+// "may be used uninitialized"; a known false positive.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+/**
+ * In-register 16x16 transpose: on return r[i] lane j holds what r[j] lane i held. Pure data
+ * movement (unpack / shuffle within and across 128-bit lanes), so values are bit-for-bit kept.
+ */
+DDP4J_AVX512 inline void transpose16x16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4i + j], 128-bit lane L: column 4L + j of rows 4i..4i+3
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+    const __m512 w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+    r[j] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+    r[4 + j] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+    r[12 + j] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+  }
+}
+
+/**
+ * out[k * ld + j] = tmp[j][k] (+ bias[k]) for k < kn, j < m: the tile back to [K, P, Q] layout.
+ * out[k * ld + j] for m <= j < room are outputs that the caller writes later, so a 16-float store
+ * may cover them (masked stores are slow on some CPUs); past room, stores are masked.
+ */
 DDP4J_AVX512 void scatter_tile(const float* tmp, int KV, int64_t m, int64_t kn, const float* bias, float* out,
-                               int64_t ld) {
-  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(16 * KV));
+                               int64_t ld, int64_t room) {
   for (int64_t j0 = 0; j0 < m; j0 += 16) {
     const int64_t n = std::min<int64_t>(16, m - j0);
     const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xFFFF : (1u << n) - 1);
-    const float* t = tmp + j0 * 16 * KV;
-    for (int64_t k = 0; k < kn; ++k) {
-      __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, rows, t + k, 4);
-      if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[k]));
-      _mm512_mask_storeu_ps(out + k * ld + j0, mask, v);
+    for (int64_t k0 = 0; k0 < kn; k0 += 16) {
+      __m512 r[16];
+      for (int64_t j = 0; j < 16; ++j) {
+        r[j] = j < n ? _mm512_loadu_ps(tmp + (j0 + j) * 16 * KV + k0) : _mm512_setzero_ps();
+      }
+      transpose16x16(r);
+      const int64_t nk = std::min<int64_t>(16, kn - k0);
+      for (int64_t k = 0; k < nk; ++k) {
+        __m512 v = r[k];
+        if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[k0 + k]));
+        if (j0 + 16 <= room) {
+          _mm512_storeu_ps(out + (k0 + k) * ld + j0, v);
+        } else {
+          _mm512_mask_storeu_ps(out + (k0 + k) * ld + j0, mask, v);
+        }
+      }
     }
   }
 }
@@ -129,30 +239,58 @@ void conv_image(const float* in, int64_t Cin, int64_t Hp, int64_t Wp, const floa
                 int64_t S, const float* bias, float* out, int64_t P, int64_t Q, float* tmp) {
   static const auto tiles1 = fwd_tiles<1>(std::make_index_sequence<kMaxAcc>{});
   static const auto tiles2 = fwd_tiles<2>(std::make_index_sequence<kMaxAcc / 2>{});
+  static const auto tiles1x2 = fwd_tiles_2rows(std::make_index_sequence<kMaxAcc / 2>{});
   const int64_t Kp = round16(Kout), plane = Hp * Wp, PQ = P * Q;
   for (int64_t kb = 0; kb < Kp;) {
     const int KV = Kp - kb >= 32 ? 2 : 1;
-    const int64_t max_nq = kMaxAcc / KV, ntiles = (Q + max_nq - 1) / max_nq;
+    // 16 channels: pairs of output rows (fwd_tile_2rows), at most kMaxAcc / 2 pixels per row
+    const bool two_rows = KV == 1 && P >= 2;
+    const int64_t max_nq = two_rows ? kMaxAcc / 2 : kMaxAcc / KV, ntiles = (Q + max_nq - 1) / max_nq;
     const int64_t nq = (Q + ntiles - 1) / ntiles;  // balanced tiles
     const int64_t kn = std::min<int64_t>(16 * KV, Kout - kb);
-    for (int64_t p = 0; p < P; ++p) {
+    const float* b = bias ? bias + kb : nullptr;
+    for (int64_t p = 0; p < P;) {
+      const int64_t rows = two_rows && p + 1 < P ? 2 : 1;
       for (int64_t q0 = 0; q0 < Q; q0 += nq) {
         const int64_t m = std::min(nq, Q - q0);
-        const FwdTile f = KV == 2 ? tiles2[m - 1] : tiles1[m - 1];
-        f(in + p * Wp + q0, plane, Wp, Cin, R, S, wt + kb, Kp, tmp);
-        scatter_tile(tmp, KV, m, kn, bias ? bias + kb : nullptr, out + kb * PQ + p * Q + q0, PQ);
+        float* o = out + kb * PQ + p * Q + q0;
+        if (rows == 2) {
+          tiles1x2[m - 1](in + p * Wp + q0, plane, Wp, Cin, R, S, wt + kb, Kp, tmp);
+          // Written later: the rest of row p, and from q0 = 0 on, row p + 1 (this tile's second
+          // half, then later tiles) and the rows below; the second half: everything after it.
+          scatter_tile(tmp, 1, m, kn, b, o, PQ, q0 == 0 ? PQ - p * Q : Q - q0);
+          scatter_tile(tmp + m * 16, 1, m, kn, b, o + Q, PQ, PQ - (p + 1) * Q - q0);
+        } else {
+          const FwdTile f = KV == 2 ? tiles2[m - 1] : tiles1[m - 1];
+          f(in + p * Wp + q0, plane, Wp, Cin, R, S, wt + kb, Kp, tmp);
+          scatter_tile(tmp, KV, m, kn, b, o, PQ, PQ - p * Q - q0);  // one row at a time: all after it
+        }
       }
+      p += rows;
     }
     kb += 16 * KV;
   }
 }
 
-/** Copies x[C, H, W] into the interior of pad[C, H + 2ph, W + 2pw], whose border is already zero. */
-void pad_into(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, float* pad) {
-  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw;
+/** Floats after a padded image that pad_into may overwrite with zeros. */
+constexpr int64_t kPadSlack = 16;
+
+/**
+ * Copies x[C, H, W] into the interior of pad[C, H + 2ph, W + 2pw], whose border is already zero.
+ * Rows are copied in 16-float vectors; the last, partial vector of a row is stored whole with
+ * zeros beyond W, which land on border cells (zero anyway) or interior cells that later rows
+ * overwrite, and up to kPadSlack floats past the image (the buffer holds that slack).
+ */
+DDP4J_AVX512 void pad_into(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, float* pad) {
+  const int64_t Hp = H + 2 * ph, Wp = W + 2 * pw, tail = W % 16;
+  const __mmask16 tail_mask = static_cast<__mmask16>((1u << tail) - 1);
   for (int64_t c = 0; c < C; ++c) {
     for (int64_t h = 0; h < H; ++h) {
-      std::memcpy(pad + (c * Hp + h + ph) * Wp + pw, x + (c * H + h) * W, static_cast<size_t>(W) * sizeof(float));
+      const float* src = x + (c * H + h) * W;
+      float* dst = pad + (c * Hp + h + ph) * Wp + pw;
+      int64_t w = 0;
+      for (; w + 16 <= W; w += 16) _mm512_storeu_ps(dst + w, _mm512_loadu_ps(src + w));
+      if (tail) _mm512_storeu_ps(dst + w, _mm512_maskz_loadu_ps(tail_mask, src + w));
     }
   }
 }
@@ -166,7 +304,7 @@ void pad_into(const float* x, int64_t C, int64_t H, int64_t W, int64_t ph, int64
  * that no float32 accumulator sums more than a few hundred products (accuracy as a blocked GEMM).
  */
 template <int KV, int S, int RB>
-DDP4J_AVX512 void gw_rows(const float* in, int64_t Wp, const float* gyt, int64_t Kp, int64_t P, int64_t Q,
+DDP4J_TILE void gw_rows(const float* in, int64_t Wp, const float* gyt, int64_t Kp, int64_t P, int64_t Q,
                           float* gwt) {
   __m512 acc[RB][S][KV];
 #pragma GCC unroll 4
@@ -236,19 +374,28 @@ int rows_per_block(int64_t remaining, int64_t S, int KV) {
   return rb >= 4 ? 4 : rb >= 2 ? 2 : 1;
 }
 
-/** gyt[i, k] = gy[k, i] for k < K, i < PQ (row stride Kp), 16 channels per gather. */
+/**
+ * gyt[i, k] = gy[k, i] for k < K, i < PQ (row stride Kp), and zero for K <= k < Kp: 16x16 blocks
+ * transposed in registers.
+ */
 DDP4J_AVX512 void transpose_gy(const float* gy, int64_t K, int64_t PQ, int64_t Kp, float* gyt) {
-  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(static_cast<int>(PQ)));
-  for (int64_t k0 = 0; k0 < K; k0 += 16) {
-    const int64_t n = std::min<int64_t>(16, K - k0);
-    const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xFFFF : (1u << n) - 1);
-    const float* src = gy + k0 * PQ;
-    for (int64_t i = 0; i < PQ; ++i) {
-      _mm512_mask_storeu_ps(gyt + i * Kp + k0, mask, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, rows, src + i, 4));
+  for (int64_t k0 = 0; k0 < Kp; k0 += 16) {
+    const int64_t nk = std::max<int64_t>(0, std::min<int64_t>(16, K - k0));
+    for (int64_t i0 = 0; i0 < PQ; i0 += 16) {
+      const int64_t ni = std::min<int64_t>(16, PQ - i0);
+      const __mmask16 mask = static_cast<__mmask16>(ni == 16 ? 0xFFFF : (1u << ni) - 1);
+      __m512 r[16];
+      for (int64_t k = 0; k < 16; ++k) {
+        const float* src = gy + (k0 + k) * PQ + i0;
+        r[k] = k >= nk ? _mm512_setzero_ps() : ni == 16 ? _mm512_loadu_ps(src) : _mm512_maskz_loadu_ps(mask, src);
+      }
+      transpose16x16(r);
+      for (int64_t i = 0; i < ni; ++i) _mm512_storeu_ps(gyt + (i0 + i) * Kp + k0, r[i]);
     }
   }
 }
+
+#pragma GCC diagnostic pop
 
 /** Σ p[0..n): 16 float32 lanes (vectorised; a few hundred terms each), added in double. */
 double plane_sum(const float* p, int64_t n) {
@@ -273,8 +420,7 @@ void set_enabled(bool on) { enabled_flag().store(on && __builtin_cpu_supports("a
 bool forward_supported(const Geometry& g) { return g.K >= 8; }
 
 bool backward_supported(const Geometry& g, bool need_gx) {
-  // transpose_gy gathers with int32 offsets of up to 15 * P * Q
-  return g.K >= 8 && g.P * g.Q < (int64_t{1} << 27) && g.S <= kMaxS && (!need_gx || (g.C >= 8 && g.ph <= g.R - 1 && g.pw <= g.S - 1));
+  return g.K >= 8 && g.S <= kMaxS && (!need_gx || (g.C >= 8 && g.ph <= g.R - 1 && g.pw <= g.S - 1));
 }
 
 void forward(const float* x, const float* w, const float* b, float* y, const Geometry& g) {
@@ -285,7 +431,7 @@ void forward(const float* x, const float* w, const float* b, float* y, const Geo
   for (int64_t k = 0; k < g.K; ++k) {
     for (int64_t i = 0; i < CRS; ++i) wt[i * Kp + k] = w[k * CRS + i];
   }
-  float* pad = grow(ws.pad, g.C * Hp * Wp);
+  float* pad = grow(ws.pad, g.C * Hp * Wp + kPadSlack);
   std::fill_n(pad, g.C * Hp * Wp, 0.f);
   float* tmp = grow(ws.tile, kMaxAcc * 16);
   for (int64_t n = 0; n < g.N; ++n) {
@@ -298,10 +444,9 @@ void backward(const float* gy, const float* x, const float* w, float* gx, float*
   Workspace& ws = workspace();
   const int64_t Kp = round16(g.K), Cp = round16(g.C), RS = g.R * g.S, CRS = g.C * RS, PQ = g.P * g.Q;
   const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw;
-  float* pad = grow(ws.pad, g.C * Hp * Wp);
+  float* pad = grow(ws.pad, g.C * Hp * Wp + kPadSlack);
   std::fill_n(pad, g.C * Hp * Wp, 0.f);
-  float* gyt = grow(ws.gyt, PQ * Kp);
-  std::fill_n(gyt, PQ * Kp, 0.f);  // channels K..Kp stay zero
+  float* gyt = grow(ws.gyt, PQ * Kp);  // transpose_gy writes all of it, channels K..Kp as zero
   float* gwt = grow(ws.gwt, CRS * Kp);
   std::fill_n(gwt, CRS * Kp, 0.f);
   double* acc = grow(ws.acc, g.K);
@@ -324,7 +469,7 @@ void backward(const float* gy, const float* x, const float* w, float* gx, float*
         }
       }
     }
-    gpad = grow(ws.gpad, g.K * gHp * gWp);
+    gpad = grow(ws.gpad, g.K * gHp * gWp + kPadSlack);
     std::fill_n(gpad, g.K * gHp * gWp, 0.f);
   }
   // Output rows per weight-gradient block: about 256 pixels, at least one row.

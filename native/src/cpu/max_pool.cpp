@@ -54,6 +54,8 @@ DDP4J_AVX512 void forward_2x2_avx512(const float* px, float* py, int64_t* pi, in
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
   const __m512i lane2 = even;  // 2 * lane
+  const float* end = px + planes * H * W;
+  const float* py_end = py + planes * P * Q;
   for (int64_t plane = 0; plane < planes; ++plane) {
     const float* in = px + plane * H * W;
     for (int64_t p = 0; p < P; ++p) {
@@ -66,8 +68,13 @@ DDP4J_AVX512 void forward_2x2_avx512(const float* px, float* py, int64_t* pi, in
         const __mmask16 out_mask = static_cast<__mmask16>(m == 16 ? 0xFFFF : (1u << m) - 1);
         const float* a = r0 + 2 * q0;
         const float* b = r1 + 2 * q0;
-        const __m512 a_lo = _mm512_maskz_loadu_ps(lo_mask, a), a_hi = _mm512_maskz_loadu_ps(hi_mask, a + 16);
-        const __m512 b_lo = _mm512_maskz_loadu_ps(lo_mask, b), b_hi = _mm512_maskz_loadu_ps(hi_mask, b + 16);
+        // Whole-vector loads where all 32 floats lie inside x (lanes past the window row are
+        // never stored); masked loads only near the end of x.
+        const bool whole = b + 32 <= end;
+        const __m512 a_lo = whole ? _mm512_loadu_ps(a) : _mm512_maskz_loadu_ps(lo_mask, a);
+        const __m512 a_hi = whole ? _mm512_loadu_ps(a + 16) : _mm512_maskz_loadu_ps(hi_mask, a + 16);
+        const __m512 b_lo = whole ? _mm512_loadu_ps(b) : _mm512_maskz_loadu_ps(lo_mask, b);
+        const __m512 b_hi = whole ? _mm512_loadu_ps(b + 16) : _mm512_maskz_loadu_ps(hi_mask, b + 16);
         __m512 best = _mm512_permutex2var_ps(a_lo, even, a_hi);
         __m512i off = _mm512_setzero_si512();
         const __m512 cand[3] = {_mm512_permutex2var_ps(a_lo, odd, a_hi), _mm512_permutex2var_ps(b_lo, even, b_hi),
@@ -82,11 +89,18 @@ DDP4J_AVX512 void forward_2x2_avx512(const float* px, float* py, int64_t* pi, in
         }
         const __m512i idx = _mm512_add_epi32(_mm512_add_epi32(off, lane2),
                                              _mm512_set1_epi32(static_cast<int>(2 * p * W + 2 * q0)));
-        _mm512_mask_storeu_ps(py + q0, out_mask, best);
-        _mm512_mask_storeu_epi64(pi + q0, static_cast<__mmask8>(out_mask & 0xFF),
-                                 _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, idx, 0)));
-        _mm512_mask_storeu_epi64(pi + q0 + 8, static_cast<__mmask8>(out_mask >> 8),
-                                 _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, idx, 1)));
+        const __m512i i_lo = _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, idx, 0));
+        const __m512i i_hi = _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, idx, 1));
+        if (py + q0 + 16 <= py_end) {
+          // Whole vectors: lanes past the row land on outputs that later windows overwrite.
+          _mm512_storeu_ps(py + q0, best);
+          _mm512_storeu_si512(pi + q0, i_lo);
+          _mm512_storeu_si512(pi + q0 + 8, i_hi);
+        } else {
+          _mm512_mask_storeu_ps(py + q0, out_mask, best);
+          _mm512_mask_storeu_epi64(pi + q0, static_cast<__mmask8>(out_mask & 0xFF), i_lo);
+          _mm512_mask_storeu_epi64(pi + q0 + 8, static_cast<__mmask8>(out_mask >> 8), i_hi);
+        }
       }
       py += Q;
       pi += Q;
