@@ -90,4 +90,5 @@ fi
 echo "| ConvNet native system allocations per step (steps 3..N) | – | ${jalloc1:-n/a} | |"
 echo "| linear demo 2 ranks, 2000 epochs, us/step | $ptl | $jl | $(ratio "$jl" "$ptl") |"
 echo
+echo "(accuracy rows are single runs, ±0.01 from seed to seed: scripts/accuracy-seeds.sh compares means over seeds)"
 echo "(raw outputs in $out)"
