@@ -13,6 +13,12 @@ using namespace ddp4j::jni;
 namespace {
 Device device_of(jint type, jint index) { return Device{static_cast<DeviceType>(type), index}; }
 
+/** Throws unless length values from offset can fill t. */
+void check_region(const char* op, jsize length, jint offset, const Tensor& t) {
+  DDP4J_CHECK_ARG(offset >= 0 && offset + t.numel() <= length, op, ": ", length, " values (from offset ", offset,
+                  ") cannot fill shape ", shape_str(t.shape()));
+}
+
 void check_cpu(const Tensor& t, const char* what) {
   DDP4J_CHECK_ARG(t.device().type == DeviceType::CPU, what, ": tensor ", t.describe(),
                   " is not on the CPU; call to(Device.CPU) first");
@@ -41,9 +47,7 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromFloats(JNIEnv*
                                                                          jint offset, jlongArray shape) {
   return guarded(env, [&] {
     Tensor t = Tensor::empty(shape_of(env, shape), DType::Float32);
-    DDP4J_CHECK_ARG(offset >= 0 && offset + t.numel() <= env->GetArrayLength(data), "fromFloats: ",
-                    env->GetArrayLength(data), " values (from offset ", offset, ") cannot fill shape ",
-                    shape_str(t.shape()));
+    check_region("fromFloats", env->GetArrayLength(data), offset, t);
     env->GetFloatArrayRegion(data, offset, static_cast<jsize>(t.numel()), t.data<float>());
     return handle_of(std::move(t));
   });
@@ -53,9 +57,7 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromLongs(JNIEnv* 
                                                                         jint offset, jlongArray shape) {
   return guarded(env, [&] {
     Tensor t = Tensor::empty(shape_of(env, shape), DType::Int64);
-    DDP4J_CHECK_ARG(offset >= 0 && offset + t.numel() <= env->GetArrayLength(data), "fromLongs: ",
-                    env->GetArrayLength(data), " values (from offset ", offset, ") cannot fill shape ",
-                    shape_str(t.shape()));
+    check_region("fromLongs", env->GetArrayLength(data), offset, t);
     env->GetLongArrayRegion(data, offset, static_cast<jsize>(t.numel()), reinterpret_cast<jlong*>(t.data<int64_t>()));
     return handle_of(std::move(t));
   });
