@@ -416,14 +416,14 @@ if java_ready "all-reduce (ddp4j)"; then
     org.ddp4j.benchmarks.GpuAllReduceBench 8 "$big"
   rc=$?
   cat "$logs/allreduce-ddp4j.log" | grep -E '^ *[0-9]+ ' | tail -4 || true
-  j_ar="$(awk -v s="$big" '$1 == s {print $5, $6}' "$logs/allreduce-ddp4j.log")"
+  j_ar="$(awk -v s="$big" '$1 == s {print $4, $5}' "$logs/allreduce-ddp4j.log")"
   [[ -n "$j_ar" ]] || java_job_result "all-reduce (ddp4j)" "$rc" "$logs/allreduce-ddp4j.log" ""
 fi
 if [[ -n "$python" ]]; then
   run_boxed allreduce-torch 90 "${ar_env[@]}" MASTER_PORT=29732 "$python" "$root/scripts/gpu/torch_allreduce.py" 8 "$big"
   rc=$?
   grep -E '^ *[0-9]+ ' "$logs/allreduce-torch.log" | tail -4 || true
-  t_ar="$(awk -v s="$big" '$1 == s {print $5, $6}' "$logs/allreduce-torch.log")"
+  t_ar="$(awk -v s="$big" '$1 == s {print $4, $5}' "$logs/allreduce-torch.log")"
   if [[ -z "$t_ar" ]]; then
     if (( rc == 77 )); then record "all-reduce (PyTorch)" skip "$(why "$logs/allreduce-torch.log")"
     else record "all-reduce (PyTorch)" fail "$(status_reason "$rc" "$logs/allreduce-torch.log")"; fi
