@@ -105,19 +105,24 @@ grep -q '"/usr/' "$stage"/sysroot/usr/share/cmake/Gloo/*.cmake && die "Gloo's CM
 gloo_so="$(readlink -f /usr/lib/libgloo.so)"
 blas_so="$(readlink -f /usr/lib/x86_64-linux-gnu/libopenblas.so.0)"
 [[ -f "$gloo_so" && -f "$blas_so" ]] || die "libgloo.so or libopenblas.so.0 not found"
-copy_lib() {  # file soname [dev-link]
-  cp -L "$1" "$stage/sysroot/usr/lib/$2"
+copy_lib() {  # file soname [dev-link]: the file under its real name, linked from its soname (and .so)
+  local real
+  real="$(basename "$(readlink -f "$1")")"
+  cp -L "$1" "$stage/sysroot/usr/lib/$real"
+  [[ "$real" != "$2" ]] && ln -sf "$real" "$stage/sysroot/usr/lib/$2"
   [[ -n "${3:-}" ]] && ln -sf "$2" "$stage/sysroot/usr/lib/$3"
   return 0
 }
 copy_lib "$gloo_so" libgloo.so.0 libgloo.so
 copy_lib "$blas_so" libopenblas.so.0 libopenblas.so
+bundled=(libgloo.so.0 libopenblas.so.0)
 # what they load, except the C and C++ runtimes every machine has
 system_libs='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libstdc\+\+\.|libgcc_s\.)'
 deps="$( (ldd "$gloo_so"; ldd "$blas_so") | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u)"
 while read -r name path; do
   [[ "$name" =~ $system_libs ]] && continue
   copy_lib "$path" "$name"
+  bundled+=("$name")
 done <<< "$deps"
 # libstdc++ for a system whose own is older than the one Gloo was built with (used only then)
 libstdcxx="$(ldd "$gloo_so" | awk '$1 == "libstdc++.so.6" {print $3}')"
@@ -126,7 +131,7 @@ glibcxx_needed="$(objdump -T "$gloo_so" | grep -o 'GLIBCXX_[0-9.]*' | sort -uV |
 glibc_needed="$(for f in "$stage"/sysroot/usr/lib/*.so.* "$stage/jre/lib/server/libjvm.so" "$stage/jre/bin/java"; do
   objdump -T "$f" 2>/dev/null | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1)"
 # drop the symbol tables (not .dynsym) wherever a package left them
-strip --strip-unneeded "$stage"/sysroot/usr/lib/*.so.* "$stage/sysroot/compat/libstdc++.so.6" 2>/dev/null || true
+find "$stage/sysroot" -type f -name '*.so*' -exec strip --strip-unneeded {} + 2>/dev/null || true
 
 # ---- data ------------------------------------------------------------------------------------
 say "data: Fashion-MNIST from $data_dir"
@@ -155,10 +160,10 @@ pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo '?'; }
   echo "java: $("$stage/jre/bin/java" -version 2>&1 | head -1); modules: $modules"
   echo "needs: glibc >= ${glibc_needed#GLIBC_}; libstdc++ with ${glibcxx_needed} (else sysroot/compat is used)"
   echo "packages: libgloo0 $(pkg_version libgloo0), libopenblas0-pthread $(pkg_version libopenblas0-pthread)"
-  for f in "$stage"/sysroot/usr/lib/*.so.*; do
-    b="$(basename "$f")"
+  for b in "${bundled[@]}"; do
+    f="$stage/sysroot/usr/lib/$b"
     src="$( (ldd "$gloo_so"; ldd "$blas_so"; echo "libgloo.so.0 => $gloo_so"; echo "libopenblas.so.0 => $blas_so") | awk -v n="$b" '$1 == n {print $3; exit}')"
-    echo "  sysroot/usr/lib/$b <- ${src:-?} ($(pkg_of "${src:-/nonexistent}"))"
+    echo "  sysroot/usr/lib/$b$([[ -L "$f" ]] && echo " -> $(readlink "$f")") <- ${src:-?} ($(pkg_of "${src:-/nonexistent}"))"
   done
   echo "sizes (bytes, unpacked):"
   (cd "$stage" && du -sb jre jars sysroot data | sed 's/^/  /')

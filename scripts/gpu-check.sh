@@ -18,7 +18,8 @@
 # Environment: JAVA_HOME / java on PATH (a JDK 17+ there is used, else the bundle's runtime),
 # DDP4J_NCCL_LIBRARY (else found in the nvidia-nccl pip package), CUDA_HOME, GPU_CHECK_BUNDLE
 # (the bundle folder, default build/gpu-bundle), GPU_CHECK_SYSTEM_LIBS=1 (use installed Gloo /
-# OpenBLAS instead of the bundle's sysroot), GPU_CHECK_CUDA_ARCHS (default: the GPU's own, e.g. 90).
+# OpenBLAS instead of the bundle's sysroot), GPU_CHECK_BUNDLE_JAVA=1 (the bundle's runtime even where
+# a JDK is installed), GPU_CHECK_CUDA_ARCHS (default: the GPU's own, e.g. 90).
 # scripts/gpu-check.sh --sources-hash prints the hash gpu-bundle.sh records (Java sources).
 set -u
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -66,13 +67,17 @@ run_boxed() {
   fi
   timeout -k 5 "$secs" "$@" > "$logs/$name.log" 2>&1
 }
-why() {  # a short reason from a log: the last line that looks like an error, else the last line
-  local line
-  line="$(grep -E -i 'error|exception|fail|not found|no such|cannot|unable|refused|no CUDA' "$1" 2>/dev/null \
-    | grep -v -E '^\s+at |tests? (successful|failed)|0 failed' | tail -1)"
+why() {  # a short reason from a log: the most telling error line, else the last line
+  local line pat
+  for pat in 'CMake Error|Unknown option|[A-Za-z.]*(Exception|Error):|error:|FAILED|No module named' \
+             'error|exception|fail|not found|no such|cannot|unable|refused|no CUDA'; do
+    line="$(grep -E -i -A1 "$pat" "$1" 2>/dev/null | grep -v -E '^\s+at |tests? (successful|failed)|0 failed|See also|^--$' \
+      | grep -v '^\s*$' | head -2 | tr '\n' ' ')"
+    [[ -n "$line" ]] && break
+  done
   [[ -z "$line" ]] && line="$(grep -v '^\s*$' "$1" 2>/dev/null | tail -1)"
   line="$(echo "$line" | tr -s ' \t' ' ' | sed 's/|/\//g')"
-  echo "${line:0:160}"
+  echo "${line:0:180}"
 }
 status_reason() {  # rc log -> reason text
   case "$1" in
@@ -101,7 +106,12 @@ find_nvcc() {
   return 1
 }
 nvcc="$(find_nvcc || true)"
-python="$(command -v python3 || true)"
+python=""   # a python3 that imports torch, else any python3 (NCCL lookup only)
+for c in "$(command -v python3 2>/dev/null)" /usr/bin/python3 /usr/local/bin/python3 /opt/conda/bin/python3; do
+  [[ -n "$c" && -x "$c" ]] || continue
+  [[ -z "$python" ]] && python="$c"
+  if timeout 60 "$c" -c 'import torch' 2>/dev/null; then python="$c"; break; fi
+done
 echo "nvcc: ${nvcc:-none}${nvcc:+ ($("$nvcc" --version | grep -o 'release [0-9.]*'))}"
 echo "cmake: $(command -v cmake || echo none) $(cmake --version 2>/dev/null | head -1 | grep -o '[0-9][0-9.]*')"
 echo "python3: ${python:-none}"
@@ -203,7 +213,9 @@ record "bundle" "$bundle_result" "$bundle_note"
 # Java runtime: a JDK 17+ on this machine, else the bundle's
 java_ok() { [[ -x "$1" ]] && "$1" -version 2>&1 | head -1 | grep -q -E '"(1[7-9]|[2-9][0-9])'; }
 java=""; java_home=""
-for c in "${JAVA_HOME:-/nonexistent}/bin/java" "$(command -v java 2>/dev/null)"; do
+java_candidates=("${JAVA_HOME:-/nonexistent}/bin/java" "$(command -v java 2>/dev/null)")
+[[ "${GPU_CHECK_BUNDLE_JAVA:-0}" == 1 ]] && java_candidates=()
+for c in "${java_candidates[@]}"; do
   if [[ -n "$c" ]] && java_ok "$c"; then
     java="$(readlink -f "$c")"; java_home="$(dirname "$(dirname "$java")")"; break
   fi
@@ -382,8 +394,8 @@ if java_ready "ConvNet step (ddp4j)"; then
   while read -r b ms; do j_ms[$b]="$ms"; done < <(sed -n -E 's/^gpu_step batch=([0-9]+) .*median_ms=([0-9.]+).*/\1 \2/p' "$logs/step-ddp4j.log")
   (( ${#j_ms[@]} > 0 )) || java_job_result "ConvNet step (ddp4j)" "$rc" "$logs/step-ddp4j.log" ""
 fi
-if [[ -z "$python" ]]; then
-  record "ConvNet step (PyTorch)" skip "no python3"
+if [[ -z "$torch_info" ]]; then
+  record "ConvNet step (PyTorch)" skip "no python3 that imports torch"
 else
   run_boxed step-torch 90 "$python" "$root/scripts/gpu/torch_convnet_step.py" --batch 100,1024
   rc=$?
@@ -419,7 +431,9 @@ if java_ready "all-reduce (ddp4j)"; then
   j_ar="$(awk -v s="$big" '$1 == s {print $4, $5}' "$logs/allreduce-ddp4j.log")"
   [[ -n "$j_ar" ]] || java_job_result "all-reduce (ddp4j)" "$rc" "$logs/allreduce-ddp4j.log" ""
 fi
-if [[ -n "$python" ]]; then
+if [[ -z "$torch_info" ]]; then
+  record "all-reduce (PyTorch)" skip "no python3 that imports torch"
+else
   run_boxed allreduce-torch 90 "${ar_env[@]}" MASTER_PORT=29732 "$python" "$root/scripts/gpu/torch_allreduce.py" 8 "$big"
   rc=$?
   grep -E '^ *[0-9]+ ' "$logs/allreduce-torch.log" | tail -4 || true
