@@ -91,27 +91,33 @@ no_gpu_pattern='no CUDA device|no CUDA support|CUDA driver|cudaErrorNoDevice|exi
 
 # ---- machine ---------------------------------------------------------------------------------
 section "machine"
-gpu_names="$(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null || true)"
+gpu_names="$(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null \
+  | grep -E ', [0-9]+\.[0-9]+, ' || true)"
 gpu_count="$(printf '%s' "$gpu_names" | grep -c . || true)"
+if (( gpu_count == 0 )); then  # an nvidia-smi without compute_cap
+  gpu_count="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)"
+fi
 echo "cores: $cores; GPUs: ${gpu_count} ${gpu_names:+($(echo "$gpu_names" | head -1))}"
 [[ "$gpu_count" -gt 0 ]] || echo "nvidia-smi lists no GPU: the GPU groups will skip or fail with the reason"
 
 # ---- tools -------------------------------------------------------------------------------------
-find_nvcc() {
-  local c
-  for c in "$(command -v nvcc 2>/dev/null)" "${CUDA_HOME:-/nonexistent}/bin/nvcc" /usr/local/cuda/bin/nvcc \
-           /usr/local/cuda-*/bin/nvcc; do
-    [[ -n "$c" && -x "$c" ]] && { readlink -f "$c"; return 0; }
-  done
-  return 1
-}
-nvcc="$(find_nvcc || true)"
 python=""   # a python3 that imports torch, else any python3 (NCCL lookup only)
 for c in "$(command -v python3 2>/dev/null)" /usr/bin/python3 /usr/local/bin/python3 /opt/conda/bin/python3; do
   [[ -n "$c" && -x "$c" ]] || continue
   [[ -z "$python" ]] && python="$c"
   if timeout 60 "$c" -c 'import torch' 2>/dev/null; then python="$c"; break; fi
 done
+find_nvcc() {
+  local c
+  for c in "$(command -v nvcc 2>/dev/null)" "${CUDA_HOME:-/nonexistent}/bin/nvcc" /usr/local/cuda/bin/nvcc \
+           /usr/local/cuda-*/bin/nvcc \
+           $([[ -n "$python" ]] && "$python" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null \
+             | tr ' ' '\n' | sed -e 's|$|/nvidia/cu13/bin/nvcc|' -e 'p' -e 's|cu13|cuda_nvcc|'); do
+    [[ -n "$c" && -x "$c" ]] && { readlink -f "$c"; return 0; }
+  done
+  return 1
+}
+nvcc="$(find_nvcc || true)"
 echo "nvcc: ${nvcc:-none}${nvcc:+ ($("$nvcc" --version | grep -o 'release [0-9.]*'))}"
 echo "cmake: $(command -v cmake || echo none) $(cmake --version 2>/dev/null | head -1 | grep -o '[0-9][0-9.]*')"
 echo "python3: ${python:-none}"
@@ -244,7 +250,9 @@ else
   data_dir="/usr/share/datasets/fashion-mnist"
 fi
 
-# Gloo + OpenBLAS: the bundle's sysroot unless asked for the installed ones
+# Gloo + OpenBLAS: the bundle's sysroot unless asked for the installed ones (PyTorch runs with
+# the original LD_LIBRARY_PATH: the sysroot has an ibverbs and a libgfortran of its own)
+orig_ld="${LD_LIBRARY_PATH:-}"
 sysroot=""
 if [[ -n "$bundle" && -d "$bundle/sysroot/usr/lib" && "${GPU_CHECK_SYSTEM_LIBS:-0}" != 1 ]]; then
   sysroot="$bundle/sysroot"
@@ -397,7 +405,7 @@ fi
 if [[ -z "$torch_info" ]]; then
   record "ConvNet step (PyTorch)" skip "no python3 that imports torch"
 else
-  run_boxed step-torch 90 "$python" "$root/scripts/gpu/torch_convnet_step.py" --batch 100,1024
+  run_boxed step-torch 90 env LD_LIBRARY_PATH="$orig_ld" "$python" "$root/scripts/gpu/torch_convnet_step.py" --batch 100,1024
   rc=$?
   grep -E '^(gpu_step|device)' "$logs/step-torch.log" || true
   while read -r b ms; do t_ms[$b]="$ms"; done < <(sed -n -E 's/^gpu_step batch=([0-9]+) .*median_ms=([0-9.]+).*/\1 \2/p' "$logs/step-torch.log")
@@ -434,7 +442,7 @@ fi
 if [[ -z "$torch_info" ]]; then
   record "all-reduce (PyTorch)" skip "no python3 that imports torch"
 else
-  run_boxed allreduce-torch 90 "${ar_env[@]}" MASTER_PORT=29732 "$python" "$root/scripts/gpu/torch_allreduce.py" 8 "$big"
+  run_boxed allreduce-torch 90 "${ar_env[@]}" LD_LIBRARY_PATH="$orig_ld" MASTER_PORT=29732 "$python" "$root/scripts/gpu/torch_allreduce.py" 8 "$big"
   rc=$?
   grep -E '^ *[0-9]+ ' "$logs/allreduce-torch.log" | tail -4 || true
   t_ar="$(awk -v s="$big" '$1 == s {print $4, $5}' "$logs/allreduce-torch.log")"
@@ -458,7 +466,7 @@ if java_ready "LinearDemo cuda"; then
   run_boxed linear-demo 60 "$java" -cp "$cp_main" org.ddp4j.launch.Launcher --nproc-per-node "$nproc_gpu" \
     --master-port 29741 org.ddp4j.examples.LinearDemo --device cuda
   rc=$?
-  grep -E 'distributed init|summary' "$logs/linear-demo.log" | head -4
+  grep -E 'distributed init|summary rank' "$logs/linear-demo.log" | head -4
   us="$(grep -o -E 'us_per_step=[0-9.]+' "$logs/linear-demo.log" | head -1 | cut -d= -f2)"
   java_job_result "LinearDemo cuda ($nproc_gpu proc)" "$rc" "$logs/linear-demo.log" "${us:+$us us/step}"
 fi
@@ -466,7 +474,7 @@ if java_ready "ConvNetDemo cuda"; then
   run_boxed convnet-demo 120 "$java" -cp "$cp_main" org.ddp4j.launch.Launcher --nproc-per-node "$nproc_gpu" \
     --master-port 29742 org.ddp4j.examples.ConvNetDemo --device cuda --epochs 1 --data "$data_dir"
   rc=$?
-  grep -E 'Epoch \[1/1\], Step \[600|Training complete|summary|Test accuracy' "$logs/convnet-demo.log" | head -6
+  grep -E '(Epoch \[1/1\], Step \[600|Training complete|summary rank|summary test|Test accuracy)' "$logs/convnet-demo.log" | head -6
   acc="$(grep -o -E 'test_accuracy=[0-9.]+' "$logs/convnet-demo.log" | cut -d= -f2)"
   ips="$(grep -o -E 'images_per_s=[0-9.]+' "$logs/convnet-demo.log" | head -1 | cut -d= -f2)"
   if (( rc == 0 )) && [[ -n "$acc" ]] && awk -v a="$acc" 'BEGIN { exit !(a < 0.80) }'; then
