@@ -61,7 +61,12 @@ int device_count() {
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {
     cudaGetLastError();
-    std::string reason = e != cudaSuccess ? std::string(cudaGetErrorString(e)) : std::string("the driver sees no GPU");
+    std::string reason = e == cudaSuccess ? std::string("the driver sees no GPU")
+                         : e == cudaErrorInsufficientDriver
+                             ? detail::concat("no NVIDIA driver was found, or it is older than CUDA ", CUDART_VERSION / 1000,
+                                              ".", CUDART_VERSION % 1000 / 10, ", which this build needs (",
+                                              cudaGetErrorName(e), ")")
+                             : detail::concat(cudaGetErrorString(e), " (", cudaGetErrorName(e), ")");
     throw Error(ErrorKind::IllegalState, "no CUDA device: " + reason + visible_devices_note() +
                                              "; use device cpu (or --device cpu) on this machine");
   }
