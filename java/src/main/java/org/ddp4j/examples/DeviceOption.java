@@ -12,7 +12,8 @@ import picocli.CommandLine.Option;
  * (gloo on the CPU, nccl on a GPU). A GPU rank uses cuda:LOCAL_RANK (see {@link Cuda#localDevice}).
  */
 final class DeviceOption {
-    @Option(names = "--device", description = "auto (a GPU when one is visible), cpu or cuda (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--device", description = "auto (a GPU per process when this node has one for each), cpu or cuda "
+            + "(default: ${DEFAULT-VALUE}).")
     String device = "auto";
 
     /**
@@ -25,9 +26,26 @@ final class DeviceOption {
         return switch (device.trim().toLowerCase(Locale.ROOT)) {
             case "cpu" -> Device.CPU;
             case "cuda" -> Cuda.localDevice(env);
-            case "auto" -> Cuda.isAvailable() ? Cuda.localDevice(env) : Device.CPU;
+            case "auto" -> enoughGpus(env) ? Cuda.localDevice(env) : Device.CPU;
             default -> throw new IllegalArgumentException("--device " + device + ": use auto, cpu or cuda");
         };
+    }
+
+    /**
+     * Whether every process on this node gets its own GPU (LOCAL_WORLD_SIZE, 1 when unset, at most
+     * the visible count). Every rank of a node decides alike, so they agree on the backend.
+     */
+    private static boolean enoughGpus(Map<String, String> env) {
+        if (!Cuda.isAvailable()) {
+            return false;
+        }
+        int perNode = 1;
+        try {
+            perNode = Integer.parseInt(env.getOrDefault("LOCAL_WORLD_SIZE", "1").trim());
+        } catch (NumberFormatException e) {
+            // not set by a launcher: one process
+        }
+        return perNode <= Cuda.deviceCount();
     }
 
     /** nccl for a GPU, gloo for the CPU (what torch.distributed users pick). */
