@@ -17,6 +17,15 @@ void copy_(const Tensor& src, Tensor& dst) {
   slot.get<kernels::copy_fn>(src.device())(src, dst);
 }
 
+Tensor to_device(const Tensor& src, Device target) {
+  if (src.device() == target) return src;
+  Tensor dst = Tensor::empty(src.shape(), src.dtype(), target);
+  Device gpu_side = target.type != DeviceType::CPU ? target : src.device();
+  static KernelSlot slot("copy_across");
+  slot.get<kernels::copy_across_fn>(gpu_side)(src, dst);
+  return dst;
+}
+
 Tensor add(const Tensor& a, const Tensor& b, float alpha) {
   check_dtype("add", "a", a, DType::Float32);
   check_dtype("add", "b", b, DType::Float32);

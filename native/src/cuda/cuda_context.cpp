@@ -2,6 +2,7 @@
 #include "cuda/cuda_context.h"
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
@@ -54,6 +55,8 @@ void throw_cuda_error(cudaError_t error, const char* what) {
 }
 
 int device_count() {
+  static std::atomic<int> cached{0};  // devices do not come and go while a process runs
+  if (int c = cached.load(std::memory_order_relaxed); c > 0) return c;
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {
@@ -62,6 +65,7 @@ int device_count() {
     throw Error(ErrorKind::IllegalState, "no CUDA device: " + reason + visible_devices_note() +
                                              "; use device cpu (or --device cpu) on this machine");
   }
+  cached.store(n, std::memory_order_relaxed);
   return n;
 }
 
