@@ -617,19 +617,6 @@ void NcclProcessGroup::watchdog_loop() {
 
 // ---------------------------------------------------------------------------------------------
 
-std::string cuda_device_uuid(int device) {
-  cudaDeviceProp prop;
-  DDP4J_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  const unsigned char* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
-  bool any = false;
-  for (int i = 0; i < 16; i++) any = any || b[i] != 0;
-  if (!any) return std::string();
-  char text[64];
-  std::snprintf(text, sizeof(text), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-  return text;
-}
-
 std::string cuda_pci_bus_id(int device) {
   char id[32] = {0};
   DDP4J_CUDA_CHECK(cudaDeviceGetPCIBusId(id, sizeof(id), device));

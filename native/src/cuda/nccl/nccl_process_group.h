@@ -200,9 +200,7 @@ class NcclProcessGroup : public ProcessGroup {
   std::thread watchdog_;
 };
 
-/** The device's UUID as nvidia-smi prints it ("GPU-8e1f...") or "" when CUDA does not report one. */
-std::string cuda_device_uuid(int device);
-/** The device's PCI bus id ("0000:3b:00.0"). */
+/** The device's PCI bus id ("0000:3b:00.0"): with the UUID (Cuda.deviceUuid), how ranks tell whether they share a GPU. */
 std::string cuda_pci_bus_id(int device);
 
 }  // namespace ddp4j

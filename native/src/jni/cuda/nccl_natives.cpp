@@ -56,13 +56,6 @@ JNIEXPORT jbyteArray JNICALL Java_org_ddp4j_internal_NcclNatives_uniqueId(JNIEnv
   });
 }
 
-JNIEXPORT jstring JNICALL Java_org_ddp4j_internal_NcclNatives_deviceUuid(JNIEnv* env, jclass, jint device) {
-  return guarded(env, [&]() -> jstring {
-    cuda::check_device_index(device);
-    return env->NewStringUTF(cuda_device_uuid(device).c_str());
-  });
-}
-
 JNIEXPORT jstring JNICALL Java_org_ddp4j_internal_NcclNatives_pciBusId(JNIEnv* env, jclass, jint device) {
   return guarded(env, [&]() -> jstring {
     cuda::check_device_index(device);
