@@ -244,6 +244,12 @@ NcclProcessGroup::~NcclProcessGroup() {
 
   if (comm_ != nullptr) {
     std::lock_guard<std::mutex> lock(comm_mutex_);
+    std::unique_ptr<cuda::DeviceGuard> device_guard;
+    try {
+      device_guard = std::make_unique<cuda::DeviceGuard>(device_);
+    } catch (const std::exception&) {
+      // a broken context: finalize or abort below still frees NCCL's host resources
+    }
     bool clean = false;
     if (!abort_state_->aborted.load()) {
       // ncclCommFinalize flushes NCCL's outstanding work; bounded, since a dead peer could stall it.
@@ -539,6 +545,8 @@ void NcclProcessGroup::fail_pending(ErrorKind kind, const std::string& reason, c
 }
 
 void NcclProcessGroup::watchdog_loop() {
+  // This thread's NCCL calls (ncclCommGetAsyncError, ncclCommAbort) run with the group's device current.
+  cudaSetDevice(device_);
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
