@@ -166,4 +166,29 @@ __device__ __forceinline__ double channel_total(const double* partials, int64_t 
   return s;
 }
 
+struct ReadChannelValue {
+  const float* p;
+  __device__ void operator()(int64_t off, int64_t, double& s1, double&) const { s1 += static_cast<double>(p[off]); }
+};
+
+template <int Unused = 0>
+__global__ void channel_sums_finish(const double* partials, int64_t C, int G, float* out) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < C; c += stride) {
+    out[c] = static_cast<float>(channel_total(partials, C, G, 0, c));
+  }
+}
+
+/**
+ * out[c] = Σ_{n, j} x[n, c, j] over x[N, C, HW], accumulated in double (bias gradients of conv,
+ * with HW = P*Q, and of linear, with HW = 1). Deterministic.
+ */
+inline void channel_sums(const float* x, int64_t N, int64_t C, int64_t HW, float* out, int device,
+                         cudaStream_t stream, const char* name) {
+  if (C == 0) return;
+  ChannelPartials parts = channel_partials(ReadChannelValue{x}, N, C, HW, device, stream, name);
+  channel_sums_finish<><<<grid_for(C, 128), 128, 0, stream>>>(parts.data, C, parts.G, out);
+  DDP4J_CUDA_CHECK_LAUNCH(name);
+}
+
 }  // namespace ddp4j::cuda
