@@ -48,6 +48,13 @@ int64_t native_allocation_count(DeviceType type);
 void note_allocation(DeviceType type);
 
 /**
+ * The block size a caching allocator serves a request of nbytes with: a multiple of 64 bytes up to
+ * 512, above that one of eight steps per power of two (at most 12.5% larger). Coarse classes let a
+ * block freed by one step be reused for a slightly different size in the next.
+ */
+size_t round_block_size(size_t nbytes);
+
+/**
  * Parses a byte count: digits with an optional k/m/g suffix (powers of 1024, either case, an
  * optional trailing 'b'). Returns -1 when text is not one.
  */

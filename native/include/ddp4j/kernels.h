@@ -14,6 +14,12 @@ namespace ddp4j::kernels {
 using fill_fn = void (*)(Tensor& t, double value);
 /** dst[:] = src[:]; same dtype and numel. */
 using copy_fn = void (*)(const Tensor& src, Tensor& dst);
+/**
+ * dst[:] = src[:] between two devices (host <-> GPU, GPU <-> GPU); same dtype and numel. Registered
+ * by the GPU device type: looked up on whichever side is not the CPU. A copy to the host returns
+ * once the data is there; a copy from the host may return before (the host data is staged first).
+ */
+using copy_across_fn = void (*)(const Tensor& src, Tensor& dst);
 /** out = a + alpha * b; same numel. out may alias a (in-place accumulate). */
 using add_fn = void (*)(const Tensor& a, const Tensor& b, float alpha, Tensor& out);
 /** out = a * b elementwise; same numel. */

@@ -11,8 +11,14 @@ namespace ddp4j::ops {
 
 // ---- elementwise and reductions (src/core/ops_basic.cpp) ---------------------------------------
 void fill_(Tensor& t, double value);
-/** Copies src into dst (same dtype and numel). */
+/** Copies src into dst (same dtype and numel), also between devices (torch.Tensor.copy_). */
 void copy_(const Tensor& src, Tensor& dst);
+/**
+ * src on `target`: src itself when it is already there, else a copy (same shape and dtype).
+ * Mirrors torch.Tensor.to(device). Throws IllegalState when target is a GPU and libddp4j_cuda is
+ * not loaded, and whatever the GPU side throws (no device, out of memory).
+ */
+Tensor to_device(const Tensor& src, Device target);
 /** a + alpha * b (same shape). torch.add. */
 Tensor add(const Tensor& a, const Tensor& b, float alpha);
 /** a += alpha * b in place (same numel). torch.Tensor.add_. */

@@ -16,18 +16,6 @@ namespace {
 
 std::array<std::atomic<int64_t>, kNumDeviceTypes> g_allocation_counts{};
 
-/**
- * The size a request is served with: a multiple of 64 bytes up to 512, above that one of eight
- * steps per power of two (at most 12.5% larger). Coarse classes let a block freed by one step be
- * reused for a slightly different size in the next; untouched tail pages never become resident.
- */
-size_t block_size(size_t nbytes) {
-  if (nbytes <= 512) return ((nbytes + 63) / 64) * 64;
-  size_t octave = size_t{1} << (63 - __builtin_clzll(static_cast<unsigned long long>(nbytes - 1)));
-  size_t step = octave / 8;
-  return ((nbytes + step - 1) / step) * step;
-}
-
 /** Default cache limit: DDP4J_CPU_CACHE_LIMIT when set, else a quarter of physical memory. */
 int64_t default_cache_limit() {
   if (const char* env = std::getenv("DDP4J_CPU_CACHE_LIMIT")) {
@@ -50,7 +38,7 @@ class CachingCpuAllocator final : public Allocator {
 
   void* allocate(size_t nbytes, Device) override {
     if (nbytes == 0) return nullptr;
-    size_t block = block_size(nbytes);
+    size_t block = round_block_size(nbytes);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = free_.find(block);
@@ -78,7 +66,7 @@ class CachingCpuAllocator final : public Allocator {
 
   void deallocate(void* ptr, size_t nbytes, Device) override {
     if (ptr == nullptr) return;
-    size_t block = block_size(nbytes);
+    size_t block = round_block_size(nbytes);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       in_use_ -= static_cast<int64_t>(nbytes);
@@ -176,6 +164,13 @@ int64_t native_allocation_count(DeviceType type) { return g_allocation_counts[st
 
 void note_allocation(DeviceType type) {
   g_allocation_counts[static_cast<int>(type)].fetch_add(1, std::memory_order_relaxed);
+}
+
+size_t round_block_size(size_t nbytes) {
+  if (nbytes <= 512) return ((nbytes + 63) / 64) * 64;
+  size_t octave = size_t{1} << (63 - __builtin_clzll(static_cast<unsigned long long>(nbytes - 1)));
+  size_t step = octave / 8;
+  return ((nbytes + step - 1) / step) * step;
 }
 
 int64_t parse_byte_count(const char* text) {

@@ -2,6 +2,7 @@
 #include "cuda/cuda_context.h"
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
@@ -54,14 +55,22 @@ void throw_cuda_error(cudaError_t error, const char* what) {
 }
 
 int device_count() {
+  static std::atomic<int> cached{0};  // devices do not come and go while a process runs
+  if (int c = cached.load(std::memory_order_relaxed); c > 0) return c;
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {
     cudaGetLastError();
-    std::string reason = e != cudaSuccess ? std::string(cudaGetErrorString(e)) : std::string("the driver sees no GPU");
+    std::string reason = e == cudaSuccess ? std::string("the driver sees no GPU")
+                         : e == cudaErrorInsufficientDriver
+                             ? detail::concat("no NVIDIA driver was found, or it is older than CUDA ", CUDART_VERSION / 1000,
+                                              ".", CUDART_VERSION % 1000 / 10, ", which this build needs (",
+                                              cudaGetErrorName(e), ")")
+                             : detail::concat(cudaGetErrorString(e), " (", cudaGetErrorName(e), ")");
     throw Error(ErrorKind::IllegalState, "no CUDA device: " + reason + visible_devices_note() +
                                              "; use device cpu (or --device cpu) on this machine");
   }
+  cached.store(n, std::memory_order_relaxed);
   return n;
 }
 

@@ -19,10 +19,6 @@ void check_region(const char* op, jsize length, jint offset, const Tensor& t) {
                   ") cannot fill shape ", shape_str(t.shape()));
 }
 
-void check_cpu(const Tensor& t, const char* what) {
-  DDP4J_CHECK_ARG(t.device().type == DeviceType::CPU, what, ": tensor ", t.describe(),
-                  " is not on the CPU; call to(Device.CPU) first");
-}
 }  // namespace
 
 extern "C" {
@@ -65,9 +61,8 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromLongs(JNIEnv* 
 
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toFloats(JNIEnv* env, jclass, jlong h, jfloatArray out) {
   guarded(env, [&] {
-    const Tensor& t = tensor_of(h);
-    check_cpu(t, "toFloatArray");
-    ops::check_dtype("toFloatArray", "tensor", t, DType::Float32);
+    ops::check_dtype("toFloatArray", "tensor", tensor_of(h), DType::Float32);
+    Tensor t = ops::to_device(tensor_of(h), Device{});  // a GPU tensor is copied to the host first
     DDP4J_CHECK_ARG(env->GetArrayLength(out) >= t.numel(), "toFloatArray: array too small");
     env->SetFloatArrayRegion(out, 0, static_cast<jsize>(t.numel()), t.data<float>());
   });
@@ -75,12 +70,16 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toFloats(JNIEnv* en
 
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toLongs(JNIEnv* env, jclass, jlong h, jlongArray out) {
   guarded(env, [&] {
-    const Tensor& t = tensor_of(h);
-    check_cpu(t, "toLongArray");
-    ops::check_dtype("toLongArray", "tensor", t, DType::Int64);
+    ops::check_dtype("toLongArray", "tensor", tensor_of(h), DType::Int64);
+    Tensor t = ops::to_device(tensor_of(h), Device{});  // a GPU tensor is copied to the host first
     DDP4J_CHECK_ARG(env->GetArrayLength(out) >= t.numel(), "toLongArray: array too small");
     env->SetLongArrayRegion(out, 0, static_cast<jsize>(t.numel()), reinterpret_cast<jlong*>(t.data<int64_t>()));
   });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_toDevice(JNIEnv* env, jclass, jlong h, jint devType,
+                                                                       jint devIndex) {
+  return guarded(env, [&] { return handle_of(ops::to_device(tensor_of(h), device_of(devType, devIndex))); });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_view(JNIEnv* env, jclass, jlong h, jlongArray shape) {

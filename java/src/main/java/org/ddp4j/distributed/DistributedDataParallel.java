@@ -87,8 +87,12 @@ public final class DistributedDataParallel extends Module {
             if (p.dtype() != DType.FLOAT32) {
                 throw new IllegalArgumentException("DistributedDataParallel supports float32 parameters, got " + p.describe());
             }
+            checkDevice("parameter", p, group);
             paramIndex.put(p, params.size());
             params.add(p);
+        }
+        for (Tensor b : module.namedBuffers().values()) {
+            checkDevice("buffer", b, group);
         }
         ParameterLayout.verifyAcrossRanks(group, module, params, bucketCapBytes);
         broadcastState(module.stateDict().values());
@@ -99,6 +103,15 @@ public final class DistributedDataParallel extends Module {
         buildBuckets(reverse);
         for (Tensor p : params) {
             p.registerPostAccumulateGradHook(this::onGradientReady);
+        }
+    }
+
+    /** Parameters and buffers must live where the group's collectives run (Gloo: CPU, NCCL: its GPU). */
+    private static void checkDevice(String what, Tensor t, ProcessGroup group) {
+        if (!t.device().equals(group.device())) {
+            throw new IllegalArgumentException("DistributedDataParallel: a " + what + " is " + t.describe() + " but the "
+                    + group.backend() + " group works on " + group.device() + ": call module.to(" + group.device()
+                    + ") before wrapping it");
         }
     }
 
@@ -136,7 +149,7 @@ public final class DistributedDataParallel extends Module {
             List<Work> works = new ArrayList<>();
             for (Map.Entry<DType, List<Tensor>> group : byType.entrySet()) {
                 long numel = group.getValue().stream().mapToLong(Tensor::numel).sum();
-                Tensor flat = Tensor.full(0, group.getKey(), Device.CPU, numel);
+                Tensor flat = Tensor.full(0, group.getKey(), this.group.device(), numel);
                 copySlices(group.getValue(), flat, true);
                 flats.add(flat);
                 works.add(this.group.broadcast(flat, 0));
@@ -199,7 +212,7 @@ public final class DistributedDataParallel extends Module {
         for (Tensor p : bucketParams) {
             numel += p.numel();
         }
-        Tensor flat = Tensor.zeros(numel).keep();
+        Tensor flat = Tensor.full(0, DType.FLOAT32, group.device(), numel).keep();
         long offset = 0;
         for (Tensor p : bucketParams) {
             Tensor view = flat.flatSlice(offset, p.shape()).keep();
@@ -239,7 +252,7 @@ public final class DistributedDataParallel extends Module {
         }
         readyOrder = null;
         try (var scope = Tensors.scope()) {
-            Tensor t = Tensor.ofLongs(order, order.length);
+            Tensor t = Tensor.ofLongs(order, order.length).to(group.device());
             group.broadcast(t, 0).await();
             order = t.toLongArray();
         }

@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.nn.Module;
+import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 
@@ -75,8 +76,8 @@ final class ParameterLayout {
 
     private static long[] allGather(ProcessGroup group, long[] values) {
         try (var scope = Tensors.scope()) {
-            Tensor in = Tensor.ofLongs(values, values.length);
-            Tensor out = Tensor.ofLongs(new long[values.length * group.size()], (long) values.length * group.size());
+            Tensor in = Tensor.ofLongs(values, values.length).to(group.device());
+            Tensor out = Tensor.full(0, DType.INT64, group.device(), (long) values.length * group.size());
             group.allGatherIntoTensor(out, in).await();
             return out.toLongArray();
         }

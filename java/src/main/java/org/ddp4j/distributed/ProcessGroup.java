@@ -1,6 +1,7 @@
 package org.ddp4j.distributed;
 
 import java.util.List;
+import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;
 
 /**
@@ -54,6 +55,13 @@ public abstract class ProcessGroup implements AutoCloseable {
      * calling thread when nothing else is queued, returning a completed Work. Package-private: a
      * mismatch here is not caught and may abort the process (Gloo) or hang until the timeout.
      */
+    /**
+     * The device whose tensors this group takes: {@link Device#CPU} for Gloo, the group's GPU for NCCL.
+     */
+    public Device device() {
+        return Device.CPU;
+    }
+
     Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline) {
         return allReduce(tensor, op);
     }

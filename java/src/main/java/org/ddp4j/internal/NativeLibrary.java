@@ -23,6 +23,9 @@ public final class NativeLibrary {
     private static final Pattern MISSING = Pattern.compile("(lib[\\w.+-]+?\\.so[\\w.]*): cannot open shared object file");
 
     private static volatile boolean loaded;
+    private static volatile boolean cudaLoaded;
+    /** libddp4j_cuda.so extracted next to libddp4j.so at start-up (null: not in this jar). */
+    private static File cudaFile;
 
     private NativeLibrary() {}
 
@@ -46,8 +49,50 @@ public final class NativeLibrary {
             } catch (UnsatisfiedLinkError e) {
                 throw explain(e);
             }
+            // Extract the CUDA library now, loading it only on first CUDA use: native-lib-loader
+            // deletes extraction folders older than five minutes when another JVM starts, so a
+            // late extraction could find its folder gone.
+            cudaFile = extractOptional("ddp4j_cuda");
             loaded = true;
         }
+    }
+
+    /**
+     * Loads libddp4j_cuda.so (after libddp4j.so) if it is not loaded yet. Loading needs no GPU:
+     * the CUDA runtime is linked in statically, and a missing driver shows up at the first device query.
+     *
+     * @throws IllegalStateException if this jar was built without the CUDA library
+     * @throws UnsatisfiedLinkError if the library is there but cannot be loaded (message from the loader)
+     */
+    public static void loadCuda() {
+        load();
+        if (cudaLoaded) {
+            return;
+        }
+        synchronized (NativeLibrary.class) {
+            if (cudaLoaded) {
+                return;
+            }
+            if (cudaFile == null || !cudaFile.isFile()) {
+                throw new IllegalStateException("this ddp4j build has no CUDA support: libddp4j_cuda.so is not in "
+                        + (System.getenv("DDP4J_LIBRARY_PATH") != null ? "DDP4J_LIBRARY_PATH ("
+                        + System.getenv("DDP4J_LIBRARY_PATH") + ")" : "the jar") + " (nvcc was not found when it was "
+                        + "built); rebuild on a machine with the CUDA toolkit, or use device cpu");
+            }
+            System.load(cudaFile.getAbsolutePath());
+            cudaLoaded = true;
+        }
+    }
+
+    private static File extractOptional(String name) {
+        String override = System.getenv("DDP4J_LIBRARY_PATH");
+        if (override != null && !override.isEmpty()) {
+            return new File(override, "lib" + name + ".so");
+        }
+        if (NativeLibrary.class.getClassLoader().getResource("natives/linux_64/lib" + name + ".so") == null) {
+            return null;
+        }
+        return extract(name);
     }
 
     private static File extract(String name) {

@@ -24,6 +24,9 @@ public final class TensorNatives {
 
     public static native void toLongs(long handle, long[] out);
 
+    /** A copy on the device (type ordinal, index); the same tensor when it is already there. Needs libddp4j_cuda for GPUs. */
+    public static native long toDevice(long handle, int deviceType, int deviceIndex);
+
     public static native long view(long handle, long[] shape);
 
     /** A view of elements [offset, offset + numel(shape)) of a tensor's flat data. */

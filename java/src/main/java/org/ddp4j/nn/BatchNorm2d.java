@@ -25,6 +25,9 @@ public class BatchNorm2d extends Module {
     private final Tensor runningVar;
     private final Tensor numBatchesTracked;
 
+    /** The mirrored value of num_batches_tracked on a GPU; -1: read the buffer. */
+    private long countOnDevice = -1;
+
     /** With PyTorch's defaults: eps 1e-5, momentum 0.1. */
     public BatchNorm2d(int numFeatures) {
         this(numFeatures, 1e-5, 0.1);
@@ -64,7 +67,9 @@ public class BatchNorm2d extends Module {
     public Tensor forward(Tensor input) {
         if (isTraining()) {
             Tensor out = BatchNorm2dFunction.apply(input, weight, bias, runningMean, runningVar, true, momentum, eps);
-            numBatchesTracked.fill(numBatchesTracked.toLongArray()[0] + 1);
+            long next = trackedCount() + 1;
+            numBatchesTracked.fill(next);
+            countOnDevice = next;
             return out;
         }
         return BatchNorm2dFunction.apply(input, weight, bias, runningMean, runningVar, false, momentum, eps);
@@ -92,7 +97,24 @@ public class BatchNorm2d extends Module {
 
     /** The number of training forwards so far (the {@code num_batches_tracked} buffer). */
     public long numBatchesTracked() {
-        return numBatchesTracked.toLongArray()[0];
+        return trackedCount();
+    }
+
+    /**
+     * The buffer's value. On a GPU it is read once and then mirrored here, since reading it each
+     * step would stall the host on the GPU; a state-dict load makes it read again. (DDP's buffer
+     * broadcast writes rank 0's count, which equals every rank's.)
+     */
+    private long trackedCount() {
+        if (countOnDevice < 0 || !numBatchesTracked.device().isCuda()) {
+            countOnDevice = numBatchesTracked.toLongArray()[0];
+        }
+        return countOnDevice;
+    }
+
+    @Override
+    protected void onStateLoaded() {
+        countOnDevice = -1;
     }
 
     /** The channel count C. */

@@ -124,7 +124,16 @@ public abstract class Module implements AutoCloseable {
             }
             target.copyFrom(source);
         });
+        notifyStateLoaded();
     }
+
+    private void notifyStateLoaded() {
+        onStateLoaded();
+        children.values().forEach(Module::notifyStateLoaded);
+    }
+
+    /** Called on this module and every descendant after {@link #loadStateDict} wrote new values. */
+    protected void onStateLoaded() {}
 
     /** Sets training mode here and in all children. Returns this. Mirrors {@code train(mode)}. */
     public Module train(boolean mode) {
@@ -156,13 +165,16 @@ public abstract class Module implements AutoCloseable {
     }
 
     /**
-     * Moves parameters and buffers to {@code device}. Returns this. Mirrors {@code Module.to}.
+     * Moves parameters and buffers (and gradients) to {@code device} in place: the tensor objects
+     * stay, so call it before creating the optimiser or DistributedDataParallel, as in PyTorch.
+     * Returns this. Mirrors {@code Module.to(device)}.
      *
-     * @throws IllegalStateException if the device is not available in this build
+     * @throws IllegalStateException when device is a GPU and there is none, or this build has no CUDA library
+     * @throws IllegalArgumentException when device's ordinal is not a visible GPU
      */
     public Module to(Device device) {
         for (Tensor t : stateDict().values()) {
-            t.to(device);
+            t.moveTo(device);
         }
         return this;
     }

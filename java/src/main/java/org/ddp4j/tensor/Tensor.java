@@ -40,13 +40,22 @@ public final class Tensor implements AutoCloseable {
         synchronized long get() {
             return value;
         }
+
+        /** Points at a new native tensor and frees the old one. */
+        synchronized void replace(long newValue) {
+            long old = value;
+            value = newValue;
+            if (old != 0) {
+                TensorNatives.free(old);
+            }
+        }
     }
 
     private final Handle handle;
     private final Cleaner.Cleanable cleanable;
     private final long[] shape;
     private final DType dtype;
-    private final Device device;
+    private Device device;
     private final long numel;
 
     TensorScope scope;
@@ -135,6 +144,7 @@ public final class Tensor implements AutoCloseable {
 
     /** A tensor of {@code value} with the given dtype and device. Mirrors {@code torch.full}. */
     public static Tensor full(double value, DType dtype, Device device, long... shape) {
+        Devices.require(device);
         return fromNativeHandle(TensorNatives.full(shape, dtype.ordinal(), device.type().ordinal(), device.index(), value));
     }
 
@@ -258,7 +268,7 @@ public final class Tensor implements AutoCloseable {
         return this;
     }
 
-    /** Copies src's values into this tensor (same dtype and numel; no autograd). Mirrors {@code Tensor.copy_}. */
+    /** Copies src's values into this tensor (same dtype and numel, any devices; no autograd). Mirrors {@code Tensor.copy_}. */
     public Tensor copyFrom(Tensor src) {
         TensorNatives.copyInto(src.nativeHandle(), nativeHandle());
         return this;
@@ -298,16 +308,49 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
-     * This tensor on {@code target}. Returns this when it is already there. Mirrors {@code Tensor.to}.
+     * This tensor on {@code target}: this when it is already there, else a copy (differentiable:
+     * the gradient flows back to this device). Mirrors {@code Tensor.to(device)}.
      *
-     * @throws IllegalStateException for CUDA devices until the CUDA library is available
+     * @throws IllegalStateException when target is a GPU and there is none, or this build has no CUDA library
+     * @throws IllegalArgumentException when target's ordinal is not a visible GPU
      */
     public Tensor to(Device target) {
         if (target.equals(device)) {
             return this;
         }
-        throw new IllegalStateException("cannot move " + describe() + " to " + target
-                + ": this build of ddp4j has no CUDA support (libddp4j_cuda.so is not loaded)");
+        Devices.require(target);
+        Tensor out = fromNativeHandle(TensorNatives.toDevice(nativeHandle(), target.type().ordinal(), target.index()));
+        Device source = device;
+        return new Node("ToCopyBackward", this) {
+            @Override
+            protected Tensor[] backward(Tensor g) {
+                return new Tensor[] {g.to(source)};
+            }
+        }.attach(out);
+    }
+
+    /**
+     * Moves this tensor's data to {@code target} in place, keeping the object (and so the
+     * references modules and optimisers hold), requiresGrad and hooks; a gradient moves too. What
+     * {@code Module.to} does to each parameter and buffer, as PyTorch's {@code param.data =
+     * param.data.to(device)}. Only for leaves.
+     *
+     * @throws IllegalStateException on a non-leaf, a closed tensor, or when target cannot be used
+     */
+    public void moveTo(Device target) {
+        if (target.equals(device)) {
+            return;
+        }
+        if (gradFn != null) {
+            throw new IllegalStateException("moveTo is for leaf tensors (parameters, buffers); " + describe()
+                    + " was produced by " + gradFn.name() + ": use to(device)");
+        }
+        Devices.require(target);
+        handle.replace(TensorNatives.toDevice(nativeHandle(), target.type().ordinal(), target.index()));
+        device = target;
+        if (grad != null) {
+            grad.moveTo(target);
+        }
     }
 
     // ---- autograd -----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.List;
+import org.ddp4j.cuda.DeviceAssignment;
 
 /**
  * A worker main class for the launcher tests. {@code LaunchTestWorker MODE DIR}:
@@ -26,7 +27,7 @@ public final class LaunchTestWorker {
     /** The variables {@code env} mode reports. */
     static final List<String> VARS = List.of("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
             "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "DDP4J_AGENT_STORE", "DDP4J_RESTART_COUNT",
-            "DDP4J_MAX_RESTARTS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS");
+            "DDP4J_MAX_RESTARTS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES");
 
     private LaunchTestWorker() {}
 
@@ -42,6 +43,10 @@ public final class LaunchTestWorker {
                     sb.append(v).append('=').append(System.getenv(v)).append('\n');
                 }
                 sb.append("prop=").append(System.getProperty("ddp4j.test.opt")).append('\n');
+                if (System.getenv("CUDA_VISIBLE_DEVICES") != null) {
+                    int localRank = Integer.parseInt(System.getenv("LOCAL_RANK"));
+                    sb.append("gpu=").append(DeviceAssignment.physicalDevice(System.getenv(), localRank)).append('\n');
+                }
                 System.out.print(sb);
                 System.out.flush();
                 System.err.println("hello on stderr from rank " + rank);

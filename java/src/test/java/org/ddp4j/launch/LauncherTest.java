@@ -46,6 +46,7 @@ class LauncherTest {
         Map<String, String> env = new HashMap<>(System.getenv());
         env.remove("OMP_NUM_THREADS");
         env.remove("OPENBLAS_NUM_THREADS");
+        env.remove("CUDA_VISIBLE_DEVICES");
         env.put(WorkerCommand.JAVA_OPTS_ENV,
                 "-Xshare:auto -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx64m '-Dddp4j.test.opt=a b'");
         return env;
@@ -120,6 +121,20 @@ class LauncherTest {
             assertTrue(line.matches("\\[rank[01]\\]: [A-Za-z_0-9]+=.*"), "whole, prefixed line: " + line);
         }
         assertEquals(2 * (LaunchTestWorker.VARS.size() + 1), r.outLines().size(), r.out());
+    }
+
+    @Test
+    void localRanksMapOntoTheLaunchersVisibleGpus() throws IOException {
+        // A node that runs a pinned subset of GPUs: local rank r uses cuda:r, the r-th GPU of the
+        // launcher's CUDA_VISIBLE_DEVICES, so ranks 0 and 1 land on physical GPUs 2 and 4.
+        Map<String, String> env = baseEnv();
+        env.put("CUDA_VISIBLE_DEVICES", "2,4");
+        Run r = launch(env, "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
+                WORKER, "env", dir.toString());
+        assertEquals(0, r.code(), r.err());
+        assertEquals("2", workerEnv(0).get("gpu"));
+        assertEquals("4", workerEnv(1).get("gpu"));
+        assertEquals("2,4", workerEnv(1).get("CUDA_VISIBLE_DEVICES"));
     }
 
     @Test

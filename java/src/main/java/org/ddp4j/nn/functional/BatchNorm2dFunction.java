@@ -2,6 +2,7 @@ package org.ddp4j.nn.functional;
 
 import java.util.Objects;
 import org.ddp4j.internal.ConvNatives;
+import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
@@ -47,8 +48,8 @@ public final class BatchNorm2dFunction {
         }
         long channels = x.dim() >= 2 ? x.size(1) : 0;
         // Absent optional tensors become temporaries, so the kernels see one form.
-        Tensor g = gamma != null ? gamma : Tensor.ones(channels);
-        Tensor b = beta != null ? beta : Tensor.zeros(channels);
+        Tensor g = gamma != null ? gamma : filled(1, x, channels);
+        Tensor b = beta != null ? beta : filled(0, x, channels);
         try {
             return training
                     ? train(x, gamma, beta, g, b, runningMean, runningVar, channels, momentum, eps)
@@ -65,8 +66,8 @@ public final class BatchNorm2dFunction {
 
     private static Tensor train(Tensor x, Tensor gamma, Tensor beta, Tensor g, Tensor b, Tensor runningMean,
             Tensor runningVar, long channels, double momentum, double eps) {
-        Tensor rm = runningMean != null ? runningMean : Tensor.zeros(channels);
-        Tensor rv = runningVar != null ? runningVar : Tensor.ones(channels);
+        Tensor rm = runningMean != null ? runningMean : filled(0, x, channels);
+        Tensor rv = runningVar != null ? runningVar : filled(1, x, channels);
         long[] h;
         try {
             h = ConvNatives.batchNorm2dForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
@@ -81,7 +82,7 @@ public final class BatchNorm2dFunction {
         Tensor saveMean = Tensor.fromNativeHandle(h[1]);
         Tensor saveInvstd = Tensor.fromNativeHandle(h[2]);
         // gamma stays needed by the backward; a temporary one is copied so closing it here is safe.
-        Tensor gammaForBackward = gamma != null ? gamma : Tensor.ones(channels);
+        Tensor gammaForBackward = gamma != null ? gamma : filled(1, x, channels);
         return new Node("NativeBatchNormBackward", x, gamma, beta) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
@@ -112,8 +113,8 @@ public final class BatchNorm2dFunction {
             invstd[c] = (float) (1.0 / Math.sqrt(var[c] + eps));
         }
         Tensor savedMean = runningMean.copy();
-        Tensor savedInvstd = Tensor.of(invstd, invstd.length);
-        Tensor gammaForBackward = gamma != null ? gamma : Tensor.ones(invstd.length);
+        Tensor savedInvstd = Tensor.of(invstd, invstd.length).to(x.device());
+        Tensor gammaForBackward = gamma != null ? gamma : filled(1, x, invstd.length);
         return new Node("NativeBatchNormBackward", x, gamma, beta) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
@@ -126,8 +127,8 @@ public final class BatchNorm2dFunction {
                     for (int c = 0; c < gm.length; c++) {
                         scale[c] = gm[c] * invstd[c];
                     }
-                    try (Tensor s = Tensor.of(scale, scale.length); Tensor zeros = Tensor.zeros(scale.length);
-                            Tensor ones = Tensor.ones(scale.length)) {
+                    try (Tensor s = Tensor.of(scale, scale.length).to(x.device()); Tensor zeros = filled(0, x, scale.length);
+                            Tensor ones = filled(1, x, scale.length)) {
                         gx = Tensor.fromNativeHandle(ConvNatives.batchNorm2dForwardEval(gradOutput.nativeHandle(),
                                 s.nativeHandle(), zeros.nativeHandle(), zeros.nativeHandle(), ones.nativeHandle(), 0));
                     }
@@ -146,5 +147,10 @@ public final class BatchNorm2dFunction {
                 return new Tensor[] {gx, gGamma, gBeta};
             }
         }.attach(out);
+    }
+
+    /** A float32 [n] tensor of value on like's device (the defaults for absent gamma, beta, statistics). */
+    private static Tensor filled(double value, Tensor like, long n) {
+        return Tensor.full(value, DType.FLOAT32, like.device(), n);
     }
 }
