@@ -345,7 +345,7 @@ void test_losses() {
 
 /** A target outside [0, C) on the GPU: no crash, InvalidArgument naming it at the next synchronisation. */
 void test_bad_target() {
-  for (int64_t bad : {int64_t{15}, int64_t{-7}}) {
+  for (int64_t bad : {int64_t{15}, int64_t{-7}, int64_t{-1}}) {
     Tensor logits = uniform({8, 10});
     Tensor target = labels(8, 10);
     target.data<int64_t>()[5] = bad;

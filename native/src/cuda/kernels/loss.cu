@@ -16,10 +16,10 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / 32;
 
-/** Records a bad class index: the first one to arrive wins (0 means "no error"). */
+/** Records a bad class index: the first one to arrive wins (the word holds kNoDeferredError until then). */
 __device__ __forceinline__ void record_bad_target(int64_t* error_word, int64_t t) {
   auto* word = reinterpret_cast<unsigned long long*>(error_word);
-  atomicCAS(word, 0ull, static_cast<unsigned long long>(t + 1));
+  atomicCAS(word, static_cast<unsigned long long>(kNoDeferredError), static_cast<unsigned long long>(t));
 }
 
 struct SquaredDiff {
