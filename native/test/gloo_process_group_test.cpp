@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "comm/gloo_process_group.h"
+#include "ddp4j/allocator.h"
 #include "ddp4j/process_group.h"
 #include "test_util.h"
 
@@ -305,6 +306,34 @@ void bench_size(int64_t numel, int iterations) {
   }
 }
 
+/** Host memory posing as a GPU's, so that a "CUDA" tensor exists on a machine without one. */
+class FakeCudaAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes, Device) override { return std::malloc(nbytes == 0 ? 1 : nbytes); }
+  void deallocate(void* ptr, size_t, Device) override { std::free(ptr); }
+  int64_t bytes_in_use() const override { return 0; }
+};
+
+void test_gpu_tensor_is_refused() {
+  static FakeCudaAllocator fake;
+  set_allocator(DeviceType::CUDA, &fake);
+  GlooOptions options;
+  options.timeout = std::chrono::seconds(10);
+  run_ranks(1, options, [&](int, ProcessGroup& pg) {
+    Tensor t = Tensor::empty({4}, DType::Float32, Device{DeviceType::CUDA, 0});
+    bool thrown = false;
+    try {
+      pg.allreduce(t, ReduceOp::SUM);
+    } catch (const Error& e) {
+      thrown = e.kind() == ErrorKind::InvalidArgument && std::strstr(e.what(), "cuda:0") != nullptr &&
+               std::strstr(e.what(), "nccl") != nullptr;
+      if (!thrown) std::fprintf(stderr, "unexpected message: %s\n", e.what());
+    }
+    CHECK(thrown);
+  });
+  set_allocator(DeviceType::CUDA, nullptr);
+}
+
 void bench(int argc, char** argv) {
   std::vector<int64_t> sizes = {1, 1024, 262144, 6553600};
   if (argc > 2) sizes = {std::atol(argv[2])};
@@ -323,6 +352,7 @@ int main(int argc, char** argv) {
   test_size_mismatch();
   test_peer_leaves();
   test_peer_leaves_unchecked();
+  test_gpu_tensor_is_refused();
   if (test_failures() == 0) std::printf("gloo_process_group_test: ok\n");
   return test_failures();
 }

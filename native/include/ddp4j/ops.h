@@ -11,7 +11,7 @@ namespace ddp4j::ops {
 
 // ---- elementwise and reductions (src/core/ops_basic.cpp) ---------------------------------------
 void fill_(Tensor& t, double value);
-/** Copies src into dst (same dtype and numel). */
+/** Copies src into dst (same dtype and numel), also between devices (torch.Tensor.copy_). */
 void copy_(const Tensor& src, Tensor& dst);
 /**
  * src on `target`: src itself when it is already there, else a copy (same shape and dtype).

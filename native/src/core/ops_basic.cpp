@@ -12,7 +12,11 @@ void fill_(Tensor& t, double value) {
 void copy_(const Tensor& src, Tensor& dst) {
   DDP4J_CHECK_ARG(src.dtype() == dst.dtype() && src.numel() == dst.numel(), "copy: cannot copy ", src.describe(),
                   " into ", dst.describe());
-  check_same_device("copy", src, dst);
+  if (src.device() != dst.device()) {
+    static KernelSlot across("copy_across");
+    across.get<kernels::copy_across_fn>(src.device().type != DeviceType::CPU ? src.device() : dst.device())(src, dst);
+    return;
+  }
   static KernelSlot slot("copy");
   slot.get<kernels::copy_fn>(src.device())(src, dst);
 }
@@ -20,9 +24,7 @@ void copy_(const Tensor& src, Tensor& dst) {
 Tensor to_device(const Tensor& src, Device target) {
   if (src.device() == target) return src;
   Tensor dst = Tensor::empty(src.shape(), src.dtype(), target);
-  Device gpu_side = target.type != DeviceType::CPU ? target : src.device();
-  static KernelSlot slot("copy_across");
-  slot.get<kernels::copy_across_fn>(gpu_side)(src, dst);
+  copy_(src, dst);
   return dst;
 }
 

@@ -33,7 +33,7 @@ DeviceState& state(int device) {
     DDP4J_CUDA_CHECK(cudaStreamCreateWithFlags(&s.compute, cudaStreamNonBlocking));
     DDP4J_CUDA_CHECK(cudaStreamCreateWithFlags(&s.comm, cudaStreamNonBlocking));
     DDP4J_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&s.error_word), sizeof(int64_t), cudaHostAllocMapped));
-    *s.error_word = 0;
+    *s.error_word = kNoDeferredError;
   });
   return s;
 }
@@ -61,7 +61,12 @@ int device_count() {
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {
     cudaGetLastError();
-    std::string reason = e != cudaSuccess ? std::string(cudaGetErrorString(e)) : std::string("the driver sees no GPU");
+    std::string reason = e == cudaSuccess ? std::string("the driver sees no GPU")
+                         : e == cudaErrorInsufficientDriver
+                             ? detail::concat("no NVIDIA driver was found, or it is older than CUDA ", CUDART_VERSION / 1000,
+                                              ".", CUDART_VERSION % 1000 / 10, ", which this build needs (",
+                                              cudaGetErrorName(e), ")")
+                             : detail::concat(cudaGetErrorString(e), " (", cudaGetErrorName(e), ")");
     throw Error(ErrorKind::IllegalState, "no CUDA device: " + reason + visible_devices_note() +
                                              "; use device cpu (or --device cpu) on this machine");
   }
@@ -86,11 +91,10 @@ int64_t* deferred_error_word(int device) { return state(device).error_word; }
 void check_deferred_errors(int device) {
   DeviceState& s = state(device);
   int64_t word = *s.error_word;
-  if (word != 0) {
-    *s.error_word = 0;
-    // Kernels store (value + 1) of the first bad class index (so 0 means "no error").
+  if (word != kNoDeferredError) {
+    *s.error_word = kNoDeferredError;
     throw Error(ErrorKind::InvalidArgument,
-                detail::concat("cross_entropy on cuda:", device, ": target contains class index ", word - 1,
+                detail::concat("cross_entropy on cuda:", device, ": target contains class index ", word,
                                ", outside [0, number of classes); check the labels (reported at the next "
                                "synchronisation after the step that used them)"));
   }

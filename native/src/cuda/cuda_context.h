@@ -42,9 +42,11 @@ void synchronize(int device);
 
 /**
  * Errors a kernel could only flag on the device (an out-of-range class index in cross-entropy).
- * Kernels write them into a host-mapped word; check_deferred_errors() throws and clears them. It
- * runs after every synchronize() and device-to-host copy.
+ * Kernels write the bad value into a host-mapped word that holds kNoDeferredError otherwise (the
+ * first writer wins: atomicCAS from kNoDeferredError); check_deferred_errors() throws and resets
+ * it. It runs after every synchronize() and device-to-host copy.
  */
+constexpr int64_t kNoDeferredError = INT64_MIN;
 int64_t* deferred_error_word(int device);
 void check_deferred_errors(int device);
 

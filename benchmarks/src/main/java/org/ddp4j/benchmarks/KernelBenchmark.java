@@ -1,17 +1,21 @@
 package org.ddp4j.benchmarks;
 
 import java.util.concurrent.TimeUnit;
+import org.ddp4j.cuda.Cuda;
 import org.ddp4j.internal.ConvNatives;
 import org.ddp4j.internal.MathNatives;
+import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -33,7 +37,10 @@ import org.openjdk.jmh.annotations.Warmup;
  *       backward: input and weight gradients).
  * </ul>
  *
- * <p>Run: {@code java -jar benchmarks/target/benchmarks.jar Kernel}. The BLAS kernel OpenBLAS
+ * <p>Run: {@code java -jar benchmarks/target/benchmarks.jar Kernel}; on a GPU add {@code -p device=cuda}
+ * (kernels are queued asynchronously; the host blocks once CUDA's launch queue is full, so the
+ * score is the GPU's rate, and each iteration ends with a synchronisation so that no queued work
+ * spills into the next). The BLAS kernel OpenBLAS
  * picked matters for the GEMM rows (see {@code OPENBLAS_CORETYPE}); the stride-1 convolutions
  * use ddp4j's own AVX-512 kernels where the CPU has them ({@code DDP4J_CONV_DIRECT=0} measures
  * the im2col + GEMM path).
@@ -46,6 +53,12 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(1)
 public class KernelBenchmark {
     private static final int BATCH = 100;
+
+    /** cpu, or cuda (cuda:0). */
+    @Param({"cpu"})
+    public String device;
+
+    private Device target;
 
     private Tensor fcX;
     private Tensor fcW;
@@ -64,6 +77,7 @@ public class KernelBenchmark {
 
     @Setup
     public void setUp() {
+        target = Device.parse(device);
         Generator g = new Generator(0);
         fcX = randn(g, BATCH, 1568);
         fcW = randn(g, 10, 1568);
@@ -81,6 +95,13 @@ public class KernelBenchmark {
         c2Gy = randn(g, BATCH, 32, 14, 14);
     }
 
+    @TearDown(Level.Iteration)
+    public void drainQueuedWork() {
+        if (target.isCuda()) {
+            Cuda.synchronize(target);
+        }
+    }
+
     @TearDown
     public void tearDown() {
         for (Tensor t : new Tensor[] {fcX, fcW, fcB, fcGy, sqX, sqW, c1X, c1W, c1B, c1Gy, c2X, c2W, c2B, c2Gy}) {
@@ -88,12 +109,18 @@ public class KernelBenchmark {
         }
     }
 
-    private static Tensor randn(Generator g, long... shape) {
+    private Tensor randn(Generator g, long... shape) {
         long n = 1;
         for (long d : shape) {
             n *= d;
         }
-        return Tensor.of(g.normal((int) n), shape);
+        Tensor host = Tensor.of(g.normal((int) n), shape);
+        if (!target.isCuda()) {
+            return host;
+        }
+        try (host) {
+            return host.to(target);
+        }
     }
 
     private static void free(long handle) {

@@ -3,6 +3,7 @@ package org.ddp4j.cuda;
 import java.util.Map;
 import org.ddp4j.internal.CudaNatives;
 import org.ddp4j.internal.NativeLibrary;
+import org.ddp4j.internal.TensorNatives;
 import org.ddp4j.tensor.Device;
 
 /**
@@ -102,5 +103,28 @@ public final class Cuda {
      */
     public static Device localDevice(Map<String, String> env) {
         return DeviceAssignment.forLocalRank(env, deviceCount());
+    }
+
+    /** Bytes held by live tensors on all GPUs. Mirrors {@code torch.cuda.memory_allocated()}. 0 before any GPU use. */
+    public static long memoryAllocated() {
+        return TensorNatives.bytesInUse(Device.Type.CUDA.ordinal());
+    }
+
+    /**
+     * Bytes of GPU memory the caching allocator keeps for reuse (freed by closed tensors, not
+     * returned to CUDA). {@code torch.cuda.memory_reserved() - memory_allocated()}.
+     */
+    public static long memoryCached() {
+        return TensorNatives.bytesCached(Device.Type.CUDA.ordinal());
+    }
+
+    /** cudaMalloc calls so far (cache misses). A steady-state training step adds none. */
+    public static long allocationCount() {
+        return TensorNatives.allocationCount(Device.Type.CUDA.ordinal());
+    }
+
+    /** Returns cached GPU blocks to CUDA; live tensors are untouched. Mirrors {@code torch.cuda.empty_cache()}. */
+    public static void emptyCache() {
+        TensorNatives.emptyCache(Device.Type.CUDA.ordinal());
     }
 }

@@ -4,6 +4,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.ddp4j.cuda.Cuda;
+import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;
 
 /**
@@ -24,7 +26,8 @@ import org.ddp4j.tensor.Tensor;
  * the store, so every rank connects as a client and works under the prefix
  * {@code ddp4j/worker/<DDP4J_RESTART_COUNT>}.
  *
- * <p>Backends: {@code gloo} (CPU tensors). {@code nccl} needs the CUDA build of a later release.
+ * <p>Backends: {@code gloo} (CPU tensors) and {@code nccl} (GPU tensors, one GPU per process:
+ * cuda:LOCAL_RANK; see {@link ProcessGroupNccl}).
  * The static methods are thread-safe.
  */
 public final class Distributed {
@@ -59,7 +62,7 @@ public final class Distributed {
      * Mirrors {@code torch.distributed.init_process_group(backend, init_method, timeout,
      * world_size, rank)}.
      *
-     * @param backend {@code "gloo"} (null means gloo); {@code "nccl"} is not in this build
+     * @param backend {@code "gloo"} (null means gloo) or {@code "nccl"} (on cuda:LOCAL_RANK)
      * @param initMethod {@code "env://"} (null means env://), {@code "tcp://host:port"} or
      *     {@code "file:///path"}
      * @param worldSize the number of ranks, or -1 for WORLD_SIZE (env://, or when the URL has none)
@@ -67,8 +70,9 @@ public final class Distributed {
      * @param timeout how long to wait for the other ranks and for each collective; null for the
      *     default (30 min, or {@code DDP4J_TIMEOUT_SECONDS})
      * @return the default group (also available from {@link #defaultGroup()})
-     * @throws IllegalStateException if env:// variables are missing or malformed, the backend is
-     *     nccl, or a default group already exists
+     * @throws IllegalStateException if env:// variables are missing or malformed, a default group
+     *     already exists, or the backend is nccl and there is no GPU ("no CUDA device"), no CUDA
+     *     library or no NCCL (the message says where NCCL comes from)
      * @throws IllegalArgumentException for an unknown backend or init method, or a rank outside the world
      * @throws DistributedTimeoutException naming the ranks that did not join in time
      * @throws DistributedException if the store cannot be opened (e.g. rank 0's port is in use) or
@@ -90,7 +94,9 @@ public final class Distributed {
      */
     static ProcessGroup createProcessGroup(String backend, String initMethod, int worldSize, int rank,
             Duration timeout, Map<String, String> env, int generation) {
-        checkBackend(backend);
+        boolean nccl = checkBackend(backend);
+        // The GPU first: without one, "nccl" fails here, before any rendezvous waits for peers.
+        Device device = nccl ? ncclDevice(env) : Device.CPU;
         Duration t = timeout != null ? timeout : defaultTimeout(env);
         if (t.isNegative() || t.isZero()) {
             throw new IllegalArgumentException("timeout must be positive, got " + t);
@@ -98,6 +104,9 @@ public final class Distributed {
         Rendezvous.Result r = Rendezvous.rendezvous(initMethod, worldSize, rank, t, env);
         try {
             Store store = generation == 0 ? r.store() : new PrefixStore("ddp4j/generation/" + generation, r.store());
+            if (nccl) {
+                return new ProcessGroupNccl(store, r.rank(), r.worldSize(), t, device, r.owned());
+            }
             String hostname = ProcessGroupGloo.defaultHostname(r.masterAddr(), env);
             return new ProcessGroupGloo(store, r.rank(), r.worldSize(), t, hostname, r.owned());
         } catch (RuntimeException e) {
@@ -110,17 +119,33 @@ public final class Distributed {
         }
     }
 
-    private static void checkBackend(String backend) {
+    /** Whether the backend is nccl (else gloo). */
+    private static boolean checkBackend(String backend) {
         String b = backend == null ? "gloo" : backend.trim().toLowerCase(Locale.ROOT);
         if (b.equals("gloo")) {
-            return;
+            return false;
         }
         if (b.equals("nccl")) {
-            throw new IllegalStateException("the nccl backend needs the CUDA build (a later release); use gloo");
+            return true;
         }
         throw new IllegalArgumentException("unknown backend \"" + backend + "\": ddp4j's backends are gloo (CPU) and"
                 + " nccl (CUDA)" + (b.contains(":") ? "; \"" + backend + "\" looks like an init method: use"
                 + " initProcessGroup(\"gloo\", \"" + backend + "\", -1, -1)" : ""));
+    }
+
+    /**
+     * This process's GPU for the nccl backend: cuda:LOCAL_RANK ({@link Cuda#localDevice}).
+     *
+     * @throws IllegalStateException "nccl backend: no CUDA device usable by this process (...)" on a
+     *     machine without a GPU, or with a build without the CUDA library
+     */
+    static Device ncclDevice(Map<String, String> env) {
+        try {
+            return Cuda.localDevice(env);
+        } catch (IllegalStateException | UnsatisfiedLinkError e) {
+            throw new IllegalStateException("nccl backend: no CUDA device usable by this process (" + e.getMessage()
+                    + "); use the gloo backend (CPU tensors) on machines without a GPU", e);
+        }
     }
 
     /** 30 minutes, or DDP4J_TIMEOUT_SECONDS (a positive number of seconds) when set. */

@@ -59,6 +59,7 @@ public final class DistributedDataParallel extends Module {
     private List<Integer> readyOrder = new ArrayList<>();
     private boolean readyOrderComplete;
     private boolean bucketsRebuilt;
+    private boolean collectivesAtWorldSizeOne;
 
     /**
      * Wraps {@code module} for training on the default process group.
@@ -281,14 +282,14 @@ public final class DistributedDataParallel extends Module {
             rebuildBucketsOnce();
         }
         // With one rank there is nothing to broadcast or average: skip the collectives.
-        if (isTraining() && syncEnabled && group.size() > 1) {
+        if (isTraining() && syncEnabled && communicates()) {
             broadcastState(module.namedBuffers().values());
         }
         return module.forward(input);
     }
 
     private void onGradientReady(Tensor parameter) {
-        if (!syncEnabled || group.size() == 1) {
+        if (!syncEnabled || !communicates()) {
             return;
         }
         if (readyOrder != null && !readyOrderComplete) {
@@ -302,6 +303,19 @@ public final class DistributedDataParallel extends Module {
             finishQueued = true;
             Tensors.queueBackwardCallback(this::finishBackward);
         }
+    }
+
+    /** Whether this DDP runs collectives: not at world size 1 (nothing to average), unless a test asks. */
+    private boolean communicates() {
+        return group.size() > 1 || collectivesAtWorldSizeOne;
+    }
+
+    /**
+     * Runs the bucket all-reduces and buffer broadcasts even at world size 1, where they change
+     * nothing: lets a machine with one GPU exercise DDP's whole communication path (tests).
+     */
+    void setCollectivesAtWorldSizeOne(boolean value) {
+        collectivesAtWorldSizeOne = value;
     }
 
     /** Launches buckets in index order so every rank issues the same collectives in the same order. */

@@ -49,19 +49,20 @@ public abstract class ProcessGroup implements AutoCloseable {
     }
 
     /**
+     * The device whose tensors this group takes: {@link Device#CPU} for Gloo, the group's GPU for
+     * NCCL ({@link ProcessGroupNccl#device()}).
+     */
+    public Device device() {
+        return Device.CPU;
+    }
+
+    /**
      * DDP's all-reduce: like {@link #allReduce(Tensor, ReduceOp)}, but the backend may skip its
      * check that all ranks pass the same op and size (the caller verified that once, e.g. DDP's
      * bucket layout at construction), and with {@code runInline} it may run the collective on the
      * calling thread when nothing else is queued, returning a completed Work. Package-private: a
      * mismatch here is not caught and may abort the process (Gloo) or hang until the timeout.
      */
-    /**
-     * The device whose tensors this group takes: {@link Device#CPU} for Gloo, the group's GPU for NCCL.
-     */
-    public Device device() {
-        return Device.CPU;
-    }
-
     Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline) {
         return allReduce(tensor, op);
     }

@@ -37,8 +37,11 @@ public abstract class Work {
     Work() {}
 
     /**
-     * Blocks until the collective finishes. Mirrors {@code Work.wait()}. The wait is bounded by the
-     * group's timeout, which the collective itself honours.
+     * Waits for the collective. Mirrors {@code Work.wait()}. Gloo: blocks until it has finished.
+     * NCCL: as PyTorch's, orders the device's compute stream after the collective and returns
+     * without blocking the host (kernels queued afterwards see the result; reading the values on
+     * the host, e.g. {@code toFloatArray()}, synchronises); a barrier's await blocks the host.
+     * Either way the wait is bounded by the group's timeout, which the collective itself honours.
      *
      * @throws DistributedTimeoutException if the collective timed out (the message names the op,
      *     its element count and the timeout)
@@ -48,8 +51,8 @@ public abstract class Work {
     public abstract void await();
 
     /**
-     * Blocks until the collective finishes or {@code timeout} passes. Mirrors
-     * {@code Work.wait(timeout)}.
+     * Blocks the calling thread until the collective has finished (for NCCL: on the GPU) or
+     * {@code timeout} passes. Mirrors {@code Work.wait(timeout)}.
      *
      * @param timeout how long to wait; zero or negative waits without limit
      * @throws DistributedTimeoutException if the collective has not finished within {@code timeout}
@@ -57,6 +60,19 @@ public abstract class Work {
      * @throws DistributedException if the collective failed, as for {@link #await()}
      */
     public abstract void await(Duration timeout);
+
+    /**
+     * Blocks the calling thread until the collective has finished, for NCCL on the GPU (the host
+     * waits, unlike {@link #await()}). For Gloo the same as {@link #await()}. Bounded by the
+     * group's timeout.
+     *
+     * @throws DistributedTimeoutException if the collective timed out (naming the op, its size and
+     *     the timeout)
+     * @throws DistributedException if it failed, as for {@link #await()}
+     */
+    public void awaitBlocking() {
+        await(Duration.ZERO);
+    }
 
     /**
      * Whether the collective has finished, successfully or not; never blocks. Mirrors

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import org.ddp4j.cuda.Cuda;
 import org.ddp4j.data.Batch;
 import org.ddp4j.data.DataLoader;
 import org.ddp4j.data.MnistDataset;
@@ -12,10 +13,12 @@ import org.ddp4j.distributed.DistributedDataParallel;
 import org.ddp4j.distributed.DistributedSampler;
 import org.ddp4j.nn.CrossEntropyLoss;
 import org.ddp4j.optim.SGD;
+import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -52,8 +55,11 @@ public final class ConvNetDemo implements Callable<Integer> {
     int testBatchSize = 100;
 
     @Option(names = "--report-allocations",
-            description = "Append allocations_per_step=A to the summary line: native system allocations per training step after the second.")
+            description = "Append allocations_per_step=A to the summary line: system allocations (malloc on the CPU, cudaMalloc on a GPU) per training step after the second.")
     boolean reportAllocations;
+
+    @Mixin
+    DeviceOption deviceOption = new DeviceOption();
 
     public static void main(String[] args) {
         System.exit(DemoCommandLine.execute(new ConvNetDemo(), args));
@@ -61,14 +67,18 @@ public final class ConvNetDemo implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        Distributed.initProcessGroup("gloo");
+        Device device = deviceOption.resolve(System.getenv());
+        Distributed.initProcessGroup(DeviceOption.backendFor(device));
         int rank = Distributed.getRank();
         int world = Distributed.getWorldSize();
+        if (device.isCuda()) {
+            System.out.println("| rank " + rank + " trains on " + DeviceOption.describe(device, System.getenv()));
+        }
 
         MnistDataset train = new MnistDataset(data, true, limit);
         DistributedSampler sampler = new DistributedSampler(train.size(), world, rank, true, seed, false);
         DataLoader loader = new DataLoader(train, batchSize, sampler, false);
-        DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, new Generator(seed)));
+        DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, new Generator(seed)).to(device));
         CrossEntropyLoss criterion = new CrossEntropyLoss();
         SGD optimizer = new SGD(model.parameters(), lr, momentum, 0, 0, false);
 
@@ -82,14 +92,14 @@ public final class ConvNetDemo implements Callable<Integer> {
             int i = 0;
             for (Batch batch : loader) {
                 try (batch; var scope = Tensors.scope()) {
-                    Tensor loss = criterion.forward(model.forward(batch.inputs()), batch.labels());
+                    Tensor loss = criterion.forward(model.forward(batch.inputs().to(device)), batch.labels().to(device));
                     optimizer.zeroGrad();
                     loss.backward();
                     optimizer.step();
                     i++;
                     steps++;
                     if (steps == 2) {
-                        allocationsAfterStep2 = Tensors.nativeAllocationCount();
+                        allocationsAfterStep2 = allocationCount(device);
                     }
                     if (i % 100 == 0 || i == totalSteps) {
                         lastLoss = loss.item();
@@ -109,7 +119,7 @@ public final class ConvNetDemo implements Callable<Integer> {
         if (reportAllocations) {
             // steps 3..N: the first two fill the allocator's cache (and DDP's buckets)
             long counted = allocationsAfterStep2 < 0 ? 0 : steps - 2;
-            double perStep = counted == 0 ? 0 : (double) (Tensors.nativeAllocationCount() - allocationsAfterStep2) / counted;
+            double perStep = counted == 0 ? 0 : (double) (allocationCount(device) - allocationsAfterStep2) / counted;
             summary += String.format(Locale.ROOT, " allocations_per_step=%.2f", perStep);
         }
         System.out.println(summary);
@@ -117,7 +127,7 @@ public final class ConvNetDemo implements Callable<Integer> {
             if (testBatchSize != batchSize) {
                 Tensors.emptyCache(); // the cached training blocks do not fit evaluation's shapes
             }
-            double accuracy = testAccuracy(model, new MnistDataset(data, false), testBatchSize);
+            double accuracy = testAccuracy(model, new MnistDataset(data, false), testBatchSize, device);
             System.out.printf(Locale.ROOT, "Test accuracy of the model on the 10000 test images: %.2f %%%n", accuracy * 100);
             System.out.printf(Locale.ROOT, "summary test_accuracy=%.4f%n", accuracy);
         }
@@ -125,14 +135,19 @@ public final class ConvNetDemo implements Callable<Integer> {
         return 0;
     }
 
+    /** System allocations so far on the training device: malloc on the CPU, cudaMalloc on a GPU. */
+    private static long allocationCount(Device device) {
+        return device.isCuda() ? Cuda.allocationCount() : Tensors.nativeAllocationCount();
+    }
+
     /** Fraction of test images whose argmax logit is the label, in eval mode. */
-    static double testAccuracy(DistributedDataParallel model, MnistDataset test, int batchSize) {
+    static double testAccuracy(DistributedDataParallel model, MnistDataset test, int batchSize, Device device) {
         model.module().eval();
         long correct = 0;
         try (var noGrad = Tensors.noGrad()) {
             for (Batch batch : new DataLoader(test, batchSize)) {
                 try (batch; var scope = Tensors.scope()) {
-                    long[] predicted = model.module().forward(batch.inputs()).argmax(1).toLongArray();
+                    long[] predicted = model.module().forward(batch.inputs().to(device)).argmax(1).toLongArray();
                     long[] labels = batch.labels().toLongArray();
                     for (int i = 0; i < labels.length; i++) {
                         correct += predicted[i] == labels[i] ? 1 : 0;

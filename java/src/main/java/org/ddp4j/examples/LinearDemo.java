@@ -11,10 +11,12 @@ import org.ddp4j.distributed.DistributedSampler;
 import org.ddp4j.nn.Linear;
 import org.ddp4j.nn.MSELoss;
 import org.ddp4j.optim.SGD;
+import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -32,6 +34,9 @@ public final class LinearDemo implements Callable<Integer> {
     @Option(names = "--lr", description = "SGD learning rate (default: ${DEFAULT-VALUE}).")
     double lr = 0.01;
 
+    @Mixin
+    DeviceOption deviceOption = new DeviceOption();
+
     public static void main(String[] args) {
         System.exit(DemoCommandLine.execute(new LinearDemo(), args));
     }
@@ -41,22 +46,26 @@ public final class LinearDemo implements Callable<Integer> {
         Map<String, String> env = System.getenv();
         String addr = env.getOrDefault("MASTER_ADDR", "?");
         String port = env.getOrDefault("MASTER_PORT", "?");
-        Distributed.initProcessGroup("gloo");
+        Device device = deviceOption.resolve(env);
+        Distributed.initProcessGroup(DeviceOption.backendFor(device));
         int rank = Distributed.getRank();
         int world = Distributed.getWorldSize();
         if (rank == 0) {
             System.out.println("MASTER_ADDR=" + addr + " MASTER_PORT=" + port);
         }
-        System.out.println("| distributed init (rank " + rank + "): tcp://" + addr + ":" + port + ", cpu");
+        System.out.println("| distributed init (rank " + rank + "): tcp://" + addr + ":" + port + ", "
+                + DeviceOption.describe(device, env));
 
         Tensor data = Tensor.of(new float[] {0.1f, 0.1f, 0.2f, 0.2f, 0.3f, 0.3f, 0.4f, 0.4f}, 4, 2).keep();
         Tensor labels = Tensor.of(new Generator(1000 + rank).normal(2), 1, 2).keep();
+        Tensor deviceLabels = labels.to(device).keep();
         System.out.println("data: " + data);
         System.out.println("labels: " + labels);
 
         DistributedSampler sampler = new DistributedSampler(4, world, rank, false, 0, false);
         DataLoader loader = new DataLoader(new TensorDataset(data), 1, sampler, false);
         Linear linear = new Linear(2, 2, true, new Generator(rank));
+        linear.to(device);
         System.out.println("parameters before DDP: " + linear.namedParameters());
         DistributedDataParallel model = new DistributedDataParallel(linear);
         System.out.println("parameters after DDP: " + model.namedParameters());
@@ -75,7 +84,7 @@ public final class LinearDemo implements Callable<Integer> {
                         System.out.println("rank " + rank + " batch " + batchIndex + ": " + batch.inputs());
                     }
                     optimizer.zeroGrad();
-                    Tensor loss = lossFn.forward(model.forward(batch.inputs()), labels);
+                    Tensor loss = lossFn.forward(model.forward(batch.inputs().to(device)), deviceLabels);
                     loss.backward();
                     optimizer.step();
                     if (epoch == epochs - 1) {

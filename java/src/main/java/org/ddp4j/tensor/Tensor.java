@@ -268,7 +268,7 @@ public final class Tensor implements AutoCloseable {
         return this;
     }
 
-    /** Copies src's values into this tensor (same dtype and numel; no autograd). Mirrors {@code Tensor.copy_}. */
+    /** Copies src's values into this tensor (same dtype and numel, any devices; no autograd). Mirrors {@code Tensor.copy_}. */
     public Tensor copyFrom(Tensor src) {
         TensorNatives.copyInto(src.nativeHandle(), nativeHandle());
         return this;

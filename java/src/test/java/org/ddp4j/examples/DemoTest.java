@@ -32,7 +32,7 @@ class DemoTest {
     @Test
     void linearDemoTrainsIdenticalReplicas() throws Exception {
         List<String> out = launch("--nproc-per-node", "2", "--master-port", Integer.toString(LauncherProcess.freePort()),
-                "org.ddp4j.examples.LinearDemo", "--epochs", "3");
+                "org.ddp4j.examples.LinearDemo", "--epochs", "3", "--device", "cpu");
         List<Matcher> s = summaries(out);
         assertEquals(2, s.size(), String.join("\n", out));
         for (Matcher m : s) {
@@ -72,7 +72,7 @@ class DemoTest {
     void convNetDemoLearnsFashionMnist() throws Exception {
         assumeTrue(Files.isDirectory(MnistDataset.DEFAULT_DIR), "dataset-fashion-mnist is not installed");
         List<String> out = launch("--nproc-per-node", "2", "--master-port", Integer.toString(LauncherProcess.freePort()),
-                "org.ddp4j.examples.ConvNetDemo", "--limit", "2000", "--epochs", "2");
+                "org.ddp4j.examples.ConvNetDemo", "--limit", "2000", "--epochs", "2", "--device", "cpu");
         List<Matcher> s = summaries(out);
         assertEquals(2, s.size(), String.join("\n", out));
         for (Matcher m : s) {

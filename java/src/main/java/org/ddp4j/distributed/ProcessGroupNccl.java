@@ -1,0 +1,361 @@
+package org.ddp4j.distributed;
+
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.WeakHashMap;
+import org.ddp4j.cuda.Cuda;
+import org.ddp4j.internal.NcclNatives;
+import org.ddp4j.tensor.Device;
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * The GPU backend: collectives over NCCL on one GPU per rank. Mirrors
+ * {@code torch.distributed.ProcessGroupNCCL}.
+ *
+ * <p>NCCL is opened at run time: {@code DDP4J_NCCL_LIBRARY} (a path) or {@code libnccl.so.2} from
+ * the library path; it comes from the Python package {@code nvidia-nccl-cu13} or Debian's
+ * {@code libnccl2}. Version 2.14 or newer is needed.
+ *
+ * <p>The constructor is the rendezvous: every rank publishes its host and GPU (UUID, PCI bus id)
+ * through the store, and fails if two ranks share a GPU (naming both ranks and the device); rank
+ * 0 creates NCCL's unique id and sets it in the store, the others read it; then every rank joins
+ * the communicator. Keys live under {@code ddp4j/nccl/<n>/}, where n counts the NCCL groups this
+ * rank created on that store, so several groups on one store stay apart (every rank must create
+ * them in the same order, as in PyTorch).
+ *
+ * <p>Collectives run on the device's communication stream, after the work already queued on its
+ * compute stream; {@link Work#await()} makes the compute stream wait for them without blocking
+ * the host, {@link Work#awaitBlocking()} blocks. Tensors must be on {@link #device()} (float32 or
+ * int64); a tensor elsewhere gives {@link IllegalArgumentException} at the call. A watchdog
+ * thread aborts the communicator on an NCCL error or when a collective exceeds the timeout: that
+ * collective's Work throws {@link DistributedTimeoutException} naming the op, its size and the
+ * timeout, the other pending ones {@link DistributedException}, and so does every later call.
+ * Close the group and create a new one then.
+ */
+public final class ProcessGroupNccl extends ProcessGroup {
+    /** PyTorch's default process-group timeout: 30 minutes. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(30);
+
+    /** NCCL groups created per store and rank, for key prefixes (see the class comment). */
+    private static final Map<Store, Map<Integer, Integer>> GROUPS_PER_STORE = new WeakHashMap<>();
+
+    private final int rank;
+    private final int size;
+    private final Duration timeout;
+    private final Device device;
+    private final AutoCloseable resources;
+    private long handle;
+
+    /**
+     * Joins the group of {@code size} ranks that rendezvous through {@code store}, on the GPU
+     * {@code device}. Blocks until every rank has joined.
+     *
+     * @param store the rendezvous store shared by all ranks (a {@link TcpStore}; a
+     *     {@link HashStore} for ranks that are threads of one JVM)
+     * @param rank this rank, in {@code [0, size)}
+     * @param size the number of ranks, at least 1
+     * @param timeout how long to wait for the other ranks, and for each collective
+     * @param device this rank's GPU, e.g. {@code Cuda.localDevice(System.getenv())}; one GPU per rank
+     * @throws IllegalStateException without a GPU ("no CUDA device: ..."), without the CUDA library,
+     *     or without a usable NCCL (the message names DDP4J_NCCL_LIBRARY and where NCCL comes from)
+     * @throws IllegalArgumentException for a bad rank, size, timeout or a device that is not a visible GPU
+     * @throws DistributedException if two ranks use the same GPU, or the communicator cannot be created
+     * @throws DistributedTimeoutException if not every rank joined within {@code timeout}
+     */
+    public ProcessGroupNccl(Store store, int rank, int size, Duration timeout, Device device) {
+        this(store, rank, size, timeout, device, null);
+    }
+
+    /** {@code resources} (stores that {@link Distributed} opened for this group) are closed with the group. */
+    ProcessGroupNccl(Store store, int rank, int size, Duration timeout, Device device, AutoCloseable resources) {
+        Objects.requireNonNull(store, "store");
+        Objects.requireNonNull(timeout, "timeout");
+        Objects.requireNonNull(device, "device");
+        if (size < 1) {
+            throw new IllegalArgumentException("world size must be at least 1, got " + size);
+        }
+        if (rank < 0 || rank >= size) {
+            throw new IllegalArgumentException("rank must be in [0, " + size + "), got " + rank);
+        }
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("timeout must be positive, got " + timeout);
+        }
+        if (!device.isCuda()) {
+            throw new IllegalArgumentException("the nccl backend needs a CUDA device, got " + device
+                    + "; use the gloo backend for CPU tensors");
+        }
+        this.rank = rank;
+        this.size = size;
+        this.timeout = timeout;
+        this.device = device;
+        this.resources = resources;
+        Cuda.checkDevice(device); // loads the CUDA library; "no CUDA device" without a GPU
+        NcclNatives.version(); // opens NCCL here, so that a missing NCCL fails on every rank at once
+
+        String prefix = "ddp4j/nccl/" + nextGroupNumber(store, rank) + "/";
+        DeviceIdentity mine = new DeviceIdentity(hostname(), Cuda.deviceUuid(device),
+                NcclNatives.pciBusId(device.index()), device.toString());
+        store.set(prefix + "device/" + rank, mine.encode());
+        List<String> keys = new ArrayList<>();
+        for (int r = 0; r < size; r++) {
+            keys.add(prefix + "device/" + r);
+        }
+        store.waitFor(keys, timeout);
+        List<DeviceIdentity> all = new ArrayList<>();
+        for (String key : keys) {
+            all.add(DeviceIdentity.decode(store.get(key)));
+        }
+        String shared = sharedDeviceError(all);
+        if (shared != null) {
+            throw new DistributedException(shared);
+        }
+
+        byte[] id;
+        if (rank == 0) {
+            id = NcclNatives.uniqueId();
+            store.set(prefix + "id", id);
+        } else {
+            store.waitFor(List.of(prefix + "id"), timeout);
+            id = store.get(prefix + "id");
+        }
+        this.handle = NcclNatives.create(id, rank, size, device.index(), millis(timeout));
+    }
+
+    private static int nextGroupNumber(Store store, int rank) {
+        synchronized (GROUPS_PER_STORE) {
+            Map<Integer, Integer> perRank = GROUPS_PER_STORE.computeIfAbsent(store, s -> new HashMap<>());
+            int n = perRank.getOrDefault(rank, 0);
+            perRank.put(rank, n + 1);
+            return n;
+        }
+    }
+
+    private static String hostname() {
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (Exception e) {
+            String env = System.getenv("HOSTNAME");
+            return env != null ? env : "unknown-host";
+        }
+    }
+
+    /** One rank's GPU as published through the store at init. */
+    record DeviceIdentity(String host, String uuid, String pciBusId, String device) {
+        byte[] encode() {
+            return String.join("\t", host, uuid, pciBusId, device).getBytes(StandardCharsets.UTF_8);
+        }
+
+        static DeviceIdentity decode(byte[] bytes) {
+            String[] f = new String(bytes, StandardCharsets.UTF_8).split("\t", -1);
+            if (f.length != 4) {
+                throw new DistributedException("malformed NCCL device record in the store: "
+                        + new String(bytes, StandardCharsets.UTF_8));
+            }
+            return new DeviceIdentity(f[0], f[1], f[2], f[3]);
+        }
+
+        /** What identifies the physical GPU: its UUID (unique across machines), else host and PCI bus id. */
+        String key() {
+            return uuid.isEmpty() ? "pci:" + host + "/" + pciBusId : "uuid:" + uuid;
+        }
+
+        String describe() {
+            return device + " on " + host + " (" + (uuid.isEmpty() ? "" : uuid + ", ") + "PCI " + pciBusId + ")";
+        }
+    }
+
+    /**
+     * Finds two ranks on the same GPU, which NCCL does not support (its init fails or hangs).
+     *
+     * @param byRank each rank's GPU, indexed by rank
+     * @return null when every rank has its own GPU, else a message naming the first two ranks that
+     *     share one, the device, and how to fix it
+     */
+    static String sharedDeviceError(List<DeviceIdentity> byRank) {
+        Map<String, Integer> firstRank = new HashMap<>();
+        for (int r = 0; r < byRank.size(); r++) {
+            DeviceIdentity d = byRank.get(r);
+            Integer other = firstRank.putIfAbsent(d.key(), r);
+            if (other != null) {
+                DeviceIdentity o = byRank.get(other);
+                return "ranks " + other + " and " + r + " both use the same GPU: rank " + other + " has "
+                        + o.describe() + ", rank " + r + " has " + d.describe() + ". NCCL needs one GPU per rank:"
+                        + " start at most as many processes per node as GPUs (the launcher gives local rank r"
+                        + " cuda:r), and check LOCAL_RANK and CUDA_VISIBLE_DEVICES";
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Checks, before any native call, that {@code t} is on the group's GPU.
+     *
+     * @throws IllegalArgumentException naming the tensor's device and the group's, and saying to
+     *     call {@code tensor.to(device)}
+     */
+    static void checkOnDevice(String op, String what, Tensor t, Device groupDevice) {
+        Objects.requireNonNull(t, what);
+        Device d = t.device();
+        if (!d.equals(groupDevice)) {
+            throw new IllegalArgumentException(op + ": the nccl process group works on " + groupDevice
+                    + " tensors, but the " + what + " is on " + d + " (" + t.describe() + "); call tensor.to("
+                    + (groupDevice.isCuda() ? "Device.cuda(" + groupDevice.index() + ")" : groupDevice.toString())
+                    + ") first");
+        }
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    /** {@code "nccl"}. */
+    @Override
+    public String backend() {
+        return "nccl";
+    }
+
+    /** This rank's GPU: the device every tensor passed to this group must be on. */
+    @Override
+    public Device device() {
+        return device;
+    }
+
+    /** The rendezvous and per-collective timeout. */
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** NCCL's version, e.g. "2.28.5" (a process-wide library: the same for every group). */
+    public static String ncclVersion() {
+        Cuda.ensureLoaded();
+        int code = NcclNatives.version();
+        return code >= 10000 ? (code / 10000) + "." + (code % 10000) / 100 + "." + code % 100
+                : (code / 1000) + "." + (code % 1000) / 100 + "." + code % 100;
+    }
+
+    /** Whether {@link #close()} has been called. */
+    public synchronized boolean isClosed() {
+        return handle == 0;
+    }
+
+    private long handle(String op) {
+        if (handle == 0) {
+            throw new IllegalStateException(op + ": the process group (nccl, rank " + rank + " of " + size
+                    + ") is closed");
+        }
+        return handle;
+    }
+
+    /**
+     * {@inheritDoc} Runs {@code ncclAllReduce} in place; AVG is {@code ncclAvg} (float32 only).
+     *
+     * @throws IllegalArgumentException if the tensor is not on {@link #device()}
+     */
+    @Override
+    public synchronized Work allReduce(Tensor tensor, ReduceOp op) {
+        Objects.requireNonNull(op, "op");
+        checkOnDevice("allReduce", "tensor", tensor, device);
+        return new NcclWork(NcclNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()));
+    }
+
+    /**
+     * {@inheritDoc} Runs {@code ncclBroadcast} in place.
+     *
+     * @throws IllegalArgumentException if the tensor is not on {@link #device()}
+     */
+    @Override
+    public synchronized Work broadcast(Tensor tensor, int src) {
+        checkOnDevice("broadcast", "tensor", tensor, device);
+        return new NcclWork(NcclNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src));
+    }
+
+    /**
+     * {@inheritDoc} NCCL gathers into a temporary on the device, copied into the outputs on the
+     * communication stream.
+     *
+     * @throws IllegalArgumentException if a tensor is not on {@link #device()}
+     */
+    @Override
+    public synchronized Work allGather(List<Tensor> outputs, Tensor input) {
+        Objects.requireNonNull(outputs, "outputs");
+        checkOnDevice("allGather", "input", input, device);
+        long[] handles = new long[outputs.size()];
+        for (int i = 0; i < handles.length; i++) {
+            Tensor out = Objects.requireNonNull(outputs.get(i), "outputs[" + i + "]");
+            checkOnDevice("allGather", "output " + i, out, device);
+            handles[i] = out.nativeHandle();
+        }
+        return new NcclWork(NcclNatives.allGatherList(handle("allGather"), handles, input.nativeHandle()));
+    }
+
+    /**
+     * {@inheritDoc} Runs {@code ncclAllGather}.
+     *
+     * @throws IllegalArgumentException if a tensor is not on {@link #device()}
+     */
+    @Override
+    public synchronized Work allGatherIntoTensor(Tensor output, Tensor input) {
+        checkOnDevice("allGatherIntoTensor", "output", output, device);
+        checkOnDevice("allGatherIntoTensor", "input", input, device);
+        return new NcclWork(NcclNatives.allGather(handle("allGatherIntoTensor"), output.nativeHandle(),
+                input.nativeHandle()));
+    }
+
+    /**
+     * {@inheritDoc} A one-element all-reduce; {@link Work#await()} on it blocks the host until
+     * every rank has reached the barrier, as PyTorch's NCCL barrier does.
+     */
+    @Override
+    public synchronized Work barrier() {
+        return new NcclWork(NcclNatives.barrier(handle("barrier")));
+    }
+
+    /**
+     * Waits for pending collectives (at most the timeout), then destroys the communicator, or
+     * aborts it when the group failed. Idempotent. Mirrors {@code destroy_process_group(group)}.
+     */
+    @Override
+    public synchronized void close() {
+        if (handle == 0) {
+            return;
+        }
+        long h = handle;
+        handle = 0;
+        try {
+            NcclNatives.destroy(h);
+        } finally {
+            if (resources != null) {
+                try {
+                    resources.close();
+                } catch (Exception ignored) {
+                    // the group is gone either way
+                }
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ProcessGroupNccl(rank " + rank + " of " + size + ", " + device + (isClosed() ? ", closed" : "") + ")";
+    }
+
+    private static long millis(Duration d) {
+        try {
+            return Math.max(1, d.toMillis());
+        } catch (ArithmeticException overflow) {
+            return Long.MAX_VALUE;
+        }
+    }
+}

@@ -1,0 +1,206 @@
+// nccl_process_group.h: the GPU backend. One NCCL communicator per group, created non-blocking
+// so that no NCCL call can hang the host; collectives run on the device's communication stream,
+// ordered after the compute stream by events; a watchdog thread per group completes works,
+// detects asynchronous NCCL errors and timeouts, and then aborts the communicator.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda/nccl/nccl_loader.h"
+#include "ddp4j/process_group.h"
+
+namespace ddp4j {
+
+/** How long an NcclProcessGroup waits. */
+struct NcclOptions {
+  /**
+   * Communicator creation (every rank must join within it) and each collective (from its call
+   * until it has finished on the GPU). Past it the communicator is aborted.
+   */
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  /** How often the watchdog looks at pending collectives (end events, ncclCommGetAsyncError). */
+  std::chrono::milliseconds watchdog_interval = std::chrono::milliseconds(1);
+};
+
+/** What the group and its works share: whether the communicator was aborted, and why. */
+struct NcclAbortState {
+  std::atomic<bool> aborted{false};
+  std::mutex mutex;
+  std::string reason;  // guarded by mutex
+};
+
+/**
+ * The Work of one NCCL collective. The collective is queued on the communication stream between
+ * a start event (which waits for the compute stream) and an end event. Completion on the GPU is
+ * seen by querying the end event (cudaEventQuery), by the group's watchdog or by a blocking
+ * waiter. The tensors stay referenced until the end event has completed, even when the work
+ * failed or timed out (NCCL may still write them), so the caching allocator cannot reuse their
+ * memory early.
+ */
+class NcclWork : public Work {
+ public:
+  NcclWork(std::string description, int device, cudaEvent_t end, std::vector<Tensor> tensors, bool blocking_sync,
+           std::shared_ptr<NcclAbortState> abort_state);
+  ~NcclWork() override;
+
+  /**
+   * Mirrors PyTorch's work.wait() for NCCL: makes the device's compute stream wait for the end
+   * event (cudaStreamWaitEvent), so kernels queued after this call see the result; the host does
+   * not block. Barriers (blocking_sync) wait on the host instead, as PyTorch's barrier does.
+   * Throws the collective's error if it has already failed (Error Distributed or Timeout).
+   */
+  void synchronize();
+
+  /**
+   * Blocks the host until the collective has finished on the GPU, then throws its error if it
+   * failed. `timeout` <= 0 waits without a limit of its own (the group's watchdog still bounds the
+   * collective by the group's timeout). Throws Error(Timeout) naming the op if it is still running
+   * after `timeout` (it keeps running). Polls the end event with a short back-off; never hangs on
+   * a dead peer, because the watchdog aborts the communicator.
+   */
+  void wait_blocking(std::chrono::milliseconds timeout);
+
+  /**
+   * Queries the end event: true once the collective has finished on the GPU (its tensors are then
+   * released). Never blocks. A CUDA error from the query counts as finished, and is reported.
+   */
+  bool poll_gpu();
+
+  /**
+   * Whether the work has finished, without blocking: completes it here when the end event has
+   * completed (rather than waiting for the watchdog's next round). Mirrors work.is_completed().
+   */
+  bool query();
+
+  /** Whether poll_gpu has seen the end event complete. */
+  bool gpu_done() const { return gpu_done_.load(); }
+
+  int device() const { return device_; }
+
+ private:
+  const int device_;
+  cudaEvent_t end_;
+  const bool blocking_sync_;
+  std::shared_ptr<NcclAbortState> abort_state_;
+  std::mutex tensors_mutex_;
+  std::vector<Tensor> tensors_;  // released once the end event has completed
+  std::atomic<bool> gpu_done_{false};
+  std::exception_ptr gpu_error_;  // a CUDA error seen by poll_gpu (guarded by tensors_mutex_)
+
+  void complete_from_gpu();
+};
+
+/**
+ * A ProcessGroup over NCCL for CUDA tensors (float32, int64) on one device per rank.
+ * Mirrors torch.distributed's ProcessGroupNCCL.
+ *
+ * Construction joins the communicator described by `unique_id` (rank 0 creates it with
+ * create_unique_id(); the Java layer passes it through the store). It is created non-blocking
+ * (ncclConfig_t blocking = 0) and polled with ncclCommGetAsyncError until ready; past the
+ * timeout it is aborted and Error(Timeout) names the ranks' count and the device.
+ *
+ * Every collective validates its tensors (on this group's device, dtype, sizes: Error
+ * InvalidArgument), records an event on the compute stream, makes the communication stream wait
+ * for it, queues the NCCL call there, polls until NCCL has enqueued it, and records the end
+ * event. Errors: on an asynchronous NCCL error or a collective older than the timeout, the
+ * watchdog aborts the communicator (ncclCommAbort); every pending work then fails (Timeout for
+ * the one that timed out, naming op, elements, dtype, bytes and the timeout; Distributed for the
+ * others) and every later call throws Error(Distributed) saying why.
+ */
+class NcclProcessGroup : public ProcessGroup {
+ public:
+  /** Creates an id with ncclGetUniqueId (rank 0, once per group). Needs NCCL, not a GPU. */
+  static nccl::UniqueId create_unique_id();
+
+  /**
+   * Joins the communicator of `size` ranks named by `unique_id` as `rank`, on CUDA device
+   * `device`. Blocks until every rank has joined or the timeout passes. Throws Error(IllegalState)
+   * without NCCL or a GPU, Error(InvalidArgument) for a bad rank, size or device, Error(Timeout)
+   * or Error(Distributed) when the communicator cannot be created.
+   */
+  NcclProcessGroup(const nccl::UniqueId& unique_id, int rank, int size, int device, NcclOptions options = {});
+  /**
+   * Waits (at most the timeout) for pending collectives, then finalizes and destroys the
+   * communicator; aborts it instead when that does not finish in time or the group failed.
+   */
+  ~NcclProcessGroup() override;
+
+  std::string backend() const override { return "nccl"; }
+  int device() const { return device_; }
+  const NcclOptions& options() const { return options_; }
+  /** The loaded NCCL's version code, e.g. 22805. */
+  int nccl_version() const { return api_.version; }
+  /** Whether the communicator was aborted (after which every call fails). */
+  bool aborted() const { return abort_state_->aborted.load(); }
+
+  /** In-place all-reduce; AVG is ncclAvg (float32 only, like the Gloo backend). */
+  std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op) override;
+  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root) override;
+  std::shared_ptr<Work> allgather(const Tensor& output, const Tensor& input) override;
+  /** Gathers into a flat temporary on the device, then copies each block out on the communication stream. */
+  std::shared_ptr<Work> allgather(const std::vector<Tensor>& outputs, const Tensor& input) override;
+  /** A one-element all-reduce; synchronize() on its Work blocks the host, as PyTorch's barrier does. */
+  std::shared_ptr<Work> barrier() override;
+
+  /**
+   * Aborts the communicator now (ncclCommAbort): pending works fail with Error(Distributed)
+   * naming `reason`, later calls throw it. Idempotent; the first reason wins. The watchdog calls
+   * this (through abort_impl) on an asynchronous NCCL error or a timeout.
+   */
+  void abort(ErrorKind kind, const std::string& reason);
+
+ private:
+  struct Pending {
+    std::shared_ptr<NcclWork> work;
+    std::chrono::steady_clock::time_point enqueued;
+  };
+
+  std::shared_ptr<Work> launch(std::string description, std::vector<Tensor> tensors, bool blocking_sync,
+                               const std::function<nccl::Result(cudaStream_t)>& issue,
+                               const std::function<void(cudaStream_t)>& after = nullptr);
+  /** Polls ncclCommGetAsyncError while it reports ncclInProgress; `what` names the call for messages. */
+  nccl::Result wait_ready(nccl::Result first, const std::string& what, std::chrono::milliseconds limit);
+  void check_tensor(const char* op, const char* what, const Tensor& t) const;
+  void throw_if_aborted(const std::string& description) const;
+  std::string nccl_error(nccl::Result r) const;
+  std::string where() const;  // "rank 0 of 2 on cuda:0"
+  void watchdog_loop();
+  /** abort(); `culprit` (may be null) fails with kind and reason itself, the others with Distributed. */
+  void abort_impl(ErrorKind kind, const std::string& reason, const NcclWork* culprit);
+  void fail_pending(ErrorKind kind, const std::string& reason, const NcclWork* culprit);
+
+  const nccl::Api api_;
+  const int device_;
+  const NcclOptions options_;
+  nccl::Comm comm_ = nullptr;
+  cudaStream_t compute_ = nullptr;
+  cudaStream_t comm_stream_ = nullptr;
+  float* barrier_buffer_ = nullptr;  // one float on the device, all-reduced by barrier()
+  std::shared_ptr<NcclAbortState> abort_state_ = std::make_shared<NcclAbortState>();
+
+  // comm_mutex_ serialises every call on comm_ (enqueue + its polling, async-error queries, abort).
+  std::mutex comm_mutex_;
+  std::atomic<bool> abort_requested_{false};  // makes an enqueue's polling give up at once
+
+  std::mutex mutex_;  // guards pending_, draining_, stopping_
+  std::condition_variable cv_;
+  std::deque<Pending> pending_;                    // issue order
+  std::vector<std::shared_ptr<NcclWork>> draining_;  // failed, but the GPU may still use their tensors
+  bool stopping_ = false;
+  std::thread watchdog_;
+};
+
+/** The device's PCI bus id ("0000:3b:00.0"): with the UUID (Cuda.deviceUuid), how ranks tell whether they share a GPU. */
+std::string cuda_pci_bus_id(int device);
+
+}  // namespace ddp4j

@@ -1,0 +1,447 @@
+// Every CUDA kernel against the CPU kernel of the same op: random inputs built on the host, the op
+// run through ddp4j::ops on the CPU and, on copies moved to cuda:0 with ops::to_device, on the GPU;
+// results brought back must agree to a norm-wise relative error max|gpu - cpu| / max|cpu| of 1e-5
+// (int64 results exactly). Shapes include odd sizes that are not multiples of the GEMM tiles,
+// strided and padded convolutions and pools, and every SGD variant. A bad cross-entropy target
+// on the GPU must surface as InvalidArgument at the next synchronisation.
+// Plain C++: CUDA is reached only through libddp4j_cuda (its cudart is linked statically there).
+// Without a GPU it prints "SKIPPED: <reason>" and exits 77 (ctest reports it as skipped).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_context.h"
+#include "ddp4j/ops.h"
+#include "test_util.h"
+
+using namespace ddp4j;
+
+namespace {
+
+const Device kGpu{DeviceType::CUDA, 0};
+const Device kCpu{DeviceType::CPU, 0};
+constexpr double kTol = 1e-5;
+
+std::mt19937 rng(12345);
+
+Tensor uniform(const Shape& shape, float lo = -1.f, float hi = 1.f) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  Tensor t = Tensor::empty(shape, DType::Float32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+/** Small integers as floats: many ties (argmax, max pool must pick the first maximum). */
+Tensor integers(const Shape& shape, int lo, int hi) {
+  std::uniform_int_distribution<int> u(lo, hi);
+  Tensor t = Tensor::empty(shape, DType::Float32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(u(rng));
+  return t;
+}
+
+Tensor labels(int64_t n, int64_t classes) {
+  std::uniform_int_distribution<int64_t> u(0, classes - 1);
+  Tensor t = Tensor::empty({n}, DType::Int64);
+  for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = u(rng);
+  return t;
+}
+
+Tensor scalar(float v) {
+  Tensor t = Tensor::empty({}, DType::Float32);
+  *t.data<float>() = v;
+  return t;
+}
+
+Tensor gpu(const Tensor& t) { return ops::to_device(t, kGpu); }
+Tensor host(const Tensor& t) { return ops::to_device(t, kCpu); }
+/** An independent copy on the host (ops that update in place must not share the CPU input). */
+Tensor clone(const Tensor& t) {
+  Tensor c = Tensor::empty(t.shape(), t.dtype());
+  ops::copy_(t, c);
+  return c;
+}
+
+/**
+ * Compares a GPU result (any device; brought back) with the CPU reference and prints one line.
+ * float32: norm-wise relative error <= tol; int64: equal.
+ */
+void compare(const std::string& name, const Tensor& cpu_ref, const Tensor& gpu_result, double tol = kTol) {
+  Tensor got = host(gpu_result);
+  if (got.shape() != cpu_ref.shape() || got.dtype() != cpu_ref.dtype()) {
+    std::printf("FAIL %-60s shape/dtype %s vs %s\n", name.c_str(), got.describe().c_str(), cpu_ref.describe().c_str());
+    ++test::failure_count();
+    return;
+  }
+  if (cpu_ref.dtype() == DType::Int64) {
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      if (got.data<int64_t>()[i] != cpu_ref.data<int64_t>()[i]) {
+        if (first < 0) first = i;
+        ++bad;
+      }
+    }
+    if (bad == 0) {
+      std::printf("ok   %-60s exact (%lld values)\n", name.c_str(), static_cast<long long>(got.numel()));
+    } else {
+      std::printf("FAIL %-60s %lld of %lld differ; first at %lld: %lld vs %lld\n", name.c_str(),
+                  static_cast<long long>(bad), static_cast<long long>(got.numel()), static_cast<long long>(first),
+                  static_cast<long long>(got.data<int64_t>()[first]),
+                  static_cast<long long>(cpu_ref.data<int64_t>()[first]));
+      ++test::failure_count();
+    }
+    return;
+  }
+  double max_diff = 0, max_ref = 0;
+  int64_t worst = 0;
+  bool nan = false;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double a = got.data<float>()[i], b = cpu_ref.data<float>()[i];
+    if (std::isnan(a) != std::isnan(b)) nan = true;
+    if (std::isnan(a) || std::isnan(b)) continue;
+    const double d = std::fabs(a - b);
+    if (d > max_diff) {
+      max_diff = d;
+      worst = i;
+    }
+    max_ref = std::max(max_ref, std::fabs(b));
+  }
+  const double rel = max_diff / std::max(max_ref, 1e-30);
+  const bool ok = !nan && rel <= tol;
+  std::printf("%s %-60s rel err %.3g (max |cpu| %.3g)", ok ? "ok  " : "FAIL", name.c_str(), rel, max_ref);
+  if (!ok && got.numel() > 0) {
+    std::printf("; worst at %lld: gpu %.9g cpu %.9g%s", static_cast<long long>(worst), got.data<float>()[worst],
+                cpu_ref.data<float>()[worst], nan ? "; NaN mismatch" : "");
+  }
+  std::printf("\n");
+  if (!ok) ++test::failure_count();
+}
+
+std::string shape_name(const char* op, const Shape& s) { return std::string(op) + " " + shape_str(s); }
+
+// ---- elementwise, reductions ----------------------------------------------------------------------
+
+void test_fill_copy() {
+  for (int64_t n : {1, 1001, 300007}) {
+    Tensor c = Tensor::empty({n}, DType::Float32), g = Tensor::empty({n}, DType::Float32, kGpu);
+    ops::fill_(c, 3.25);
+    ops::fill_(g, 3.25);
+    compare(shape_name("fill float32", {n}), c, g);
+    Tensor ci = Tensor::empty({n}, DType::Int64), gi = Tensor::empty({n}, DType::Int64, kGpu);
+    const double big = static_cast<double>((int64_t{1} << 40) + 3);  // needs all 64 bits
+    ops::fill_(ci, big);
+    ops::fill_(gi, big);
+    compare(shape_name("fill int64", {n}), ci, gi);
+
+    Tensor src = uniform({n});
+    Tensor dst = Tensor::empty({n}, DType::Float32, kGpu);
+    ops::copy_(gpu(src), dst);  // same-device copy: the "copy" kernel
+    compare(shape_name("copy float32", {n}), src, dst);
+    Tensor lab = labels(n, 1000);
+    Tensor dsti = Tensor::empty({n}, DType::Int64, kGpu);
+    ops::copy_(gpu(lab), dsti);
+    compare(shape_name("copy int64", {n}), lab, dsti);
+  }
+}
+
+void test_elementwise() {
+  for (int64_t n : {1, 1000, 100003}) {
+    const Shape s{n};
+    Tensor a = uniform(s), b = uniform(s);
+    Tensor ga = gpu(a), gb = gpu(b);
+    compare(shape_name("add", s), ops::add(a, b, 0.75f), ops::add(ga, gb, 0.75f));
+    compare(shape_name("mul", s), ops::mul(a, b), ops::mul(ga, gb));
+    compare(shape_name("scale", s), ops::scale(a, -1.5f), ops::scale(ga, -1.5f));
+    compare(shape_name("relu_forward", s), ops::relu_forward(a), ops::relu_forward(ga));
+    Tensor y = ops::relu_forward(a);
+    compare(shape_name("relu_backward", s), ops::relu_backward(b, y), ops::relu_backward(gb, gpu(y)));
+    // In place: out aliases a.
+    Tensor ca = clone(a);
+    ops::add_(ca, b, -2.0f);
+    ops::add_(ga, gb, -2.0f);
+    compare(shape_name("add_ (in place)", s), ca, ga);
+    ops::scale_(ca, 0.3f);
+    ops::scale_(ga, 0.3f);
+    compare(shape_name("scale_ (in place)", s), ca, ga);
+  }
+}
+
+void test_reductions() {
+  for (int64_t n : {int64_t{1}, int64_t{1000}, (int64_t{1} << 20) + 7}) {
+    Tensor a = uniform({n}, -0.5f, 1.f);
+    compare(shape_name("sum", {n}), ops::sum(a), ops::sum(gpu(a)));
+  }
+  for (Shape s : {Shape{37, 10}, Shape{5, 1000}, Shape{1, 1}, Shape{300, 33}}) {
+    Tensor x = integers(s, -3, 3);  // ties: the first maximum must win
+    compare(shape_name("argmax_rows (ties)", s), ops::argmax_rows(x), ops::argmax_rows(gpu(x)));
+    Tensor u = uniform(s);
+    compare(shape_name("argmax_rows", s), ops::argmax_rows(u), ops::argmax_rows(gpu(u)));
+  }
+}
+
+// ---- linear ---------------------------------------------------------------------------------------
+
+void test_linear() {
+  struct Case {
+    int64_t rows, in, out;
+  };
+  for (Case c : {Case{100, 1568, 10}, Case{1024, 1568, 10}, Case{7, 33, 65}, Case{130, 70, 129}, Case{1, 5, 1},
+                 Case{64, 64, 64}, Case{33, 200, 31}, Case{3, 17, 300}}) {
+    for (bool bias : {true, false}) {
+      Tensor x = uniform({c.rows, c.in}), w = uniform({c.out, c.in}), b = bias ? uniform({c.out}) : Tensor();
+      Tensor gy = uniform({c.rows, c.out});
+      const std::string tag = "linear rows=" + std::to_string(c.rows) + " in=" + std::to_string(c.in) +
+                              " out=" + std::to_string(c.out) + (bias ? " bias" : "");
+      Tensor gx_ = gpu(x), gw_ = gpu(w), gb_ = bias ? gpu(b) : Tensor(), ggy = gpu(gy);
+      compare(tag + " forward", ops::linear_forward(x, w, b), ops::linear_forward(gx_, gw_, gb_));
+      auto cg = ops::linear_backward(gy, x, w, true, bias);
+      auto gg = ops::linear_backward(ggy, gx_, gw_, true, bias);
+      compare(tag + " gx", cg[0], gg[0]);
+      compare(tag + " gw", cg[1], gg[1]);
+      if (bias) compare(tag + " gb", cg[2], gg[2]);
+    }
+  }
+}
+
+// ---- conv -----------------------------------------------------------------------------------------
+
+void test_conv() {
+  struct Case {
+    int64_t N, C, H, W, K, R, S;
+    int sh, sw, ph, pw;
+  };
+  const Case cases[] = {
+      {4, 1, 28, 28, 16, 5, 5, 1, 1, 2, 2},    // the ConvNet's first conv
+      {4, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2},   // and its second
+      {64, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2},  // several images per weight-gradient group
+      {3, 3, 7, 9, 5, 3, 3, 2, 2, 1, 1},       // stride 2, pad 1, odd sizes
+      {2, 2, 6, 5, 3, 3, 2, 3, 1, 0, 1},       // unequal strides, kernel and padding
+      {1, 4, 5, 5, 2, 5, 5, 1, 1, 0, 0},       // one output pixel
+      {2, 9, 9, 31, 48, 3, 3, 1, 1, 1, 1},
+      {2, 17, 6, 40, 9, 3, 7, 1, 1, 0, 6},     // padding wider than half the kernel
+      {1, 3, 5, 5, 20, 2, 2, 1, 1, 1, 0},
+      {1, 8, 4, 4, 9, 3, 3, 1, 1, 3, 3},
+      {2, 5, 11, 13, 7, 1, 1, 2, 3, 0, 0},     // 1x1 kernel, strided
+      {10, 32, 100, 100, 2, 5, 5, 1, 1, 2, 2}, // 8M unfolded floats per image: two chunks
+  };
+  for (const Case& c : cases) {
+    kernels::Conv2dGeometry g;
+    g.stride_h = c.sh;
+    g.stride_w = c.sw;
+    g.pad_h = c.ph;
+    g.pad_w = c.pw;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "conv x[%lld,%lld,%lld,%lld] w[%lld,%lld,%lld,%lld] s(%d,%d) p(%d,%d)",
+                  (long long)c.N, (long long)c.C, (long long)c.H, (long long)c.W, (long long)c.K, (long long)c.C,
+                  (long long)c.R, (long long)c.S, c.sh, c.sw, c.ph, c.pw);
+    const std::string tag = buf;
+    Tensor x = uniform({c.N, c.C, c.H, c.W}), w = uniform({c.K, c.C, c.R, c.S}), b = uniform({c.K});
+    Tensor gx_ = gpu(x), gw_ = gpu(w), gb_ = gpu(b);
+    Tensor y = ops::conv2d_forward(x, w, b, g);
+    compare(tag + " forward", y, ops::conv2d_forward(gx_, gw_, gb_, g));
+    compare(tag + " forward, no bias", ops::conv2d_forward(x, w, Tensor(), g),
+            ops::conv2d_forward(gx_, gw_, Tensor(), g));
+    Tensor gy = uniform(y.shape());
+    Tensor ggy = gpu(gy);
+    auto cg = ops::conv2d_backward(gy, x, w, true, true, g);
+    auto gg = ops::conv2d_backward(ggy, gx_, gw_, true, true, g);
+    compare(tag + " gx", cg[0], gg[0]);
+    compare(tag + " gw", cg[1], gg[1]);
+    compare(tag + " gb", cg[2], gg[2]);
+    auto gg2 = ops::conv2d_backward(ggy, gx_, gw_, false, false, g);  // first layer: no gx, no bias
+    CHECK(!gg2[0].defined() && !gg2[2].defined());
+    compare(tag + " gw (no gx)", cg[1], gg2[1]);
+  }
+}
+
+// ---- batch norm -----------------------------------------------------------------------------------
+
+void test_batch_norm() {
+  for (Shape s : {Shape{4, 16, 28, 28}, Shape{3, 5, 7, 3}, Shape{2, 3, 1, 1}, Shape{64, 32, 14, 14},
+                  Shape{1, 7, 50, 61}}) {
+    const int64_t C = s[1];
+    Tensor x = uniform(s, 2.f, 5.f);  // mean far from 0: the shifted sums must not cancel
+    Tensor gamma = uniform({C}, 0.5f, 1.5f), beta = uniform({C});
+    Tensor rm = uniform({C}), rv = uniform({C}, 0.5f, 2.f);
+    Tensor rm_gpu = gpu(rm), rv_gpu = gpu(rv);
+    Tensor gxx = gpu(x), ggamma = gpu(gamma), gbeta = gpu(beta);
+    const std::string tag = shape_name("batch_norm2d", s);
+    auto c = ops::batch_norm2d_forward_train(x, gamma, beta, rm, rv, 0.1, 1e-5);
+    auto g = ops::batch_norm2d_forward_train(gxx, ggamma, gbeta, rm_gpu, rv_gpu, 0.1, 1e-5);
+    compare(tag + " train y", c[0], g[0]);
+    compare(tag + " train save_mean", c[1], g[1]);
+    compare(tag + " train save_invstd", c[2], g[2]);
+    compare(tag + " running_mean", rm, rm_gpu);
+    compare(tag + " running_var", rv, rv_gpu);
+    compare(tag + " eval y", ops::batch_norm2d_forward_eval(x, gamma, beta, rm, rv, 1e-5),
+            ops::batch_norm2d_forward_eval(gxx, ggamma, gbeta, rm_gpu, rv_gpu, 1e-5));
+    Tensor gy = uniform(s);
+    auto cb = ops::batch_norm2d_backward(gy, x, gamma, c[1], c[2]);
+    auto gb = ops::batch_norm2d_backward(gpu(gy), gxx, ggamma, gpu(c[1]), gpu(c[2]));
+    compare(tag + " gx", cb[0], gb[0]);
+    compare(tag + " ggamma", cb[1], gb[1]);
+    compare(tag + " gbeta", cb[2], gb[2]);
+  }
+}
+
+// ---- max pool -------------------------------------------------------------------------------------
+
+void test_max_pool() {
+  struct Case {
+    Shape x;
+    int kh, kw, sh, sw, ph, pw;
+  };
+  const Case cases[] = {
+      {{4, 16, 28, 28}, 2, 2, 2, 2, 0, 0}, {{4, 32, 14, 14}, 2, 2, 2, 2, 0, 0}, {{2, 3, 7, 9}, 3, 3, 2, 2, 1, 1},
+      {{2, 2, 8, 8}, 3, 3, 1, 1, 1, 1},  // overlapping windows: the backward adds several times
+      {{1, 1, 5, 7}, 2, 2, 3, 3, 1, 1},  {{3, 4, 6, 6}, 4, 4, 4, 4, 2, 2}, {{2, 3, 9, 5}, 3, 2, 2, 1, 1, 0},
+  };
+  for (const Case& c : cases) {
+    kernels::Pool2dGeometry g{c.kh, c.kw, c.sh, c.sw, c.ph, c.pw};
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "max_pool2d %s k(%d,%d) s(%d,%d) p(%d,%d)", shape_str(c.x).c_str(), c.kh, c.kw,
+                  c.sh, c.sw, c.ph, c.pw);
+    for (bool ties : {false, true}) {
+      const std::string tag = std::string(buf) + (ties ? " ties" : "");
+      Tensor x = ties ? integers(c.x, -2, 2) : uniform(c.x);
+      auto cf = ops::max_pool2d_forward(x, g);
+      auto gf = ops::max_pool2d_forward(gpu(x), g);
+      compare(tag + " y", cf[0], gf[0]);
+      compare(tag + " indices", cf[1], gf[1]);
+      Tensor gy = uniform(cf[0].shape());
+      compare(tag + " gx", ops::max_pool2d_backward(gy, cf[1], c.x), ops::max_pool2d_backward(gpu(gy), gf[1], c.x));
+    }
+  }
+}
+
+// ---- losses ---------------------------------------------------------------------------------------
+
+void test_losses() {
+  for (Shape s : {Shape{1}, Shape{100, 10}, Shape{1000, 101}}) {
+    Tensor in = uniform(s), target = uniform(s);
+    Tensor gout = scalar(0.7f);
+    const std::string tag = shape_name("mse_loss", s);
+    compare(tag + " forward", ops::mse_loss_forward(in, target), ops::mse_loss_forward(gpu(in), gpu(target)));
+    compare(tag + " backward", ops::mse_loss_backward(gout, in, target),
+            ops::mse_loss_backward(gpu(gout), gpu(in), gpu(target)));
+  }
+  for (Shape s : {Shape{100, 10}, Shape{1024, 10}, Shape{37, 1000}, Shape{1, 1}, Shape{5, 33}}) {
+    Tensor logits = uniform(s, -10.f, 10.f);
+    // One row of huge logits: the max-subtracted softmax must stay finite.
+    for (int64_t c = 0; c < s[1]; ++c) logits.data<float>()[c] += 1e4f;
+    Tensor target = labels(s[0], s[1]);
+    Tensor gout = scalar(1.3f);
+    const std::string tag = shape_name("cross_entropy", s);
+    auto c = ops::cross_entropy_forward(logits, target);
+    auto g = ops::cross_entropy_forward(gpu(logits), gpu(target));
+    compare(tag + " loss", c[0], g[0]);
+    compare(tag + " probs", c[1], g[1]);
+    compare(tag + " backward", ops::cross_entropy_backward(gout, c[1], target),
+            ops::cross_entropy_backward(gpu(gout), g[1], gpu(target)));
+  }
+}
+
+/** A target outside [0, C) on the GPU: no crash, InvalidArgument naming it at the next synchronisation. */
+void test_bad_target() {
+  for (int64_t bad : {int64_t{15}, int64_t{-7}, int64_t{-1}}) {
+    Tensor logits = uniform({8, 10});
+    Tensor target = labels(8, 10);
+    target.data<int64_t>()[5] = bad;
+    bool thrown = false, right_kind = false, names_value = false;
+    try {
+      auto g = ops::cross_entropy_forward(gpu(logits), gpu(target));
+      cuda::synchronize(0);
+    } catch (const Error& e) {
+      thrown = true;
+      right_kind = e.kind() == ErrorKind::InvalidArgument;
+      names_value = std::string(e.what()).find(std::to_string(bad)) != std::string::npos;
+      std::printf("     (message: %s)\n", e.what());
+    }
+    const bool ok = thrown && right_kind && names_value;
+    std::printf("%s cross_entropy bad target %-42lld %s\n", ok ? "ok  " : "FAIL", static_cast<long long>(bad),
+                thrown ? (right_kind ? (names_value ? "InvalidArgument at synchronize" : "message lacks the value")
+                                     : "wrong error kind")
+                       : "no error");
+    if (!ok) ++test::failure_count();
+    // The error is reported once: the next synchronisation is clean.
+    bool again = false;
+    try {
+      cuda::synchronize(0);
+    } catch (const Error&) {
+      again = true;
+    }
+    CHECK(!again);
+  }
+}
+
+// ---- sgd ------------------------------------------------------------------------------------------
+
+void test_sgd() {
+  struct Case {
+    const char* name;
+    kernels::SgdOptions o;
+  };
+  auto opts = [](double lr, double momentum, double dampening, double wd, bool nesterov) {
+    kernels::SgdOptions o;
+    o.lr = lr;
+    o.momentum = momentum;
+    o.dampening = dampening;
+    o.weight_decay = wd;
+    o.nesterov = nesterov;
+    return o;
+  };
+  const Case cases[] = {
+      {"plain", opts(0.1, 0, 0, 0, false)},
+      {"weight decay", opts(0.1, 0, 0, 0.01, false)},
+      {"momentum", opts(0.05, 0.9, 0, 0, false)},
+      {"momentum + dampening + weight decay", opts(0.05, 0.9, 0.1, 1e-3, false)},
+      {"nesterov + weight decay", opts(0.05, 0.9, 0, 1e-4, true)},
+  };
+  for (const Case& c : cases) {
+    for (int64_t n : {1, 1000, 10007}) {
+      Tensor p = uniform({n}), p_gpu = gpu(p);
+      const bool mom = c.o.momentum != 0;
+      Tensor buf = mom ? Tensor::empty({n}, DType::Float32) : Tensor();
+      Tensor buf_gpu = mom ? Tensor::empty({n}, DType::Float32, kGpu) : Tensor();
+      for (int step = 0; step < 3; ++step) {
+        Tensor grad = uniform({n});
+        ops::sgd_step_(p, grad, buf, c.o, step == 0);
+        ops::sgd_step_(p_gpu, gpu(grad), buf_gpu, c.o, step == 0);
+      }
+      const std::string tag = std::string("sgd ") + c.name + " [" + std::to_string(n) + "] 3 steps";
+      compare(tag + " param", p, p_gpu);
+      if (mom) compare(tag + " momentum_buffer", buf, buf_gpu);
+    }
+  }
+}
+
+}  // namespace
+
+int main() {
+  try {
+    std::printf("%d CUDA device(s)\n", cuda::device_count());
+  } catch (const Error& e) {
+    std::printf("SKIPPED: %s\n", e.what());
+    return 77;
+  }
+  try {
+    test_fill_copy();
+    test_elementwise();
+    test_reductions();
+    test_linear();
+    test_conv();
+    test_batch_norm();
+    test_max_pool();
+    test_losses();
+    test_bad_target();
+    test_sgd();
+    cuda::synchronize(0);
+  } catch (const Error& e) {
+    std::printf("FAIL unexpected error: %s\n", e.what());
+    return 1;
+  }
+  std::printf("%s\n", test_failures() == 0 ? "all CUDA kernels agree with the CPU" : "FAILURES (see above)");
+  return test_failures();
+}
