@@ -45,8 +45,10 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # ---- results ---------------------------------------------------------------------------------
 groups=(); results=(); figures=()
 record() {  # group result figure
-  groups+=("$1"); results+=("$2"); figures+=("$3")
-  printf '[gpu-check %4ds] %-34s %-4s %s\n' $((SECONDS - start)) "$1" "$2" "$3"
+  local result="$2"
+  [[ "$3" == *"not started: out of time"* ]] && result=skip  # neither passed nor failed
+  groups+=("$1"); results+=("$result"); figures+=("$3")
+  printf '[gpu-check %4ds] %-34s %-4s %s\n' $((SECONDS - start)) "$1" "$result" "$3"
 }
 section() { printf '\n[gpu-check %4ds] == %s ==\n' $((SECONDS - start)) "$*"; }
 # Seconds a step may take: its box, or what is left before the deadline (0: no time left).
@@ -101,9 +103,11 @@ echo "cores: $cores; GPUs: ${gpu_count} ${gpu_names:+($(echo "$gpu_names" | head
 [[ "$gpu_count" -gt 0 ]] || echo "nvidia-smi lists no GPU: the GPU groups will skip or fail with the reason"
 
 # ---- tools -------------------------------------------------------------------------------------
-python=""   # a python3 that imports torch, else any python3 (NCCL lookup only)
+python=""   # a python3 that imports torch, else any python3
+pythons=()  # every python3 found (where to look for the nvidia-nccl pip package)
 for c in "$(command -v python3 2>/dev/null)" /usr/bin/python3 /usr/local/bin/python3 /opt/conda/bin/python3; do
   [[ -n "$c" && -x "$c" ]] || continue
+  pythons+=("$c")
   [[ -z "$python" ]] && python="$c"
   if timeout 60 "$c" -c 'import torch' 2>/dev/null; then python="$c"; break; fi
 done
@@ -130,8 +134,9 @@ echo "torch: ${torch_info:-not importable}"
 # NCCL: DDP4J_NCCL_LIBRARY, else the pip package (nvidia/nccl/lib/libnccl.so.2), else the system's
 nccl_lib="${DDP4J_NCCL_LIBRARY:-}"
 nccl_inc="${NCCL_INCLUDE_DIR:-}"
-if [[ -z "$nccl_lib" && -n "$python" ]]; then
-  nccl_lib="$(timeout 30 "$python" - <<'EOF' 2>/dev/null || true
+for py in "$python" "${pythons[@]}"; do
+  [[ -n "$nccl_lib" || -z "$py" ]] && break
+  nccl_lib="$(timeout 30 "$py" - <<'EOF' 2>/dev/null || true
 import glob, os, site, sys
 roots = []
 try:
@@ -156,7 +161,7 @@ for r in roots:
         sys.exit(0)
 EOF
 )"
-fi
+done
 if [[ -z "$nccl_lib" ]]; then
   for c in /usr/lib/x86_64-linux-gnu/libnccl.so.2 /usr/local/cuda/lib64/libnccl.so.2 "${NCCL_HOME:-/nonexistent}/lib/libnccl.so.2"; do
     [[ -f "$c" ]] && { nccl_lib="$c"; break; }
