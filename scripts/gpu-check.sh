@@ -491,6 +491,12 @@ if java_ready "ConvNetDemo cuda"; then
 fi
 
 # ---- the table, last ----------------------------------------------------------------------------
+# The device tool brings back what lands in $OUT: the logs (the table is also written there)
+if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then
+  mkdir -p "$OUT/gpu-check-logs"
+  cp "$logs"/*.log "$OUT/gpu-check-logs/" 2>/dev/null
+  cp "$build/Testing/Temporary/LastTest.log" "$OUT/gpu-check-logs/ctest-LastTest.log" 2>/dev/null
+fi
 section "summary"
 gpu_line="$(echo "$gpu_names" | head -1)"
 echo "machine: ${gpu_line:-no GPU}, $cores cores; nvcc ${nvcc:+$("$nvcc" --version | grep -o 'release [0-9.]*' | cut -d' ' -f2)}; torch ${torch_info%% *}; NCCL ${nccl_version:-none}; java $([[ -n "$java" ]] && "$java" -version 2>&1 | head -1 | grep -o '"[^"]*"' | tr -d '"')$([[ "$java" == "$bundle/jre/bin/java" && -n "$bundle" ]] && echo ' (bundle)'); $((SECONDS - start)) s in all; logs: ${logs#"$root"/}"
@@ -501,5 +507,7 @@ failed=0
 for i in "${!groups[@]}"; do
   echo "| ${groups[$i]} | ${results[$i]} | ${figures[$i]} |"
   [[ "${results[$i]}" == fail ]] && failed=$((failed + 1))
-done
+done | tee "$logs/summary.md"
+failed="$(grep -c '^| [^|]* | fail |' "$logs/summary.md")"
+[[ -n "${OUT:-}" && -d "${OUT:-}" ]] && cp "$logs/summary.md" "$OUT/gpu-check-logs/" 2>/dev/null
 exit $(( failed > 0 ? 1 : 0 ))

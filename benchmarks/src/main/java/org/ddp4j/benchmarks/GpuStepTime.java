@@ -24,7 +24,8 @@ import org.ddp4j.tensor.Tensors;
  * side by side.
  *
  * <p>Run: {@code java -cp benchmarks/target/benchmarks.jar org.ddp4j.benchmarks.GpuStepTime
- * [--batch 100,1024] [--warmup 20] [--steps 100] [--device cuda:N]}. Prints, per batch size,
+ * [--batch 100,1024] [--warmup 20] [--steps 100] [--device cuda:N]} ({@code --device cpu} times
+ * the same on the CPU, for comparison). Prints, per batch size,
  * {@code gpu_step batch=B steps=S median_ms=M best_ms=T images_per_s=I last_loss=L}. Exits 77
  * (printing why) when no GPU can be used.
  */
@@ -53,13 +54,16 @@ public final class GpuStepTime {
                 }
             }
         }
-        String reason = Cuda.unavailableReason();
-        if (reason != null) {
-            System.out.println("GpuStepTime: no GPU to time on: " + reason);
-            System.exit(77);
+        Device device = deviceName != null ? Device.parse(deviceName) : null;
+        if (device == null || device.isCuda()) {
+            String reason = Cuda.unavailableReason();
+            if (reason != null) {
+                System.out.println("GpuStepTime: no GPU to time on: " + reason);
+                System.exit(77);
+            }
+            device = device != null ? device : Cuda.localDevice(System.getenv());
         }
-        Device device = deviceName != null ? Device.parse(deviceName) : Cuda.localDevice(System.getenv());
-        System.out.println("device " + device + " " + Cuda.deviceName(device));
+        System.out.println("device " + device + (device.isCuda() ? " " + Cuda.deviceName(device) : ""));
         for (int batch : batches) {
             time(device, batch, warmup, steps);
             Tensors.emptyCache();
@@ -83,14 +87,14 @@ public final class GpuStepTime {
             long[] t = new long[steps];
             float lastLoss = Float.NaN;
             for (int i = -warmup; i < steps; i++) {
-                Cuda.synchronize(device);
+                sync(device);
                 long t0 = System.nanoTime();
                 try (var scope = Tensors.scope()) {
                     Tensor loss = criterion.forward(model.forward(x), y);
                     sgd.zeroGrad();
                     loss.backward();
                     sgd.step();
-                    Cuda.synchronize(device);
+                    sync(device);
                     if (i >= 0) {
                         t[i] = System.nanoTime() - t0;
                     }
@@ -103,6 +107,12 @@ public final class GpuStepTime {
             double median = (steps % 2 == 1 ? t[steps / 2] : (t[steps / 2 - 1] + t[steps / 2]) / 2.0) / 1e6;
             System.out.printf(Locale.ROOT, "gpu_step batch=%d steps=%d median_ms=%.3f best_ms=%.3f images_per_s=%.0f last_loss=%.4f%n",
                     batch, steps, median, t[0] / 1e6, batch / (median / 1e3), lastLoss);
+        }
+    }
+
+    private static void sync(Device device) {
+        if (device.isCuda()) {
+            Cuda.synchronize(device);
         }
     }
 }
