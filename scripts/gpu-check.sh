@@ -9,6 +9,7 @@
 #   ctest -L cuda and the CPU ctests; the Java tests tagged "gpu" (JUnit console launcher);
 #   ConvNet training step time on the GPU at batch 100 and 1024, ddp4j (GpuStepTime) against
 #   PyTorch (scripts/gpu/torch_convnet_step.py: same model, float32, TF32 off, same timing);
+#   kernel GFLOP/s on the GPU (JMH KernelBenchmark -p device=cuda);
 #   all-reduce through ddp4j's NCCL group at 1 GPU (GpuAllReduceBench) and torch.distributed's
 #   (scripts/gpu/torch_allreduce.py); LinearDemo and ConvNetDemo (1 epoch) on --device cuda.
 # Each group is time-boxed and recorded as pass / fail / skip with a reason; nothing stops the
@@ -430,6 +431,17 @@ for b in 100 1024; do
     record "ConvNet step, batch $b" "$res" "ddp4j ${j:-n/a} ms, PyTorch ${t:-n/a} ms, ddp4j/PyTorch $ratio (median, float32)"
   fi
 done
+
+# Kernel throughput on the GPU: the JMH KernelBenchmark (score = GFLOP/s) with -p device=cuda
+section "kernels on the GPU (JMH KernelBenchmark, GFLOP/s)"
+if java_ready "kernels (JMH, GPU)"; then
+  run_boxed kernels-jmh 80 "$java" -Xmx2g -jar "$bench_jar" 'KernelBenchmark\.(gemm512|conv2Forward|conv2Backward|linear1568x10Forward)' \
+    -p device=cuda -f 1 -wi 1 -i 2 -w 1 -r 1 -foe true
+  rc=$?
+  grep -E '^KernelBenchmark\.' "$logs/kernels-jmh.log" || true
+  gflops="$(awk '/^KernelBenchmark\./ { sub("KernelBenchmark.", "", $1); printf "%s%s %.0f", sep, $1, $5 * 1; sep = ", " }' "$logs/kernels-jmh.log")"
+  java_job_result "kernels (JMH, GPU)" "$rc" "$logs/kernels-jmh.log" "${gflops:+$gflops GFLOP/s (batch 100 shapes)}"
+fi
 
 # All-reduce at 1 GPU (NCCL), ddp4j and PyTorch
 section "all-reduce through NCCL, 1 GPU"
