@@ -1,5 +1,6 @@
 // CPU kernels for the elementwise ops and reductions. Plain loops: the compiler vectorises them.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "ddp4j/dispatch.h"
@@ -57,7 +58,12 @@ void argmax_rows(const Tensor& x, Tensor& out) {
   int64_t* po = out.data<int64_t>();
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = px + r * cols;
-    po[r] = std::max_element(row, row + cols) - row;  // first maximum, as torch.argmax
+    // First maximum, and NaN counts as the maximum (the first NaN wins), as torch.argmax.
+    int64_t best = 0;
+    for (int64_t c = 1; c < cols && !std::isnan(row[best]); ++c) {
+      if (std::isnan(row[c]) || row[c] > row[best]) best = c;
+    }
+    po[r] = best;
   }
 }
 

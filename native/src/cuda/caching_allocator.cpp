@@ -10,9 +10,11 @@
 #include "cuda/caching_allocator.h"
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -106,10 +108,15 @@ class CudaCachingAllocator final : public Allocator {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       d.in_use -= static_cast<int64_t>(nbytes);
-      keep = limit_ < 0 || d.cached + static_cast<int64_t>(block) <= limit_;
+      const int64_t limit = limit_.load();
+      keep = limit < 0 || d.cached + static_cast<int64_t>(block) <= limit;
       if (keep) {
-        d.free[block].push_back(ptr);
-        d.cached += static_cast<int64_t>(block);
+        try {
+          d.free[block].push_back(ptr);
+          d.cached += static_cast<int64_t>(block);
+        } catch (const std::bad_alloc&) {
+          keep = false;  // no room to remember the block: give it back instead (must not throw)
+        }
       }
     }
     if (!keep) {
@@ -169,7 +176,7 @@ class CudaCachingAllocator final : public Allocator {
 
   mutable std::mutex mutex_;
   std::array<PerDevice, kMaxDevices> devices_;
-  int64_t limit_ = -1;  // -1: no limit (PyTorch's caching allocator keeps everything too)
+  std::atomic<int64_t> limit_{-1};  // -1: no limit (PyTorch's caching allocator keeps everything too)
 };
 
 /** Installed when the library is loaded; never destroyed (the driver may be gone at exit). */

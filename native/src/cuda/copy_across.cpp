@@ -7,6 +7,18 @@
 namespace ddp4j::cuda {
 namespace {
 
+/** A timing-free event on a device, destroyed at scope exit (CUDA frees it once it has completed). */
+struct Event {
+  explicit Event(int device) {
+    DeviceGuard guard(device);
+    DDP4J_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  }
+  ~Event() { cudaEventDestroy(event); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t event = nullptr;
+};
+
 void copy_across(const Tensor& src, Tensor& dst) {
   size_t n = src.nbytes();
   if (n == 0) return;
@@ -17,10 +29,22 @@ void copy_across(const Tensor& src, Tensor& dst) {
       DDP4J_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), n, cudaMemcpyDeviceToDevice, ctx.stream));
       return;
     }
-    synchronize(src.device().index);  // src's pending kernels must finish before another GPU reads it
+    // Two compute streams: the copy (on dst's) waits for src's queued writers, and src's stream
+    // waits for the copy before anything later there may overwrite src or reuse its block.
+    const int src_device = src.device().index;
+    cudaStream_t src_stream = compute_stream(src_device);
+    Event src_ready(src_device), copied(dst.device().index);
+    {
+      DeviceGuard guard(src_device);
+      DDP4J_CUDA_CHECK(cudaEventRecord(src_ready.event, src_stream));
+    }
     LaunchContext ctx(dst);
-    DDP4J_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw_data(), dst.device().index, src.raw_data(), src.device().index, n,
+    DDP4J_CUDA_CHECK(cudaStreamWaitEvent(ctx.stream, src_ready.event, 0));
+    DDP4J_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw_data(), dst.device().index, src.raw_data(), src_device, n,
                                          ctx.stream));
+    DDP4J_CUDA_CHECK(cudaEventRecord(copied.event, ctx.stream));
+    DeviceGuard guard(src_device);
+    DDP4J_CUDA_CHECK(cudaStreamWaitEvent(src_stream, copied.event, 0));
   } else if (to_gpu) {
     // From pageable host memory the call returns once the data is staged, so the host tensor may go.
     LaunchContext ctx(dst);

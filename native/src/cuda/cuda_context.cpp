@@ -14,7 +14,6 @@ constexpr int kMaxDevices = 64;
 struct DeviceState {
   std::once_flag once;
   cudaStream_t compute = nullptr;
-  cudaStream_t comm = nullptr;
   int64_t* error_word = nullptr;  // host-mapped, written by kernels
 };
 
@@ -31,7 +30,6 @@ DeviceState& state(int device) {
   std::call_once(s.once, [&] {
     DeviceGuard guard(device);
     DDP4J_CUDA_CHECK(cudaStreamCreateWithFlags(&s.compute, cudaStreamNonBlocking));
-    DDP4J_CUDA_CHECK(cudaStreamCreateWithFlags(&s.comm, cudaStreamNonBlocking));
     DDP4J_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&s.error_word), sizeof(int64_t), cudaHostAllocMapped));
     *s.error_word = kNoDeferredError;
   });
@@ -84,7 +82,6 @@ void check_device_index(int index) {
 
 cudaStream_t compute_stream(int device) { return state(device).compute; }
 
-cudaStream_t comm_stream(int device) { return state(device).comm; }
 
 int64_t* deferred_error_word(int device) { return state(device).error_word; }
 

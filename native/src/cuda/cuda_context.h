@@ -1,7 +1,7 @@
 // cuda_context.h: what every CUDA source in libddp4j_cuda shares: error checks that turn a
-// cudaError_t into a ddp4j::Error, the device guard, and the two streams per device (one compute
-// stream that every kernel and copy runs on, one communication stream for NCCL, ordered against
-// each other with events). Streams are created on first use and live as long as the process.
+// cudaError_t into a ddp4j::Error, the device guard, and each device's compute stream, which every
+// kernel and copy runs on (created on first use, lives as long as the process). Each NCCL process
+// group has its own communication stream, ordered against the compute stream with events.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -34,8 +34,6 @@ void check_device_index(int index);
 
 /** The compute stream of a device (non-blocking, created on first use). Every kernel runs on it. */
 cudaStream_t compute_stream(int device);
-/** The communication stream of a device (non-blocking, created on first use): NCCL runs on it. */
-cudaStream_t comm_stream(int device);
 
 /** Blocks the host until the device's compute stream is idle, then reports deferred kernel errors. */
 void synchronize(int device);

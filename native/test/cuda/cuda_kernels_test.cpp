@@ -179,6 +179,14 @@ void test_reductions() {
     Tensor u = uniform(s);
     compare(shape_name("argmax_rows", s), ops::argmax_rows(u), ops::argmax_rows(gpu(u)));
   }
+  // NaN counts as the maximum (torch.argmax): the first NaN of a row wins, wherever it is.
+  Tensor x = uniform({3, 70});
+  x.data<float>()[0 * 70 + 8] = NAN;
+  x.data<float>()[0 * 70 + 24] = 100.f;
+  x.data<float>()[1 * 70 + 0] = NAN;
+  x.data<float>()[2 * 70 + 69] = NAN;
+  x.data<float>()[2 * 70 + 40] = NAN;
+  compare("argmax_rows (NaN rows)", ops::argmax_rows(x), ops::argmax_rows(gpu(x)));
 }
 
 // ---- linear ---------------------------------------------------------------------------------------

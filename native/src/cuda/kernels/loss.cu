@@ -2,8 +2,8 @@
 // max-subtracted softmax (one warp per row) whose per-row losses are added deterministically.
 //
 // Class indices live on the GPU, so a target outside [0, C) cannot throw here: the kernel clamps
-// it for the read (no out-of-bounds access) and records the first bad value as (value + 1) in the
-// device's deferred-error word; cuda::check_deferred_errors turns it into an InvalidArgument at
+// it for the read (no out-of-bounds access) and records the first bad value in the device's
+// deferred-error word (which holds kNoDeferredError, INT64_MIN, until then); cuda::check_deferred_errors turns it into an InvalidArgument at
 // the next synchronisation (or device-to-host copy).
 #include "cuda/cuda_context.h"
 #include "cuda/kernels/reduce.cuh"

@@ -23,10 +23,17 @@ void sum(const Tensor& a, Tensor& out) {
 constexpr int kArgmaxThreads = 256;
 constexpr int kRowsPerBlock = kArgmaxThreads / 32;
 
+/** Whether candidate (v, i) beats (best, best_i): NaN beats numbers (torch.argmax), then larger, then earlier. */
+__device__ __forceinline__ bool beats(float v, int64_t i, float best, int64_t best_i) {
+  const bool v_nan = isnan(v), best_nan = isnan(best);
+  if (v_nan || best_nan) return v_nan && (!best_nan || i < best_i);
+  return v > best || (v == best && i < best_i);
+}
+
 /**
- * One warp per row: each lane scans columns lane, lane + 32, ... keeping the first strict maximum,
- * then the lanes' candidates are merged (larger value, or equal value and smaller index), so the
- * result is the first index of the maximum.
+ * One warp per row: each lane scans columns lane, lane + 32, ... keeping its best candidate, then
+ * the lanes' candidates are merged with the same rule, so the result is the first index of the
+ * maximum, or of the first NaN (as torch.argmax and the CPU kernel).
  */
 __global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(const float* x, int64_t rows, int64_t cols,
                                                                     int64_t* out) {
@@ -38,7 +45,7 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(const float
     int64_t best_index = cols;  // "none yet": loses every tie against a real index
     for (int64_t c = lane; c < cols; c += 32) {
       const float v = row[c];
-      if (best_index == cols || v > best) {
+      if (best_index == cols || beats(v, c, best, best_index)) {
         best = v;
         best_index = c;
       }
@@ -46,7 +53,7 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(const float
     for (int o = 16; o > 0; o >>= 1) {
       const float ov = __shfl_down_sync(0xffffffffu, best, o);
       const int64_t oi = __shfl_down_sync(0xffffffffu, best_index, o);
-      if (oi != cols && (best_index == cols || ov > best || (ov == best && oi < best_index))) {
+      if (oi != cols && (best_index == cols || beats(ov, oi, best, best_index))) {
         best = ov;
         best_index = oi;
       }

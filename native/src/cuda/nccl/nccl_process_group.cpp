@@ -2,6 +2,7 @@
 // communication stream between events, a watchdog that completes works and aborts on errors.
 #include "cuda/nccl/nccl_process_group.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -54,6 +55,11 @@ class Backoff {
  private:
   int round_ = 0;
 };
+
+NcclOptions with_bounded_timeout(NcclOptions options) {
+  options.timeout = std::min(options.timeout, kMaxNcclTimeout);
+  return options;
+}
 
 std::exception_ptr aborted_error(const NcclAbortState& state, const std::string& description) {
   std::string reason;
@@ -129,6 +135,7 @@ bool NcclWork::query() {
 }
 
 void NcclWork::wait_blocking(Millis timeout) {
+  timeout = std::min(timeout, kMaxNcclTimeout);
   const auto deadline = Clock::now() + timeout;
   Backoff backoff;
   while (!is_completed()) {
@@ -181,7 +188,7 @@ nccl::UniqueId NcclProcessGroup::create_unique_id() {
 
 NcclProcessGroup::NcclProcessGroup(const nccl::UniqueId& unique_id, int rank, int size, int device,
                                    NcclOptions options)
-    : ProcessGroup(rank, size), api_(nccl::api()), device_(device), options_(options) {
+    : ProcessGroup(rank, size), api_(nccl::api()), device_(device), options_(with_bounded_timeout(options)) {
   DDP4J_CHECK_ARG(size >= 1, "process group size must be at least 1, got ", size);
   DDP4J_CHECK_ARG(rank >= 0 && rank < size, "rank must be in [0, ", size, "), got ", rank);
   DDP4J_CHECK_ARG(options_.timeout.count() > 0, "process group timeout must be positive, got ",
@@ -189,7 +196,6 @@ NcclProcessGroup::NcclProcessGroup(const nccl::UniqueId& unique_id, int rank, in
   cuda::check_device_index(device);  // "no CUDA device" / a device that does not exist
   cuda::DeviceGuard guard(device);
   compute_ = cuda::compute_stream(device);
-  comm_stream_ = cuda::comm_stream(device);
 
   nccl::Config config = nccl::nonblocking_config();
   nccl::Comm comm = nullptr;
@@ -219,11 +225,16 @@ NcclProcessGroup::NcclProcessGroup(const nccl::UniqueId& unique_id, int rank, in
                 detail::concat("creating the NCCL communicator failed on ", where(), ": ", detail_text));
   }
   try {
+    // Its own stream, as PyTorch gives each communicator: groups sharing one stream could
+    // serialise behind each other's collectives when ranks issue them in different orders.
+    DDP4J_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
     DDP4J_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&barrier_buffer_), sizeof(float)));
     DDP4J_CUDA_CHECK(cudaMemset(barrier_buffer_, 0, sizeof(float)));
   } catch (...) {
     api_.comm_abort(comm_);
     comm_ = nullptr;
+    if (barrier_buffer_ != nullptr) cudaFree(barrier_buffer_);
+    if (comm_stream_ != nullptr) cudaStreamDestroy(comm_stream_);
     throw;
   }
   watchdog_ = std::thread([this] { watchdog_loop(); });
@@ -282,6 +293,7 @@ NcclProcessGroup::~NcclProcessGroup() {
     w->finish(aborted_error(*abort_state_, w->description()));  // no-op for works already finished
   }
   if (barrier_buffer_ != nullptr) cudaFree(barrier_buffer_);
+  if (comm_stream_ != nullptr) cudaStreamDestroy(comm_stream_);  // released once its queued work is done
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -369,34 +381,51 @@ std::shared_ptr<Work> NcclProcessGroup::launch(std::string description, std::vec
   DDP4J_CUDA_CHECK(cudaEventRecord(start, compute_));
   DDP4J_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, start, 0));
   std::string failure;  // queueing failed: abort once comm_mutex_ is released (abort takes it)
+  ErrorKind failure_kind = ErrorKind::Distributed;
   {
     std::lock_guard<std::mutex> lock(comm_mutex_);
     throw_if_aborted(description);
     nccl::Result r = issue(comm_stream_);
     if (r == nccl::kInvalidArgument) {
-      // NCCL checks its arguments before queueing anything: the communicator is intact.
-      throw Error(ErrorKind::InvalidArgument, detail::concat(description, " was rejected by NCCL: ", nccl_error(r)));
-    }
-    if (r == nccl::kSuccess || r == nccl::kInProgress) r = wait_ready(r, description, options_.timeout);
-    if (r == nccl::kSuccess) {
-      if (after) after(comm_stream_);
-      DDP4J_CUDA_CHECK(cudaEventRecord(end, comm_stream_));
-      std::lock_guard<std::mutex> plock(mutex_);
-      pending_.push_back(Pending{work, Clock::now()});
+      // NCCL rejected the arguments; a non-blocking communicator keeps that as its error for good
+      // (ncclCommGetAsyncError returns it from now on), so the group cannot go on either.
+      failure_kind = ErrorKind::InvalidArgument;
+      failure = detail::concat(description, " was rejected by NCCL: ", nccl_error(r));
     } else {
-      // This rank may now be out of step with the others: nothing later on the communicator
-      // could be trusted.
-      failure = detail::concat(description, " failed: ",
-                               r == nccl::kInProgress
-                                   ? detail::concat("NCCL did not finish queueing it within ",
-                                                    duration_str(options_.timeout))
-                                   : nccl_error(r));
+      if (r == nccl::kSuccess || r == nccl::kInProgress) r = wait_ready(r, description, options_.timeout);
+      try {
+        if (r == nccl::kSuccess && after) after(comm_stream_);
+      } catch (const std::exception& e) {
+        failure = detail::concat(description, " failed after queueing: ", e.what());
+      }
+      if (r != nccl::kSuccess && failure.empty()) {
+        // This rank may now be out of step with the others: nothing later on the communicator
+        // could be trusted.
+        failure = detail::concat(description, " failed: ",
+                                 r == nccl::kInProgress
+                                     ? detail::concat("NCCL did not finish queueing it within ",
+                                                      duration_str(options_.timeout))
+                                     : nccl_error(r));
+      }
+    }
+    // The end event also closes a failed collective: part of it may be queued already, so its
+    // tensors stay alive (draining) until the GPU is past it.
+    cudaError_t recorded = cudaEventRecord(end, comm_stream_);
+    if (recorded != cudaSuccess && failure.empty()) {
+      cudaGetLastError();
+      failure = detail::concat(description, " failed: cudaEventRecord: ", cudaGetErrorString(recorded));
+    }
+    std::lock_guard<std::mutex> plock(mutex_);
+    if (failure.empty()) {
+      pending_.push_back(Pending{work, Clock::now()});
+    } else if (recorded == cudaSuccess) {
+      draining_.push_back(work);
     }
   }
   if (!failure.empty()) {
-    work->finish(std::make_exception_ptr(Error(ErrorKind::Distributed, failure)));
+    work->finish(std::make_exception_ptr(Error(failure_kind, failure)));
     abort(ErrorKind::Distributed, failure);
-    throw Error(ErrorKind::Distributed, failure);
+    throw Error(failure_kind, failure);
   }
   cv_.notify_all();
   return work;

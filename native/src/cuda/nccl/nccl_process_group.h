@@ -22,6 +22,12 @@
 namespace ddp4j {
 
 /** How long an NcclProcessGroup waits. */
+/**
+ * The longest timeout honoured (100 years): a longer one, e.g. Long.MAX_VALUE ms for "no limit",
+ * would overflow steady_clock's nanoseconds and expire at once.
+ */
+constexpr std::chrono::milliseconds kMaxNcclTimeout = std::chrono::hours(24 * 365 * 100);
+
 struct NcclOptions {
   /**
    * Communicator creation (every rank must join within it) and each collective (from its call

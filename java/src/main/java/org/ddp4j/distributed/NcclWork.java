@@ -83,13 +83,10 @@ final class NcclWork extends Work {
         } finally {
             synchronized (state) {
                 state.users--;
+                // The work's own outcome, read from the native side once it has finished; never the
+                // wait's: a wait that timed out just before the collective finished is not its result.
                 if (!state.done && ((returned && finishesOnReturn) || NcclNatives.workIsCompleted(handle))) {
-                    if (returned || thrown == null) {
-                        recordOutcome(handle);
-                    } else {
-                        state.done = true;
-                        state.error = thrown;
-                    }
+                    recordOutcome(handle);
                 }
                 if (state.done) {
                     state.run();

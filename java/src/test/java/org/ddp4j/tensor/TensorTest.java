@@ -88,6 +88,15 @@ class TensorTest {
     }
 
     @Test
+    void argmaxTreatsNanAsTheMaximumAsPyTorchDoes() {
+        try (var scope = Tensors.scope()) {
+            float nan = Float.NaN;
+            Tensor x = Tensor.of(new float[] {1, nan, 100, 5, nan, 3, nan, 7, nan}, 3, 3);
+            assertArrayEquals(new long[] {1, 1, 0}, x.argmax(1).toLongArray());
+        }
+    }
+
+    @Test
     void formatsLikePyTorch() {
         try (Tensor t = Tensor.of(new float[] {0.1f, 0.2f, 0.3f, 0.4f}, 2, 2)) {
             assertEquals("tensor([[0.1000, 0.2000],\n        [0.3000, 0.4000]])", t.toString());
