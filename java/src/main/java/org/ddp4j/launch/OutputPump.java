@@ -63,12 +63,16 @@ final class OutputPump implements Runnable {
     }
 
     private void emit(ByteArrayOutputStream line) {
-        byte[] bytes = line.toByteArray();
+        // One write per line: an autoflushing sink would otherwise flush the prefix, the text and
+        // the newline separately, and another process sharing the terminal (a second launcher)
+        // could slip its output in between.
+        byte[] whole = new byte[prefix.length + line.size() + 1];
+        System.arraycopy(prefix, 0, whole, 0, prefix.length);
+        System.arraycopy(line.toByteArray(), 0, whole, prefix.length, line.size());
+        whole[whole.length - 1] = '\n';
         line.reset();
         synchronized (sink) {
-            sink.write(prefix, 0, prefix.length);
-            sink.write(bytes, 0, bytes.length);
-            sink.write('\n');
+            sink.write(whole, 0, whole.length);
             sink.flush();
         }
     }
