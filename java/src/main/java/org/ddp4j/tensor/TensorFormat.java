@@ -2,7 +2,10 @@ package org.ddp4j.tensor;
 
 import java.util.Locale;
 
-/** Prints tensors the way PyTorch does: {@code tensor([[0.1000, 0.2000]], requires_grad=True)}. */
+/**
+ * Prints tensors the way PyTorch does: {@code tensor([[0.1000, 0.2000]], requires_grad=True)}, and
+ * {@code tensor([...], device='cuda:0')} for a GPU tensor (whose values are copied to the host).
+ */
 final class TensorFormat {
     private static final int MAX_ELEMENTS = 1000;
 
@@ -12,7 +15,7 @@ final class TensorFormat {
         if (t.isClosed()) {
             return "tensor(<closed " + t.describe() + ">)";
         }
-        if (t.device().isCuda() || t.numel() > MAX_ELEMENTS) {
+        if (t.numel() > MAX_ELEMENTS) {
             return "tensor(<" + t.describe() + ">)";
         }
         StringBuilder out = new StringBuilder("tensor(");
@@ -23,6 +26,9 @@ final class TensorFormat {
         } else {
             long[] values = t.toLongArray();
             append(out, shape, 0, 0, i -> Long.toString(values[i]), 7);
+        }
+        if (t.device().isCuda()) {
+            out.append(", device='").append(t.device()).append('\'');
         }
         if (t.requiresGrad()) {
             out.append(t.isLeaf() ? ", requires_grad=True" : ", grad_fn=<" + t.gradFn().name() + ">");

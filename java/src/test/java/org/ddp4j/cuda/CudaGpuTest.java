@@ -51,6 +51,7 @@ class CudaGpuTest {
             assertArrayEquals(values, onGpu.to(Device.CPU).toFloatArray());
             long[] labels = {3, 1, 4, 1, 5};
             assertArrayEquals(labels, Tensor.ofLongs(labels, 5).to(GPU).toLongArray());
+            assertEquals("tensor([1.0000, 2.0000], device='cuda:0')", Tensor.of(new float[] {1, 2}, 2).to(GPU).toString());
             Tensor zeros = Tensor.full(2.5, DType.FLOAT32, GPU, 7);
             assertArrayEquals(new float[] {2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f}, zeros.toFloatArray());
         }
