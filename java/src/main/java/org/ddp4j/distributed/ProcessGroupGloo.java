@@ -46,16 +46,11 @@ import org.ddp4j.tensor.Tensor;
  * {@code GLOO_SOCKET_IFNAME}; 127.0.0.1 when the master address is a loopback address; the local
  * address of the route to the master; this host's resolved address if it can be bound; 127.0.0.1.
  */
-public final class ProcessGroupGloo extends ProcessGroup {
+public final class ProcessGroupGloo extends NativeProcessGroup {
     /** PyTorch's default process-group timeout: 30 minutes. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(30);
 
-    private final int rank;
-    private final int size;
-    private final Duration timeout;
     private final String hostname;
-    private final AutoCloseable resources;
-    private long handle;
 
     /**
      * Joins the group of {@code size} ranks that rendezvous through {@code store}, binding this
@@ -85,34 +80,9 @@ public final class ProcessGroupGloo extends ProcessGroup {
 
     /** {@code resources} (stores that {@link Distributed} opened for this group) are closed with the group. */
     ProcessGroupGloo(Store store, int rank, int size, Duration timeout, String hostname, AutoCloseable resources) {
-        Objects.requireNonNull(store, "store");
-        Objects.requireNonNull(timeout, "timeout");
-        Objects.requireNonNull(hostname, "hostname");
-        if (size < 1) {
-            throw new IllegalArgumentException("world size must be at least 1, got " + size);
-        }
-        if (rank < 0 || rank >= size) {
-            throw new IllegalArgumentException("rank must be in [0, " + size + "), got " + rank);
-        }
-        if (timeout.isNegative() || timeout.isZero()) {
-            throw new IllegalArgumentException("timeout must be positive, got " + timeout);
-        }
-        this.rank = rank;
-        this.size = size;
-        this.timeout = timeout;
-        this.hostname = hostname;
-        this.resources = resources;
-        this.handle = GlooNatives.create(store, rank, size, millis(timeout), hostname);
-    }
-
-    @Override
-    public int rank() {
-        return rank;
-    }
-
-    @Override
-    public int size() {
-        return size;
+        super(store, rank, size, timeout, resources);
+        this.hostname = Objects.requireNonNull(hostname, "hostname");
+        setHandle(GlooNatives.create(store, rank, size, millis(timeout), hostname));
     }
 
     /** {@code "gloo"}. */
@@ -121,27 +91,9 @@ public final class ProcessGroupGloo extends ProcessGroup {
         return "gloo";
     }
 
-    /** The rendezvous and per-collective timeout. */
-    public Duration timeout() {
-        return timeout;
-    }
-
     /** The address this rank bound and advertised to its peers. */
     public String hostname() {
         return hostname;
-    }
-
-    /** Whether {@link #close()} has been called. */
-    public synchronized boolean isClosed() {
-        return handle == 0;
-    }
-
-    private long handle(String op) {
-        if (handle == 0) {
-            throw new IllegalStateException(op + ": the process group (gloo, rank " + rank + " of " + size
-                    + ") is closed");
-        }
-        return handle;
     }
 
     @Override
@@ -188,36 +140,13 @@ public final class ProcessGroupGloo extends ProcessGroup {
     }
 
     @Override
-    public synchronized void close() {
-        if (handle == 0) {
-            return;
-        }
-        long h = handle;
-        handle = 0;
-        try {
-            GlooNatives.destroy(h);
-        } finally {
-            if (resources != null) {
-                try {
-                    resources.close();
-                } catch (Exception ignored) {
-                    // the group is gone either way
-                }
-            }
-        }
+    void destroy(long handle) {
+        GlooNatives.destroy(handle);
     }
 
     @Override
     public String toString() {
-        return "ProcessGroupGloo(rank " + rank + " of " + size + ", " + hostname + (isClosed() ? ", closed" : "") + ")";
-    }
-
-    private static long millis(Duration d) {
-        try {
-            return Math.max(1, d.toMillis());
-        } catch (ArithmeticException overflow) {
-            return Long.MAX_VALUE;
-        }
+        return "ProcessGroupGloo(rank " + rank() + " of " + size() + ", " + hostname + (isClosed() ? ", closed" : "") + ")";
     }
 
     /**

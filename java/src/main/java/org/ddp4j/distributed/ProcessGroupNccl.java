@@ -38,19 +38,14 @@ import org.ddp4j.tensor.Tensor;
  * timeout, the other pending ones {@link DistributedException}, and so does every later call.
  * Close the group and create a new one then.
  */
-public final class ProcessGroupNccl extends ProcessGroup {
+public final class ProcessGroupNccl extends NativeProcessGroup {
     /** PyTorch's default process-group timeout: 30 minutes. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(30);
 
     /** NCCL groups created per store and rank, for key prefixes (see the class comment). */
     private static final Map<Store, Map<Integer, Integer>> GROUPS_PER_STORE = new WeakHashMap<>();
 
-    private final int rank;
-    private final int size;
-    private final Duration timeout;
     private final Device device;
-    private final AutoCloseable resources;
-    private long handle;
 
     /**
      * Joins the group of {@code size} ranks that rendezvous through {@code store}, on the GPU
@@ -74,27 +69,13 @@ public final class ProcessGroupNccl extends ProcessGroup {
 
     /** {@code resources} (stores that {@link Distributed} opened for this group) are closed with the group. */
     ProcessGroupNccl(Store store, int rank, int size, Duration timeout, Device device, AutoCloseable resources) {
-        Objects.requireNonNull(store, "store");
-        Objects.requireNonNull(timeout, "timeout");
+        super(store, rank, size, timeout, resources);
         Objects.requireNonNull(device, "device");
-        if (size < 1) {
-            throw new IllegalArgumentException("world size must be at least 1, got " + size);
-        }
-        if (rank < 0 || rank >= size) {
-            throw new IllegalArgumentException("rank must be in [0, " + size + "), got " + rank);
-        }
-        if (timeout.isNegative() || timeout.isZero()) {
-            throw new IllegalArgumentException("timeout must be positive, got " + timeout);
-        }
         if (!device.isCuda()) {
             throw new IllegalArgumentException("the nccl backend needs a CUDA device, got " + device
                     + "; use the gloo backend for CPU tensors");
         }
-        this.rank = rank;
-        this.size = size;
-        this.timeout = timeout;
         this.device = device;
-        this.resources = resources;
         Cuda.checkDevice(device); // loads the CUDA library; "no CUDA device" without a GPU
         NcclNatives.version(); // opens NCCL here, so that a missing NCCL fails on every rank at once
 
@@ -124,7 +105,7 @@ public final class ProcessGroupNccl extends ProcessGroup {
             store.waitFor(List.of(prefix + "id"), timeout);
             id = store.get(prefix + "id");
         }
-        this.handle = NcclNatives.create(id, rank, size, device.index(), millis(timeout));
+        setHandle(NcclNatives.create(id, rank, size, device.index(), millis(timeout)));
     }
 
     private static int nextGroupNumber(Store store, int rank) {
@@ -210,16 +191,6 @@ public final class ProcessGroupNccl extends ProcessGroup {
         }
     }
 
-    @Override
-    public int rank() {
-        return rank;
-    }
-
-    @Override
-    public int size() {
-        return size;
-    }
-
     /** {@code "nccl"}. */
     @Override
     public String backend() {
@@ -232,30 +203,12 @@ public final class ProcessGroupNccl extends ProcessGroup {
         return device;
     }
 
-    /** The rendezvous and per-collective timeout. */
-    public Duration timeout() {
-        return timeout;
-    }
-
     /** NCCL's version, e.g. "2.28.5" (a process-wide library: the same for every group). */
     public static String ncclVersion() {
         Cuda.ensureLoaded();
         int code = NcclNatives.version();
         return code >= 10000 ? (code / 10000) + "." + (code % 10000) / 100 + "." + code % 100
                 : (code / 1000) + "." + (code % 1000) / 100 + "." + code % 100;
-    }
-
-    /** Whether {@link #close()} has been called. */
-    public synchronized boolean isClosed() {
-        return handle == 0;
-    }
-
-    private long handle(String op) {
-        if (handle == 0) {
-            throw new IllegalStateException(op + ": the process group (nccl, rank " + rank + " of " + size
-                    + ") is closed");
-        }
-        return handle;
     }
 
     /**
@@ -322,40 +275,14 @@ public final class ProcessGroupNccl extends ProcessGroup {
         return new NcclWork(NcclNatives.barrier(handle("barrier")));
     }
 
-    /**
-     * Waits for pending collectives (at most the timeout), then destroys the communicator, or
-     * aborts it when the group failed. Idempotent. Mirrors {@code destroy_process_group(group)}.
-     */
+    /** Waits for pending collectives (at most the timeout), then destroys the communicator, or aborts it when the group failed. */
     @Override
-    public synchronized void close() {
-        if (handle == 0) {
-            return;
-        }
-        long h = handle;
-        handle = 0;
-        try {
-            NcclNatives.destroy(h);
-        } finally {
-            if (resources != null) {
-                try {
-                    resources.close();
-                } catch (Exception ignored) {
-                    // the group is gone either way
-                }
-            }
-        }
+    void destroy(long handle) {
+        NcclNatives.destroy(handle);
     }
 
     @Override
     public String toString() {
-        return "ProcessGroupNccl(rank " + rank + " of " + size + ", " + device + (isClosed() ? ", closed" : "") + ")";
-    }
-
-    private static long millis(Duration d) {
-        try {
-            return Math.max(1, d.toMillis());
-        } catch (ArithmeticException overflow) {
-            return Long.MAX_VALUE;
-        }
+        return "ProcessGroupNccl(rank " + rank() + " of " + size() + ", " + device + (isClosed() ? ", closed" : "") + ")";
     }
 }
