@@ -107,13 +107,7 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_allGather(JNIEnv* en
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_allGatherList(JNIEnv* env, jclass, jlong pg,
                                                                           jlongArray outputs, jlong input) {
   return guarded(env, [&] {
-    jsize n = env->GetArrayLength(outputs);
-    std::vector<jlong> handles(static_cast<size_t>(n));
-    env->GetLongArrayRegion(outputs, 0, n, handles.data());
-    std::vector<Tensor> outs;
-    outs.reserve(handles.size());
-    for (jlong h : handles) outs.push_back(mutable_tensor_of(h));
-    return work_handle(group_of(pg).allgather(outs, mutable_tensor_of(input)));
+    return work_handle(group_of(pg).allgather(tensors_of(env, outputs), mutable_tensor_of(input)));
   });
 }
 

@@ -29,6 +29,16 @@ void throw_java(JNIEnv* env, ErrorKind kind, const char* message) {
   env->ThrowNew(cls, message);
 }
 
+std::vector<Tensor> tensors_of(JNIEnv* env, jlongArray handles) {
+  jsize n = env->GetArrayLength(handles);
+  std::vector<jlong> hs(static_cast<size_t>(n));
+  env->GetLongArrayRegion(handles, 0, n, hs.data());
+  std::vector<Tensor> out;
+  out.reserve(hs.size());
+  for (jlong h : hs) out.push_back(mutable_tensor_of(h));
+  return out;
+}
+
 jlongArray handles_of(JNIEnv* env, std::vector<Tensor> tensors) {
   std::vector<jlong> hs;
   hs.reserve(tensors.size());

@@ -55,6 +55,9 @@ inline jlong handle_of(Tensor t) { return t.defined() ? reinterpret_cast<jlong>(
 /** Handles for several tensors as a Java long[]. */
 jlongArray handles_of(JNIEnv* env, std::vector<Tensor> tensors);
 
+/** The tensors behind a Java long[] of handles (copies sharing storage); a 0 handle throws. */
+std::vector<Tensor> tensors_of(JNIEnv* env, jlongArray handles);
+
 /** A Java long[] as a Shape. */
 Shape shape_of(JNIEnv* env, jlongArray shape);
 
