@@ -66,7 +66,11 @@ public final class GpuStepTime {
         System.out.println("device " + device + (device.isCuda() ? " " + Cuda.deviceName(device) : ""));
         for (int batch : batches) {
             time(device, batch, warmup, steps);
-            Tensors.emptyCache();
+            if (device.isCuda()) {
+                Cuda.emptyCache(); // the next batch size needs other block sizes
+            } else {
+                Tensors.emptyCache();
+            }
         }
     }
 
