@@ -77,7 +77,7 @@ std::string quote(const std::string& key) { return "\"" + key + "\""; }
 JavaStore::JavaStore(JNIEnv* env, jobject store) {
   DDP4J_CHECK_ARG(store != nullptr, "the store is null");
   try {
-    jclass store_class = global_class(env, "org/ddp4j/distributed/Store");
+    jclass store_class = global_class(env, "org/ddp4j/distributed/store/Store");
     set_ = method(env, store_class, "set", "(Ljava/lang/String;[B)V");
     get_ = method(env, store_class, "get", "(Ljava/lang/String;)[B");
     wait_ = method(env, store_class, "waitFor", "(Ljava/util/List;)V");

@@ -1,4 +1,4 @@
-// java_store.h: a gloo::rendezvous::Store that forwards to an org.ddp4j.distributed.Store object
+// java_store.h: a gloo::rendezvous::Store that forwards to an org.ddp4j.distributed.store.Store object
 // through JNI, so Gloo's rendezvous runs over whatever store the Java side chose (TcpStore,
 // FileStore, HashStore, PrefixStore).
 #pragma once

@@ -5,6 +5,10 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.ddp4j.cuda.Cuda;
+import org.ddp4j.distributed.store.FileStore;
+import org.ddp4j.distributed.store.PrefixStore;
+import org.ddp4j.distributed.store.Store;
+import org.ddp4j.distributed.store.TcpStore;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;
 
@@ -101,7 +105,7 @@ public final class Distributed {
         if (t.isNegative() || t.isZero()) {
             throw new IllegalArgumentException("timeout must be positive, got " + t);
         }
-        Rendezvous.Result r = Rendezvous.rendezvous(initMethod, worldSize, rank, t, env);
+        InitMethod.Membership r = InitMethod.rendezvous(initMethod, worldSize, rank, t, env);
         try {
             Store store = generation == 0 ? r.store() : new PrefixStore("ddp4j/generation/" + generation, r.store());
             if (nccl) {

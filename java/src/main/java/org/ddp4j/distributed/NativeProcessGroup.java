@@ -2,6 +2,7 @@ package org.ddp4j.distributed;
 
 import java.time.Duration;
 import java.util.Objects;
+import org.ddp4j.distributed.store.Store;
 
 /**
  * What the Gloo and NCCL groups share: the checked rank, size and timeout, the native group

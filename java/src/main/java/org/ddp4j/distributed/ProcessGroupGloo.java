@@ -14,6 +14,10 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.ddp4j.distributed.store.HashStore;
+import org.ddp4j.distributed.store.PrefixStore;
+import org.ddp4j.distributed.store.Store;
+import org.ddp4j.distributed.store.TcpStore;
 import org.ddp4j.internal.GlooNatives;
 import org.ddp4j.tensor.Tensor;
 

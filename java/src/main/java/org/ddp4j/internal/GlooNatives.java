@@ -1,6 +1,6 @@
 package org.ddp4j.internal;
 
-import org.ddp4j.distributed.Store;
+import org.ddp4j.distributed.store.Store;
 
 /**
  * JNI declarations for the Gloo process group (native/src/jni/gloo_natives.cpp).

@@ -7,9 +7,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 import org.ddp4j.distributed.DistributedException;
-import org.ddp4j.distributed.PrefixStore;
-import org.ddp4j.distributed.Store;
-import org.ddp4j.distributed.TcpStore;
+import org.ddp4j.distributed.store.PrefixStore;
+import org.ddp4j.distributed.store.Store;
+import org.ddp4j.distributed.store.TcpStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -95,9 +95,9 @@ final class Agent {
         for (int attempt = 0; ; attempt++) {
             Store store = new PrefixStore(ATTEMPT_PREFIX + attempt, root);
             currentStore = store;
-            Rendezvous.Result r;
+            NodeRendezvous.NodeRanks r;
             try {
-                r = Rendezvous.join(store, cfg.nodeRank(), cfg.nnodes(), cfg.nprocPerNode(), cfg.rdzvTimeout(), cfg.endpoint());
+                r = NodeRendezvous.join(store, cfg.nodeRank(), cfg.nnodes(), cfg.nprocPerNode(), cfg.rdzvTimeout(), cfg.endpoint());
             } catch (DistributedException e) {
                 error(e.getMessage());
                 return 1;
@@ -180,7 +180,7 @@ final class Agent {
     }
 
     /** The environment of the worker with local rank {@code local}. */
-    private Map<String, String> workerEnv(int local, Rendezvous.Result r, int attempt) {
+    private Map<String, String> workerEnv(int local, NodeRendezvous.NodeRanks r, int attempt) {
         Map<String, String> env = new HashMap<>(cfg.env());
         if (cfg.nprocPerNode() > 1) {
             List<String> set = new ArrayList<>();
@@ -231,7 +231,7 @@ final class Agent {
             return code;
         }
         try {
-            store.set(exitKey(cfg.nodeRank()), Rendezvous.bytes(code));
+            store.set(exitKey(cfg.nodeRank()), NodeRendezvous.bytes(code));
         } catch (RuntimeException e) {
             LOG.debug("could not record the exit of {}: {}", me, e.toString());
             return code;
@@ -253,7 +253,7 @@ final class Agent {
         List<Integer> missing = missingExits(store);
         while (!missing.isEmpty() && System.nanoTime() < deadline && !shuttingDown) {
             if (success && store.check(List.of(FailureWatcher.FAILED_KEY))) {
-                String desc = Rendezvous.string(store.get(FailureWatcher.FAILED_KEY));
+                String desc = NodeRendezvous.string(store.get(FailureWatcher.FAILED_KEY));
                 error(me + ": the workers of this node finished, but " + desc);
                 success = false;
                 code = 1;

@@ -2,7 +2,7 @@ package org.ddp4j.launch;
 
 import java.time.Duration;
 import java.util.List;
-import org.ddp4j.distributed.Store;
+import org.ddp4j.distributed.store.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -57,7 +57,7 @@ final class FailureWatcher implements AutoCloseable {
         while (!closed && failure == null && lost == null) {
             try {
                 if (store.check(List.of(FAILED_KEY))) {
-                    failure = Rendezvous.string(store.get(FAILED_KEY));
+                    failure = NodeRendezvous.string(store.get(FAILED_KEY));
                 }
                 failingSince = -1;
             } catch (RuntimeException e) {

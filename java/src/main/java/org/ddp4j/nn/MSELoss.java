@@ -1,6 +1,6 @@
 package org.ddp4j.nn;
 
-import org.ddp4j.nn.functional.MseLossFunction;
+import org.ddp4j.nn.functional.MSELossFunction;
 import org.ddp4j.tensor.Tensor;
 
 /**
@@ -19,7 +19,7 @@ public class MSELoss implements Loss {
      */
     @Override
     public Tensor forward(Tensor input, Tensor target) {
-        return MseLossFunction.apply(input, target);
+        return MSELossFunction.apply(input, target);
     }
 
     /** "MSELoss()". */

@@ -6,13 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.ddp4j.distributed.HashStore;
 import org.ddp4j.distributed.ProcessGroupGloo;
+import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.examples.ConvNet;
 import org.ddp4j.nn.CrossEntropyLoss;
 import org.ddp4j.nn.Linear;

@@ -2,12 +2,12 @@ package org.ddp4j.distributed;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.cuda.Cuda;
+import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.examples.ConvNet;
 import org.ddp4j.nn.CrossEntropyLoss;
 import org.ddp4j.nn.Module;

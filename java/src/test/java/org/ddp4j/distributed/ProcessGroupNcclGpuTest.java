@@ -5,11 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.ddp4j.cuda.Cuda;
+import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;

@@ -6,12 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.cuda.Cuda;
 import org.ddp4j.distributed.ProcessGroupNccl.DeviceIdentity;
+import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.internal.NcclNatives;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;

@@ -1,11 +1,11 @@
 package org.ddp4j.distributed;
 
 import static org.junit.jupiter.api.Assertions.fail;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.ddp4j.distributed.store.HashStore;
 
 /** Runs ranks as threads of this JVM, each with its own group, and collects what each returned or threw. */
 final class Ranks {

@@ -2,7 +2,6 @@ package org.ddp4j.examples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -10,8 +9,8 @@ import org.ddp4j.data.Batch;
 import org.ddp4j.data.DataLoader;
 import org.ddp4j.data.TensorDataset;
 import org.ddp4j.distributed.DistributedDataParallel;
-import org.ddp4j.distributed.HashStore;
 import org.ddp4j.distributed.ProcessGroupGloo;
+import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.nn.CrossEntropyLoss;
 import org.ddp4j.optim.SGD;
 import org.ddp4j.tensor.Generator;

@@ -2,11 +2,10 @@ package org.ddp4j.examples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import java.time.Duration;
 import org.ddp4j.distributed.DistributedDataParallel;
-import org.ddp4j.distributed.HashStore;
 import org.ddp4j.distributed.ProcessGroupGloo;
+import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.nn.CrossEntropyLoss;
 import org.ddp4j.optim.SGD;
 import org.ddp4j.tensor.Generator;

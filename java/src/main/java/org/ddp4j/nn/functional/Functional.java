@@ -37,7 +37,7 @@ public final class Functional {
      * @throws IllegalArgumentException if the shapes differ
      */
     public static Tensor mseLoss(Tensor input, Tensor target) {
-        return MseLossFunction.apply(input, target);
+        return MSELossFunction.apply(input, target);
     }
 
     /**

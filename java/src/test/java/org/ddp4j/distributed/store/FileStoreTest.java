@@ -1,7 +1,6 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import static org.junit.jupiter.api.Assertions.*;
-
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -9,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.ddp4j.distributed.DistributedException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

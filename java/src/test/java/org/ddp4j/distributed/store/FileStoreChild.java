@@ -1,4 +1,4 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;

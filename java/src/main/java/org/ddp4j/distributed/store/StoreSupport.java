@@ -1,9 +1,11 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.DistributedTimeoutException;
 
 /** Helpers shared by the {@link Store} implementations: argument checks, counters, deadlines, messages. */
 final class StoreSupport {

@@ -1,7 +1,6 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import static org.junit.jupiter.api.Assertions.*;
-
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;

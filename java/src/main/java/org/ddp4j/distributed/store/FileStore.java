@@ -1,4 +1,4 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -17,6 +17,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
+import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.DistributedTimeoutException;
 
 /**
  * A {@link Store} kept in one file that several processes (and several instances in one process)

@@ -1,7 +1,6 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import static org.junit.jupiter.api.Assertions.*;
-
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -10,6 +9,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.DistributedTimeoutException;
 import org.junit.jupiter.api.Test;
 
 class TcpStoreTest extends StoreContract {

@@ -1,7 +1,6 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
-import static org.ddp4j.distributed.TcpStoreProtocol.*;
-
+import static org.ddp4j.distributed.store.TcpStoreProtocol.*;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -17,6 +16,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.ddp4j.distributed.DistributedException;
 
 /**
  * The server half of {@link TcpStore}: a listening socket, an accept thread, and one daemon thread

@@ -1,9 +1,9 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import static org.junit.jupiter.api.Assertions.*;
-
 import java.time.Duration;
 import java.util.List;
+import org.ddp4j.distributed.DistributedTimeoutException;
 import org.junit.jupiter.api.Test;
 
 class PrefixStoreTest extends StoreContract {

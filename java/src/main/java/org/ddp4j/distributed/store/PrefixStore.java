@@ -1,9 +1,10 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.ddp4j.distributed.DistributedTimeoutException;
 
 /**
  * A view of another {@link Store} in which every key is prefixed with {@code prefix + "/"}, so that

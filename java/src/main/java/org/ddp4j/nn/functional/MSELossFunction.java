@@ -8,8 +8,8 @@ import org.ddp4j.tensor.Tensor;
  * The differentiable mean squared error {@code mean((input - target)²)}. Mirrors
  * {@code torch.nn.functional.mse_loss(input, target, reduction='mean')}.
  */
-public final class MseLossFunction {
-    private MseLossFunction() {}
+public final class MSELossFunction {
+    private MSELossFunction() {}
 
     /**
      * Computes the mean of the squared differences.

@@ -1,4 +1,4 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -9,6 +9,8 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.DistributedTimeoutException;
 
 /**
  * An in-process {@link Store}: a map guarded by a lock, shared by threads of one JVM (for example

@@ -1,7 +1,6 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
-import static org.ddp4j.distributed.TcpStoreProtocol.*;
-
+import static org.ddp4j.distributed.store.TcpStoreProtocol.*;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -13,6 +12,8 @@ import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.DistributedTimeoutException;
 
 /**
  * A {@link Store} served over TCP by one process and used by all: PyTorch's

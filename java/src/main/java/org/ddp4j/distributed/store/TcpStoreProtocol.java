@@ -1,4 +1,4 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;

@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.stream.Collectors;
 import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.DistributedTimeoutException;
-import org.ddp4j.distributed.Store;
+import org.ddp4j.distributed.store.Store;
 
 /**
  * Rank assignment through the store, for nodes that may run different numbers of workers.
@@ -18,20 +18,20 @@ import org.ddp4j.distributed.Store;
  * rank is then the sum of the counts of the lower node ranks, and the world size is the total. The
  * store passed in is already scoped to one attempt, so restarts never see an old attempt's keys.
  */
-final class Rendezvous {
+final class NodeRendezvous {
 
     /** The ranks of one node, as agreed with the others. */
-    record Result(int rankOffset, int worldSize, int[] nprocByNode) {
+    record NodeRanks(int rankOffset, int worldSize, int[] nprocByNode) {
         @Override
         public String toString() {
-            return "Result[rankOffset=" + rankOffset + ", worldSize=" + worldSize
+            return "NodeRanks[rankOffset=" + rankOffset + ", worldSize=" + worldSize
                     + ", nprocByNode=" + Arrays.toString(nprocByNode) + "]";
         }
     }
 
     static final String NNODES_KEY = "nnodes";
 
-    private Rendezvous() {}
+    private NodeRendezvous() {}
 
     /** The key under which node {@code nodeRank} publishes its process count. */
     static String nprocKey(int nodeRank) {
@@ -46,7 +46,7 @@ final class Rendezvous {
      * @throws DistributedException if the nodes disagree on {@code --nnodes} or two launchers
      *     claim the same node rank
      */
-    static Result join(Store store, int nodeRank, int nnodes, int nproc, Duration timeout, String endpoint) {
+    static NodeRanks join(Store store, int nodeRank, int nnodes, int nproc, Duration timeout, String endpoint) {
         byte[] mine = bytes(nnodes);
         byte[] agreed = store.compareSet(NNODES_KEY, new byte[0], mine);
         if (!Arrays.equals(agreed, mine)) {
@@ -95,7 +95,7 @@ final class Rendezvous {
             }
             world += counts[node];
         }
-        return new Result(offset, world, counts);
+        return new NodeRanks(offset, world, counts);
     }
 
     static byte[] bytes(long value) {

@@ -1,7 +1,8 @@
-package org.ddp4j.distributed;
+package org.ddp4j.distributed.store;
 
 import java.time.Duration;
 import java.util.List;
+import org.ddp4j.distributed.DistributedTimeoutException;
 
 /**
  * A key-value store that ranks use to find each other: PyTorch's {@code torch.distributed.Store}.

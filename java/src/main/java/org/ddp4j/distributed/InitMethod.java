@@ -10,19 +10,23 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.ddp4j.distributed.store.FileStore;
+import org.ddp4j.distributed.store.PrefixStore;
+import org.ddp4j.distributed.store.Store;
+import org.ddp4j.distributed.store.TcpStore;
 
 /**
  * Turns an init method ({@code env://}, {@code tcp://host:port}, {@code file:///path}) plus the
  * environment into a store, a rank and a world size. Mirrors {@code torch.distributed.rendezvous}.
  */
-final class Rendezvous {
+final class InitMethod {
     static final String LAUNCHER_HINT = "start the workers with scripts/ddp4j-run (ddp4j's torchrun), or set"
             + " MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK yourself";
 
     /** What a rendezvous produced. {@code store} is the one to hand to the process group; {@code owned} closes what was opened. */
-    record Result(Store store, int rank, int worldSize, String masterAddr, AutoCloseable owned) {}
+    record Membership(Store store, int rank, int worldSize, String masterAddr, AutoCloseable owned) {}
 
-    private Rendezvous() {}
+    private InitMethod() {}
 
     /**
      * @param worldSize the world size, or -1 to take it from the init method / environment
@@ -31,7 +35,7 @@ final class Rendezvous {
      * @throws IllegalArgumentException for an unsupported or malformed init method, or a rank outside the world
      * @throws DistributedException if the store cannot be opened (e.g. rank 0's port is in use)
      */
-    static Result rendezvous(String initMethod, int worldSize, int rank, Duration timeout, Map<String, String> env) {
+    static Membership rendezvous(String initMethod, int worldSize, int rank, Duration timeout, Map<String, String> env) {
         String method = initMethod == null || initMethod.isBlank() ? "env://" : initMethod.trim();
         if (method.equals("env://") || method.equals("env:")) {
             return env(worldSize, rank, timeout, env);
@@ -70,7 +74,7 @@ final class Rendezvous {
                 int r = worldOrRank(rank, query.get("rank"), "RANK", "rank", method, env);
                 checkRank(r, world);
                 FileStore store = new FileStore(Path.of(path), timeout);
-                return new Result(store, r, world, null, store);
+                return new Membership(store, r, world, null, store);
             }
             default:
                 throw new IllegalArgumentException("unsupported init method \"" + method
@@ -78,7 +82,7 @@ final class Rendezvous {
         }
     }
 
-    private static Result env(int worldSize, int rank, Duration timeout, Map<String, String> env) {
+    private static Membership env(int worldSize, int rank, Duration timeout, Map<String, String> env) {
         List<String> missing = new ArrayList<>();
         for (String name : List.of("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")) {
             boolean given = (name.equals("WORLD_SIZE") && worldSize >= 0) || (name.equals("RANK") && rank >= 0);
@@ -103,16 +107,16 @@ final class Rendezvous {
     }
 
     /** A TcpStore at host:port: the launcher's (DDP4J_AGENT_STORE=1), or hosted by rank 0. */
-    private static Result tcp(String host, int port, int world, int rank, Duration timeout, Map<String, String> env) {
+    private static Membership tcp(String host, int port, int world, int rank, Duration timeout, Map<String, String> env) {
         if ("1".equals(trim(env.get("DDP4J_AGENT_STORE"))) && isLaunchersStore(host, port, env)) {
             // The launcher hosts the store; each restart of the workers uses a fresh namespace.
             String restart = trim(env.get("DDP4J_RESTART_COUNT"));
             TcpStore client = TcpStore.client(host, port, timeout);
-            return new Result(new PrefixStore("ddp4j/worker/" + (restart == null || restart.isEmpty() ? "0" : restart),
+            return new Membership(new PrefixStore("ddp4j/worker/" + (restart == null || restart.isEmpty() ? "0" : restart),
                     client), rank, world, host, client);
         }
         TcpStore store = rank == 0 ? TcpStore.server(bindAddress(host), port, timeout) : TcpStore.client(host, port, timeout);
-        return new Result(store, rank, world, host, store);
+        return new Membership(store, rank, world, host, store);
     }
 
     private static boolean isLaunchersStore(String host, int port, Map<String, String> env) {
