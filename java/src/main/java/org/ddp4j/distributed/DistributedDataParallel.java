@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.EnumMap;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.nn.Module;
@@ -21,10 +20,11 @@ import org.ddp4j.tensor.Tensors;
  * bucket (reverse parameter order; the first bucket capped at 1 MB, the rest at 25 MB, as
  * PyTorch). During backward, as soon as every gradient of a bucket has been accumulated, the
  * bucket's all-reduce is launched asynchronously while backward continues; buckets launch in
- * index order on every rank so the collectives match. Before backward returns, all buckets are
- * awaited and divided by the world size, so each rank holds the average gradient. In training
- * mode each forward first broadcasts the buffers (e.g. BatchNorm running statistics) from rank 0.
- * Parameter names carry the {@code module.} prefix.
+ * index order on every rank so the collectives match, and average on the backend. Before backward
+ * returns, all buckets are awaited, so each rank holds the average gradient (the buckets, hooks
+ * and waits are the {@link Reducer}'s). In training mode each forward first broadcasts the
+ * buffers (e.g. BatchNorm running statistics) from rank 0. Parameter names carry the
+ * {@code module.} prefix.
  *
  * <p>As PyTorch, the construction verifies that every rank wraps parameters of the same shapes
  * with the same bucket cap (a {@link DistributedException} names each rank's shapes otherwise);
@@ -41,25 +41,11 @@ import org.ddp4j.tensor.Tensors;
 public final class DistributedDataParallel extends Module {
     /** PyTorch's defaults: bucket_cap_mb=25 and a 1 MB first bucket. */
     public static final long DEFAULT_BUCKET_CAP_BYTES = 25L << 20;
-    public static final long FIRST_BUCKET_CAP_BYTES = 1L << 20;
+    public static final long FIRST_BUCKET_CAP_BYTES = Reducer.FIRST_BUCKET_CAP_BYTES;
 
     private final Module module;
     private final ProcessGroup group;
-    private final long bucketCapBytes;
-    /** The parameters that get gradients, in parameter order. */
-    private final List<Tensor> params = new ArrayList<>();
-    private final Map<Tensor, Integer> paramIndex = new IdentityHashMap<>();
-    private final List<GradientBucket> buckets = new ArrayList<>();
-    private final Map<Tensor, GradientBucket> bucketOf = new IdentityHashMap<>();
-    private int nextToLaunch;
-    private boolean finishQueued;
-    private boolean syncEnabled = true;
-    private boolean overlap = !"0".equals(System.getenv("DDP4J_DDP_OVERLAP"));
-    /** Indices into params in the order their gradients became ready in the first synced backward. */
-    private List<Integer> readyOrder = new ArrayList<>();
-    private boolean readyOrderComplete;
-    private boolean bucketsRebuilt;
-    private boolean collectivesAtWorldSizeOne;
+    private final Reducer reducer;
 
     /**
      * Wraps {@code module} for training on the default process group.
@@ -74,13 +60,15 @@ public final class DistributedDataParallel extends Module {
      * Wraps {@code module} for training on {@code group}.
      *
      * @param bucketCapBytes the most gradient bytes in one bucket (the first bucket holds at most 1 MB)
-     * @throws DistributedException if the broadcast of the initial state fails (e.g. the ranks'
-     *     modules have different shapes)
+     * @throws IllegalArgumentException if a parameter is not float32, or a parameter or buffer is
+     *     not on the group's device
+     * @throws DistributedException if the ranks' parameters differ in shape or bucket cap, or the
+     *     broadcast of the initial state fails
      */
     public DistributedDataParallel(Module module, ProcessGroup group, long bucketCapBytes) {
         this.module = registerModule("module", module);
         this.group = group;
-        this.bucketCapBytes = bucketCapBytes;
+        List<Tensor> params = new ArrayList<>();
         for (Tensor p : module.parameters()) {
             if (!p.requiresGrad()) {
                 continue;
@@ -89,7 +77,6 @@ public final class DistributedDataParallel extends Module {
                 throw new IllegalArgumentException("DistributedDataParallel supports float32 parameters, got " + p.describe());
             }
             checkDevice("parameter", p, group);
-            paramIndex.put(p, params.size());
             params.add(p);
         }
         for (Tensor b : module.namedBuffers().values()) {
@@ -97,14 +84,7 @@ public final class DistributedDataParallel extends Module {
         }
         ParameterLayout.verifyAcrossRanks(group, module, params, bucketCapBytes);
         broadcastState(module.stateDict().values());
-        List<Integer> reverse = new ArrayList<>();
-        for (int i = params.size() - 1; i >= 0; i--) {
-            reverse.add(i);
-        }
-        buildBuckets(reverse);
-        for (Tensor p : params) {
-            p.registerPostAccumulateGradHook(this::onGradientReady);
-        }
+        reducer = new Reducer(params, group, bucketCapBytes);
     }
 
     /** Parameters and buffers must live where the group's collectives run (Gloo: CPU, NCCL: its GPU). */
@@ -128,12 +108,12 @@ public final class DistributedDataParallel extends Module {
 
     /** Bucket sizes in bytes, in launch order (for tests and logs). */
     public List<Long> bucketBytes() {
-        return buckets.stream().map(GradientBucket::bytes).toList();
+        return reducer.bucketBytes();
     }
 
     /** The parameters of each bucket, in launch order (for tests). */
     List<List<Tensor>> bucketParameters() {
-        return buckets.stream().map(b -> b.parameters).toList();
+        return reducer.bucketParameters();
     }
 
     /**
@@ -180,134 +160,20 @@ public final class DistributedDataParallel extends Module {
     }
 
     /**
-     * Groups the parameters, taken in {@code order} (indices into params), into buckets under the
-     * caps and makes their gradients slices of them; existing gradient values are kept.
-     */
-    private void buildBuckets(List<Integer> order) {
-        List<GradientBucket> old = new ArrayList<>(buckets);
-        buckets.clear();
-        bucketOf.clear();
-        List<Tensor> current = new ArrayList<>();
-        long currentBytes = 0;
-        for (int index : order) {
-            Tensor p = params.get(index);
-            long cap = buckets.isEmpty() ? Math.min(FIRST_BUCKET_CAP_BYTES, bucketCapBytes) : bucketCapBytes;
-            if (!current.isEmpty() && currentBytes + p.numel() * 4 > cap) {
-                addBucket(current);
-                current = new ArrayList<>();
-                currentBytes = 0;
-            }
-            current.add(p);
-            currentBytes += p.numel() * 4;
-        }
-        if (!current.isEmpty()) {
-            addBucket(current);
-        }
-        for (GradientBucket b : old) {
-            b.flat.close(); // the gradients moved to the new buckets
-        }
-    }
-
-    private void addBucket(List<Tensor> bucketParams) {
-        long numel = 0;
-        for (Tensor p : bucketParams) {
-            numel += p.numel();
-        }
-        Tensor flat = Tensor.full(0, DType.FLOAT32, group.device(), numel).keep();
-        long offset = 0;
-        for (Tensor p : bucketParams) {
-            Tensor view = flat.flatSlice(offset, p.shape()).keep();
-            if (p.grad() != null) {
-                view.copyFrom(p.grad());
-                p.grad().close();
-            }
-            p.setGrad(view);
-            offset += p.numel();
-        }
-        GradientBucket bucket = new GradientBucket(buckets.size(), bucketParams, flat);
-        buckets.add(bucket);
-        for (Tensor p : bucketParams) {
-            bucketOf.put(p, bucket);
-        }
-    }
-
-    /**
-     * Once, after the first synchronised backward: rebuilds the buckets in the order rank 0 saw
-     * the gradients become ready. Rank 0's order is broadcast so every rank builds the same layout.
-     */
-    private void rebuildBucketsOnce() {
-        bucketsRebuilt = true;
-        long[] order = new long[params.size()];
-        boolean[] seen = new boolean[params.size()];
-        int n = 0;
-        for (int index : readyOrder) {
-            if (!seen[index]) {
-                seen[index] = true;
-                order[n++] = index;
-            }
-        }
-        for (int i = params.size() - 1; i >= 0; i--) { // parameters that got no gradient: last
-            if (!seen[i]) {
-                order[n++] = i;
-            }
-        }
-        readyOrder = null;
-        try (var scope = Tensors.scope()) {
-            Tensor t = Tensor.ofLongs(order, order.length).to(group.device());
-            group.broadcast(t, 0).await();
-            order = t.toLongArray();
-        }
-        List<Integer> newOrder = new ArrayList<>();
-        for (long index : order) {
-            newOrder.add((int) index);
-        }
-        List<Integer> currentOrder = new ArrayList<>();
-        for (GradientBucket b : buckets) {
-            for (Tensor p : b.parameters) {
-                currentOrder.add(paramIndex.get(p));
-            }
-        }
-        if (!newOrder.equals(currentOrder)) {
-            buildBuckets(newOrder);
-        }
-    }
-
-    /**
      * Runs the wrapped module; in training mode first broadcasts its buffers from rank 0 (as
-     * PyTorch's {@code broadcast_buffers=True}).
+     * PyTorch's {@code broadcast_buffers=True}). The first training forward after the first
+     * synchronised backward also rebuilds the gradient buckets in the order gradients became ready.
      */
     @Override
     public Tensor forward(Tensor input) {
-        if (isTraining() && syncEnabled && Tensors.isGradEnabled() && readyOrderComplete && !bucketsRebuilt) {
-            rebuildBucketsOnce();
+        if (isTraining() && Tensors.isGradEnabled()) {
+            reducer.rebuildBucketsIfReady();
         }
         // With one rank there is nothing to broadcast or average: skip the collectives.
-        if (isTraining() && syncEnabled && communicates()) {
+        if (isTraining() && reducer.isSyncEnabled() && reducer.communicates()) {
             broadcastState(module.namedBuffers().values());
         }
         return module.forward(input);
-    }
-
-    private void onGradientReady(Tensor parameter) {
-        if (!syncEnabled || !communicates()) {
-            return;
-        }
-        if (readyOrder != null && !readyOrderComplete) {
-            readyOrder.add(paramIndex.get(parameter));
-        }
-        GradientBucket bucket = bucketOf.get(parameter);
-        if (bucket.markReady() && overlap) {
-            launchReadyBuckets();
-        }
-        if (!finishQueued) {
-            finishQueued = true;
-            Tensors.queueBackwardCallback(this::finishBackward);
-        }
-    }
-
-    /** Whether this DDP runs collectives: not at world size 1 (nothing to average), unless a test asks. */
-    private boolean communicates() {
-        return group.size() > 1 || collectivesAtWorldSizeOne;
     }
 
     /**
@@ -315,24 +181,7 @@ public final class DistributedDataParallel extends Module {
      * nothing: lets a machine with one GPU exercise DDP's whole communication path (tests).
      */
     void setCollectivesAtWorldSizeOne(boolean value) {
-        collectivesAtWorldSizeOne = value;
-    }
-
-    /** Launches buckets in index order so every rank issues the same collectives in the same order. */
-    private void launchReadyBuckets() {
-        while (nextToLaunch < buckets.size() && buckets.get(nextToLaunch).isReady()) {
-            launchNext();
-        }
-    }
-
-    /**
-     * All-reduces the next bucket. The layout was verified across ranks at construction, so the
-     * group's per-collective size check is skipped; the last bucket runs on this thread when the
-     * group is idle, since backward waits for it straight away.
-     */
-    private void launchNext() {
-        GradientBucket b = buckets.get(nextToLaunch++);
-        b.work = group.allReduceUnchecked(b.flat, ReduceOp.SUM, nextToLaunch == buckets.size());
+        reducer.setCollectivesAtWorldSizeOne(value);
     }
 
     /**
@@ -342,28 +191,7 @@ public final class DistributedDataParallel extends Module {
      * The environment variable {@code DDP4J_DDP_OVERLAP=0} sets the default to off.
      */
     public void setOverlap(boolean overlap) {
-        this.overlap = overlap;
-    }
-
-    /** End of backward: launch buckets whose parameters got no gradient, await all, average. */
-    private void finishBackward() {
-        try {
-            while (nextToLaunch < buckets.size()) {
-                launchNext();
-            }
-            float inverseWorld = 1f / group.size();
-            for (GradientBucket b : buckets) {
-                b.work.await();
-                b.flat.mulInPlace(inverseWorld);
-            }
-        } finally {
-            for (GradientBucket b : buckets) {
-                b.reset();
-            }
-            nextToLaunch = 0;
-            finishQueued = false;
-            readyOrderComplete = readyOrder != null;
-        }
+        reducer.setOverlap(overlap);
     }
 
     /**
@@ -371,7 +199,7 @@ public final class DistributedDataParallel extends Module {
      * locally and are all-reduced by the first backward after it. Mirrors {@code no_sync()}.
      */
     public NoSync noSync() {
-        syncEnabled = false;
+        reducer.setSyncEnabled(false);
         return new NoSync();
     }
 
@@ -381,7 +209,7 @@ public final class DistributedDataParallel extends Module {
 
         @Override
         public void close() {
-            syncEnabled = true;
+            reducer.setSyncEnabled(true);
         }
     }
 
@@ -394,9 +222,7 @@ public final class DistributedDataParallel extends Module {
             }
             p.setGrad(null);
         }
-        for (GradientBucket b : buckets) {
-            b.flat.close();
-        }
+        reducer.close();
         super.close();
     }
 }
