@@ -17,7 +17,7 @@ import org.ddp4j.tensor.Tensor;
  *
  * <pre>{@code
  * Distributed.initProcessGroup("gloo");            // env://, as under scripts/ddp4j-run
- * Distributed.allReduce(grad, ReduceOp.SUM).await();
+ * Distributed.allReduce(grad, ReduceOp.SUM);         // blocks, as dist.all_reduce; allReduceAsync returns the Work
  * Distributed.destroyProcessGroup();
  * }</pre>
  *
@@ -229,33 +229,110 @@ public final class Distributed {
         g.close();
     }
 
-    /** {@link ProcessGroup#allReduce(Tensor, ReduceOp)} on the default group. Mirrors {@code all_reduce(tensor, op, async_op=True)}. */
-    public static Work allReduce(Tensor tensor, ReduceOp op) {
+    /**
+     * Reduces {@code tensor} over all ranks of the default group, in place, and returns when the
+     * result is in it. Mirrors {@code all_reduce(tensor, op)} (PyTorch's default
+     * {@code async_op=False}): on a GPU, as PyTorch's, the return orders the device's stream after
+     * the collective rather than blocking the host, so later kernels and host reads see the result.
+     *
+     * @param tensor float32 or int64 (AVG: float32 only), the same number of elements on every rank
+     * @throws IllegalStateException if the default group is not initialised
+     * @throws IllegalArgumentException for an unsupported dtype or device, or AVG on int64
+     * @throws DistributedException if the ranks disagree on the collective or a peer fails
+     * @throws DistributedTimeoutException if the collective does not finish within the group's timeout
+     * @see #allReduceAsync(Tensor, ReduceOp)
+     */
+    public static void allReduce(Tensor tensor, ReduceOp op) {
+        allReduceAsync(tensor, op).await();
+    }
+
+    /** {@link #allReduce(Tensor, ReduceOp)} with {@link ReduceOp#SUM}. Mirrors {@code all_reduce(tensor)}. */
+    public static void allReduce(Tensor tensor) {
+        allReduce(tensor, ReduceOp.SUM);
+    }
+
+    /**
+     * {@link ProcessGroup#allReduce(Tensor, ReduceOp)} on the default group: returns at once; read
+     * the tensor after {@link Work#await()}. Mirrors {@code all_reduce(tensor, op, async_op=True)}.
+     *
+     * @throws IllegalStateException if the default group is not initialised
+     * @throws IllegalArgumentException for an unsupported dtype or device, or AVG on int64
+     */
+    public static Work allReduceAsync(Tensor tensor, ReduceOp op) {
         return defaultGroup().allReduce(tensor, op);
     }
 
-    /** {@link ProcessGroup#allReduce(Tensor)} (SUM) on the default group. */
-    public static Work allReduce(Tensor tensor) {
-        return defaultGroup().allReduce(tensor);
+    /** {@link #allReduceAsync(Tensor, ReduceOp)} with {@link ReduceOp#SUM}. */
+    public static Work allReduceAsync(Tensor tensor) {
+        return allReduceAsync(tensor, ReduceOp.SUM);
+    }
+
+    /**
+     * Copies rank {@code src}'s {@code tensor} into {@code tensor} on every rank of the default
+     * group and returns when it is there. Mirrors {@code broadcast(tensor, src)}.
+     *
+     * @param tensor the same dtype and number of elements on every rank
+     * @param src the sending rank, in {@code [0, world size)}
+     * @throws IllegalArgumentException if {@code src} is out of range
+     * @throws DistributedException, DistributedTimeoutException as {@link #allReduce(Tensor, ReduceOp)}
+     */
+    public static void broadcast(Tensor tensor, int src) {
+        broadcastAsync(tensor, src).await();
     }
 
     /** {@link ProcessGroup#broadcast(Tensor, int)} on the default group. Mirrors {@code broadcast(tensor, src, async_op=True)}. */
-    public static Work broadcast(Tensor tensor, int src) {
+    public static Work broadcastAsync(Tensor tensor, int src) {
         return defaultGroup().broadcast(tensor, src);
     }
 
+    /**
+     * Gathers every rank's {@code input} into {@code outputs} ({@code outputs.get(r)} gets rank
+     * r's) and returns when they are there. Mirrors {@code all_gather(tensor_list, tensor)}.
+     *
+     * @param outputs world-size tensors, each with the input's dtype and number of elements
+     * @throws IllegalArgumentException if the list has the wrong length or an output does not fit
+     * @throws DistributedException, DistributedTimeoutException as {@link #allReduce(Tensor, ReduceOp)}
+     */
+    public static void allGather(List<Tensor> outputs, Tensor input) {
+        allGatherAsync(outputs, input).await();
+    }
+
     /** {@link ProcessGroup#allGather(List, Tensor)} on the default group. Mirrors {@code all_gather(tensor_list, tensor, async_op=True)}. */
-    public static Work allGather(List<Tensor> outputs, Tensor input) {
+    public static Work allGatherAsync(List<Tensor> outputs, Tensor input) {
         return defaultGroup().allGather(outputs, input);
     }
 
-    /** {@link ProcessGroup#allGatherIntoTensor(Tensor, Tensor)} on the default group. Mirrors {@code all_gather_into_tensor}. */
-    public static Work allGatherIntoTensor(Tensor output, Tensor input) {
+    /**
+     * Gathers every rank's {@code input} into {@code output} (rank r's elements at
+     * {@code [r * input.numel(), (r + 1) * input.numel())}) and returns {@code output} once they
+     * are there. Mirrors {@code all_gather_into_tensor(output, input)}.
+     *
+     * @param output world size x {@code input.numel()} elements of the input's dtype (any shape)
+     * @throws IllegalArgumentException if the output has the wrong dtype or size
+     * @throws DistributedException, DistributedTimeoutException as {@link #allReduce(Tensor, ReduceOp)}
+     */
+    public static Tensor allGatherIntoTensor(Tensor output, Tensor input) {
+        allGatherIntoTensorAsync(output, input).await();
+        return output;
+    }
+
+    /** {@link ProcessGroup#allGatherIntoTensor(Tensor, Tensor)} on the default group. Mirrors {@code all_gather_into_tensor(..., async_op=True)}. */
+    public static Work allGatherIntoTensorAsync(Tensor output, Tensor input) {
         return defaultGroup().allGatherIntoTensor(output, input);
     }
 
+    /**
+     * Returns once every rank of the default group has entered the barrier (blocks the host, on
+     * GPUs too). Mirrors {@code barrier()}.
+     *
+     * @throws DistributedException, DistributedTimeoutException as {@link #allReduce(Tensor, ReduceOp)}
+     */
+    public static void barrier() {
+        barrierAsync().awaitBlocking();
+    }
+
     /** {@link ProcessGroup#barrier()} on the default group. Mirrors {@code barrier(async_op=True)}. */
-    public static Work barrier() {
+    public static Work barrierAsync() {
         return defaultGroup().barrier();
     }
 }

@@ -7,11 +7,35 @@ import org.ddp4j.tensor.Tensor;
  * A worker for multi-process collective tests: joins the default group through env://
  * (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, as set by a test or by scripts/ddp4j-run), sums
  * {@code [rank + 1, rank + 1, rank + 1, rank + 1]} over all ranks, and prints
- * {@code allreduce ok rank=R sum=S} (S = W(W+1)/2 for world size W). Exits 1 on a wrong result,
- * 2 on an error.
+ * {@code allreduce ok rank=R sum=S} (S = W(W+1)/2 for world size W). It reads every result right
+ * after the blocking call returns (no await), which is what {@code Distributed}'s blocking
+ * collectives promise, and checks the async variants, broadcast and all-gather the same way.
+ * Exits 1 on a wrong result, 2 on an error.
  */
 public final class CollectiveCheckMain {
     private CollectiveCheckMain() {}
+
+    /** Async all-reduce, broadcast and all-gather into a tensor, each read as soon as it returns. */
+    private static boolean checkOthers(int rank, int world) {
+        boolean ok = true;
+        try (Tensor t = Tensor.of(new float[] {rank}, 1)) {
+            Distributed.allReduceAsync(t, ReduceOp.MAX).await();
+            ok &= t.toFloatArray()[0] == world - 1;
+            t.fill(rank + 10);
+            Distributed.broadcast(t, world - 1);
+            ok &= t.toFloatArray()[0] == world - 1 + 10;
+            try (Tensor in = Tensor.of(new float[] {rank * 2}, 1); Tensor out = Tensor.zeros(world)) {
+                float[] gathered = Distributed.allGatherIntoTensor(out, in).toFloatArray();
+                for (int r = 0; r < world; r++) {
+                    ok &= gathered[r] == r * 2;
+                }
+            }
+        }
+        if (!ok) {
+            System.out.println("collectives WRONG rank=" + rank);
+        }
+        return ok;
+    }
 
     /** Runs the check; arguments are ignored. Exits 0 on success, 1 on a wrong sum, 2 on an error. */
     public static void main(String[] args) {
@@ -24,7 +48,7 @@ public final class CollectiveCheckMain {
             Arrays.fill(values, rank + 1);
             float[] got;
             try (Tensor t = Tensor.of(values, values.length)) {
-                Distributed.allReduce(t, ReduceOp.SUM).await();
+                Distributed.allReduce(t, ReduceOp.SUM);
                 got = t.toFloatArray();
             }
             long expected = (long) world * (world + 1) / 2;
@@ -32,13 +56,14 @@ public final class CollectiveCheckMain {
             for (float v : got) {
                 ok &= v == expected;
             }
+            ok &= checkOthers(rank, world);
             if (ok) {
                 System.out.println("allreduce ok rank=" + rank + " sum=" + expected);
             } else {
                 System.out.println("allreduce WRONG rank=" + rank + " got=" + Arrays.toString(got) + " expected=" + expected);
                 exit = 1;
             }
-            Distributed.barrier().await();
+            Distributed.barrier();
             Distributed.destroyProcessGroup();
         } catch (Throwable e) {
             System.out.println("allreduce FAILED: " + e);
