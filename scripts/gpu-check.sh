@@ -3,7 +3,9 @@
 # and NCCL from the pip package nvidia-nccl-cu13; no internet, no apt, maybe no Java, Gloo or
 # OpenBLAS). On a CPU machine first:  scripts/gpu-bundle.sh  (writes build/gpu-bundle/: a trimmed
 # Java runtime, the jars and test classes, a Gloo + OpenBLAS sysroot and Fashion-MNIST, packed).
-# Then, with the device tool:  run(command="scripts/gpu-check.sh", carry=["build/gpu-bundle"], timeout_s=540)
+# Then copy the repository with build/gpu-bundle to the GPU machine (the device tool: carry
+# build/gpu-bundle, timeout 540 s) and run, from the repository root there:
+#   scripts/gpu-check.sh
 #
 # It builds the native code there (CMake, all cores, only the GPU's architecture), runs
 #   ctest -L cuda and the CPU ctests; the Java tests tagged "gpu" (JUnit console launcher);
