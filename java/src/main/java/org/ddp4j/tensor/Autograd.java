@@ -63,7 +63,9 @@ final class Autograd {
             while (!ready.isEmpty()) {
                 Node node = ready.poll();
                 Tensor gradOutput = pending.remove(node);
-                Tensor[] grads = node.backward(gradOutput);
+                // A node no consumer gave a gradient to computes nothing, but still releases its
+                // inputs: other paths may have delivered theirs (PyTorch runs it with undefined grads).
+                Tensor[] grads = gradOutput == null ? new Tensor[0] : node.backward(gradOutput);
                 for (int i = 0; i < node.inputCount(); i++) {
                     Tensor input = node.input(i);
                     if (input == null || !input.requiresGrad()) {
@@ -80,14 +82,10 @@ final class Autograd {
                         pending.put(producer, previous == null ? g : previous.add(g));
                     }
                     int left = dependencies.merge(producer, -1, Integer::sum);
-                    if (left == 0 && pending.containsKey(producer)) {
+                    if (left == 0) {
                         ready.add(producer);
                     }
                 }
-            }
-            // Leaves with a use in a node that received no gradient (so never ran): what they got still counts.
-            for (Map.Entry<Tensor, Tensor> e : pendingLeaf.entrySet()) {
-                e.getKey().accumulateGrad(e.getValue());
             }
         }
     }

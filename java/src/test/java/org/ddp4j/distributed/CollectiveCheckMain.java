@@ -10,9 +10,13 @@ import org.ddp4j.tensor.Tensor;
  * {@code allreduce ok rank=R sum=S} (S = W(W+1)/2 for world size W). It reads every result right
  * after the blocking call returns (no await), which is what {@code Distributed}'s blocking
  * collectives promise, and checks the async variants, broadcast and all-gather the same way.
- * Exits 1 on a wrong result, 2 on an error.
+ * Exits 1 on a wrong result, 2 on an error, 3 when it has not finished after
+ * {@value #HANG_LIMIT_SECONDS} s (printing {@code allreduce HUNG rank=R} and where it is stuck).
  */
 public final class CollectiveCheckMain {
+    /** Below the tests' own bounds on the process (LauncherProcess: 240 s), so the hung rank names itself. */
+    static final int HANG_LIMIT_SECONDS = 120;
+
     private CollectiveCheckMain() {}
 
     /** Async all-reduce, broadcast and all-gather into a tensor, each read as soon as it returns. */
@@ -37,8 +41,31 @@ public final class CollectiveCheckMain {
         return ok;
     }
 
-    /** Runs the check; arguments are ignored. Exits 0 on success, 1 on a wrong sum, 2 on an error. */
+    /** Under the launcher the group timeout defaults to 30 min: a hung rank reports itself and exits long before. */
+    private static void startWatchdog() {
+        Thread main = Thread.currentThread();
+        Thread watchdog = new Thread(() -> {
+            try {
+                Thread.sleep(HANG_LIMIT_SECONDS * 1000L);
+            } catch (InterruptedException e) {
+                return;
+            }
+            StringBuilder where = new StringBuilder();
+            for (StackTraceElement frame : main.getStackTrace()) {
+                where.append("\n    at ").append(frame);
+            }
+            System.out.println("allreduce HUNG rank=" + System.getenv("RANK") + ": not finished after "
+                    + HANG_LIMIT_SECONDS + " s; main is at:" + where);
+            System.out.flush();
+            Runtime.getRuntime().halt(3);
+        }, "hang-watchdog");
+        watchdog.setDaemon(true);
+        watchdog.start();
+    }
+
+    /** Runs the check; arguments are ignored. Exits 0 on success, 1 on a wrong sum, 2 on an error, 3 on a hang. */
     public static void main(String[] args) {
+        startWatchdog();
         int exit = 0;
         try {
             ProcessGroup group = Distributed.initProcessGroup("gloo");

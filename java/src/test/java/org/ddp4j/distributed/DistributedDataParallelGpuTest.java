@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.ddp4j.cuda.Cuda;
 import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.examples.ConvNet;
@@ -20,6 +21,7 @@ import org.ddp4j.testing.Assertions2;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * DDP on GPUs over NCCL against one process. With one GPU, DDP runs its whole communication path
@@ -29,6 +31,7 @@ import org.junit.jupiter.api.Test;
  * no GPU is visible.
  */
 @Tag("gpu")
+@Timeout(value = 120, unit = TimeUnit.SECONDS) // backstop above Ranks.HANG_LIMIT, which names a hung rank first
 class DistributedDataParallelGpuTest {
     private static final int BATCH = 8;
     private static final int STEPS = 3;

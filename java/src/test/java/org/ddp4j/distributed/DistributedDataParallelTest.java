@@ -14,6 +14,8 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.IntFunction;
 import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.examples.ConvNet;
@@ -26,6 +28,7 @@ import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.testing.Assertions2;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * DDP on 2 ranks (threads in one JVM, Gloo over a HashStore), each with half the batch, against
@@ -34,6 +37,7 @@ import org.junit.jupiter.api.Test;
  * forward passes in the same step and averages their losses: the gradients are then the same
  * quantity DDP computes, and the parameters must agree after every step.
  */
+@Timeout(value = 180, unit = TimeUnit.SECONDS) // backstop above onRanks' bound (group timeout + 30 s)
 class DistributedDataParallelTest {
     private static final int BATCH = 8;
     private static final int STEPS = 3;
@@ -97,8 +101,16 @@ class DistributedDataParallelTest {
                 futures.add(pool.submit(body.apply(r)));
             }
             List<T> out = new ArrayList<>();
-            for (Future<T> f : futures) {
-                out.add(f.get());
+            // Longer than the groups' own timeout, so a collective's timeout error comes first.
+            Duration limit = TIMEOUT.plusSeconds(30);
+            long deadline = System.nanoTime() + limit.toNanos();
+            for (int r = 0; r < world; r++) {
+                try {
+                    out.add(futures.get(r).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
+                } catch (TimeoutException e) {
+                    throw new AssertionError("rank " + r + " is still running after " + limit.toSeconds()
+                            + " s: a collective or the reducer hung");
+                }
             }
             return out;
         } finally {

@@ -2,9 +2,9 @@ package org.ddp4j.distributed;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
+import java.io.File;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -191,19 +191,18 @@ class DistributedSamplerTest {
         boolean ran = false;
         for (String python : new String[] {"/usr/bin/python3", "python3"}) {
             Process p;
+            // Output to a file and stderr discarded: reading a pipe would wait, unbounded, for a hung python.
+            File output = File.createTempFile("torch-sampler", ".txt");
+            output.deleteOnExit();
             try {
-                p = new ProcessBuilder(python, "-c", script).redirectErrorStream(false).start();
+                p = new ProcessBuilder(python, "-c", script).redirectError(ProcessBuilder.Redirect.DISCARD)
+                        .redirectOutput(output).start();
             } catch (java.io.IOException e) {
                 continue;
             }
-            List<String> lines = new ArrayList<>();
-            try (BufferedReader in =
-                    new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line; (line = in.readLine()) != null;) {
-                    lines.add(line);
-                }
-            }
-            if (p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0 && !lines.isEmpty()) {
+            boolean finished = p.waitFor(60, TimeUnit.SECONDS);
+            List<String> lines = finished ? Files.readAllLines(output.toPath(), StandardCharsets.UTF_8) : List.of();
+            if (finished && p.exitValue() == 0 && !lines.isEmpty()) {
                 for (String line : lines) {
                     String[] f = line.split(" ", 5);
                     expected.put(f[0] + " " + f[1] + " " + f[2] + " " + f[3], f.length > 4 ? f[4].trim() : "");

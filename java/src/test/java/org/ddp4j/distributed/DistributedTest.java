@@ -12,12 +12,15 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.ddp4j.distributed.store.TcpStore;
 import org.ddp4j.tensor.Tensor;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Init methods, backends and the default-group API. */
+@Timeout(value = 120, unit = TimeUnit.SECONDS) // backstop above Ranks.HANG_LIMIT, which names a hung rank first
 class DistributedTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(10);
 

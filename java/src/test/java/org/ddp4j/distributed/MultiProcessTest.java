@@ -2,6 +2,7 @@ package org.ddp4j.distributed;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -11,8 +12,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** Ranks as separate JVMs, rendezvous through env:// exactly as under the launcher. */
+@Timeout(value = 180, unit = TimeUnit.SECONDS) // backstop above the 60 s wait per rank process
 class MultiProcessTest {
 
     @Test
@@ -37,7 +40,11 @@ class MultiProcessTest {
             }
             for (int rank = 0; rank < world; rank++) {
                 Process p = processes.get(rank);
-                assertTrue(p.waitFor(60, TimeUnit.SECONDS), "rank " + rank + " did not finish within 60 s");
+                if (!p.waitFor(60, TimeUnit.SECONDS)) {
+                    p.destroyForcibly().waitFor(10, TimeUnit.SECONDS); // then its output can be read to the end
+                    fail("rank " + rank + " did not finish within 60 s; its output:\n"
+                            + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+                }
                 String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
                 assertEquals(0, p.exitValue(), "rank " + rank + " output:\n" + out);
                 assertTrue(out.contains("allreduce ok rank=" + rank + " sum=3"), out);

@@ -15,10 +15,12 @@ import java.util.concurrent.TimeUnit;
 import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.tensor.Tensor;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Collectives of the Gloo backend, with ranks as threads of this JVM sharing a HashStore. */
+@Timeout(value = 120, unit = TimeUnit.SECONDS) // backstop above Ranks.HANG_LIMIT, which names a hung rank first
 class ProcessGroupGlooTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(10);
     private static final int N = 7;

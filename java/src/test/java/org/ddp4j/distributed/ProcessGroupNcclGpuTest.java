@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.ddp4j.cuda.Cuda;
 import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.tensor.DType;
@@ -16,6 +17,7 @@ import org.ddp4j.tensor.Tensor;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The NCCL backend on real GPUs: every collective at world size 1, and at world size 2 (two
@@ -23,6 +25,7 @@ import org.junit.jupiter.api.Test;
  * Skips itself without a GPU. NCCL must be loadable (DDP4J_NCCL_LIBRARY or libnccl.so.2).
  */
 @Tag("gpu")
+@Timeout(value = 120, unit = TimeUnit.SECONDS) // backstop above Ranks.HANG_LIMIT, which names a hung rank first
 class ProcessGroupNcclGpuTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
 

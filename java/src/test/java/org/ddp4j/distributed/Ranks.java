@@ -3,6 +3,7 @@ package org.ddp4j.distributed;
 import static org.junit.jupiter.api.Assertions.fail;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.ddp4j.distributed.store.HashStore;
@@ -27,6 +28,15 @@ final class Ranks {
 
     /** Runs body on {@code world} threads; fails the test if any thread is still running after {@link #HANG_LIMIT}. */
     static <T> List<Outcome<T>> collect(int world, Body<T> body) throws InterruptedException {
+        return collect(world, HANG_LIMIT, body);
+    }
+
+    /**
+     * Runs body on {@code world} threads and waits at most {@code limit} for all of them. A rank
+     * still running then fails the test with a message naming it and where it is stuck (and what
+     * the finished ranks threw, often the cause); it is interrupted so it does not outlive the test.
+     */
+    static <T> List<Outcome<T>> collect(int world, Duration limit, Body<T> body) throws InterruptedException {
         AtomicReferenceArray<Outcome<T>> outcomes = new AtomicReferenceArray<>(world);
         List<Thread> threads = new ArrayList<>();
         for (int r = 0; r < world; r++) {
@@ -42,12 +52,31 @@ final class Ranks {
             threads.add(t);
             t.start();
         }
-        long deadline = System.nanoTime() + HANG_LIMIT.toNanos();
+        long deadline = System.nanoTime() + limit.toNanos();
         for (Thread t : threads) {
             t.join(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
+        }
+        StringBuilder hung = new StringBuilder();
+        for (int r = 0; r < world; r++) {
+            Thread t = threads.get(r);
             if (t.isAlive()) {
-                fail(t.getName() + " is still running after " + HANG_LIMIT.toSeconds() + " s: a collective hung");
+                hung.append("\nrank ").append(r).append(" is still running after ").append(limit.toMillis())
+                        .append(" ms (a collective or rendezvous hung); it is at:");
+                StackTraceElement[] stack = t.getStackTrace();
+                for (StackTraceElement frame : Arrays.copyOf(stack, Math.min(8, stack.length))) {
+                    hung.append("\n    at ").append(frame);
+                }
             }
+        }
+        if (hung.length() > 0) {
+            for (int r = 0; r < world; r++) {
+                Outcome<T> o = outcomes.get(r);
+                if (o != null && o.error() != null) {
+                    hung.append("\nrank ").append(r).append(" failed: ").append(o.error());
+                }
+            }
+            threads.forEach(Thread::interrupt);
+            fail(hung.substring(1));
         }
         List<Outcome<T>> out = new ArrayList<>();
         for (int r = 0; r < world; r++) {

@@ -6,14 +6,17 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Files;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.ddp4j.data.MnistDataset;
 import org.ddp4j.testing.LauncherProcess;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** The demos end to end, as separate processes started by the launcher. */
+@Timeout(value = 300, unit = TimeUnit.SECONDS) // backstop above LauncherProcess's 240 s bound
 class DemoTest {
     private static final Pattern SUMMARY = Pattern.compile(
             "summary rank=(\\d+) world=(\\d+) steps=(\\d+) seconds=([\\d.]+) images_per_s=([\\d.]+) loss=([\\d.eE+-]+|NaN)(.*)");

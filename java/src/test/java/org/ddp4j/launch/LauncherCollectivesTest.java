@@ -5,12 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.ddp4j.testing.LauncherProcess;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Gloo collectives between separate worker processes started by the launcher (CollectiveCheckMain). */
+@Timeout(value = 300, unit = TimeUnit.SECONDS) // backstop above LauncherProcess's 240 s bound
 class LauncherCollectivesTest {
 
     private static void assertEveryRankSummed(List<String> lines, int world) {
@@ -39,10 +42,14 @@ class LauncherCollectivesTest {
         nodes.add(LauncherProcess.start("--nnodes", "2", "--node-rank", "1", "--nproc-per-node", "1",
                 "--master-port", port, "org.ddp4j.distributed.CollectiveCheckMain"));
         List<String> all = new ArrayList<>();
-        for (Process p : nodes) {
-            LauncherProcess.Result r = LauncherProcess.finish(p);
-            assertEquals(0, r.exitCode(), r.text());
-            all.addAll(r.lines());
+        try {
+            for (Process p : nodes) {
+                LauncherProcess.Result r = LauncherProcess.finish(p);
+                assertEquals(0, r.exitCode(), r.text());
+                all.addAll(r.lines());
+            }
+        } finally {
+            nodes.forEach(LauncherProcess::kill); // node 1 must not outlive a failure of node 0
         }
         assertEveryRankSummed(all, 3);
     }

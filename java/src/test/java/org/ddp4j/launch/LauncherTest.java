@@ -67,6 +67,15 @@ class LauncherTest {
         return r;
     }
 
+    /** A node's launcher run on a pool thread, waited for at most 50 s; a hang fails naming the node. */
+    private static Run finish(Future<Run> launcher, int node) throws Exception {
+        try {
+            return launcher.get(50, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new AssertionError("the launcher of node " + node + " did not finish within 50 s", e);
+        }
+    }
+
     static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
@@ -165,8 +174,8 @@ class LauncherTest {
             Future<Run> node0 = pool.submit(() -> launch(env0, "--nnodes", "2", "--node-rank", "0",
                     "--nproc-per-node", "2", "--master-port", Integer.toString(port), "--rdzv-timeout", "40",
                     WORKER, "env", dir.toString()));
-            Run r0 = node0.get(50, TimeUnit.SECONDS);
-            Run r1 = node1.get(50, TimeUnit.SECONDS);
+            Run r0 = finish(node0, 0);
+            Run r1 = finish(node1, 1);
             assertEquals(0, r0.code(), r0.err());
             assertEquals(0, r1.code(), r1.err());
         } finally {
@@ -210,8 +219,8 @@ class LauncherTest {
                     "--master-port", Integer.toString(port), "--rdzv-timeout", "40", WORKER, "fail-rank1", dir.toString()));
             Future<Run> node1 = pool.submit(() -> launch(baseEnv(), "--nnodes", "2", "--node-rank", "1",
                     "--master-port", Integer.toString(port), "--rdzv-timeout", "40", WORKER, "fail-rank1", dir.toString()));
-            r1 = node1.get(50, TimeUnit.SECONDS);
-            r0 = node0.get(50, TimeUnit.SECONDS);
+            r1 = finish(node1, 1);
+            r0 = finish(node0, 0);
         } finally {
             pool.shutdownNow();
         }
@@ -249,8 +258,8 @@ class LauncherTest {
             Future<Run> node1 = pool.submit(() -> launch(baseEnv(), "--nnodes", "2", "--node-rank", "1",
                     "--max-restarts", "2", "--master-port", Integer.toString(port), "--rdzv-timeout", "40",
                     WORKER, "fail-rank1-once", dir.toString()));
-            r1 = node1.get(50, TimeUnit.SECONDS);
-            r0 = node0.get(50, TimeUnit.SECONDS);
+            r1 = finish(node1, 1);
+            r0 = finish(node0, 0);
         } finally {
             pool.shutdownNow();
         }

@@ -44,12 +44,25 @@ public final class LauncherProcess {
                 return "<output lost: " + e + ">";
             }
         });
-        if (!p.waitFor(240, TimeUnit.SECONDS)) {
-            p.descendants().forEach(ProcessHandle::destroyForcibly);
-            p.destroyForcibly();
-            throw new AssertionError("launcher did not finish within 240 s:\n" + out.get(5, TimeUnit.SECONDS));
+        boolean finished;
+        try {
+            finished = p.waitFor(240, TimeUnit.SECONDS);
+        } catch (InterruptedException e) { // e.g. a JUnit @Timeout: do not leave the workers running
+            kill(p);
+            throw e;
+        }
+        if (!finished) {
+            kill(p);
+            throw new AssertionError("launcher did not finish within 240 s (its [rankN] lines show which ranks got"
+                    + " how far):\n" + out.get(5, TimeUnit.SECONDS));
         }
         return new Result(p.exitValue(), out.get(30, TimeUnit.SECONDS).lines().toList());
+    }
+
+    /** Kills a launcher and every worker it started. */
+    public static void kill(Process p) {
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
+        p.destroyForcibly();
     }
 
     /** Runs one launcher to the end. */

@@ -19,11 +19,13 @@ import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.DistributedTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Behaviour every {@link Store} must have, checked with {@link #CLIENTS} clients of one store used
  * from as many threads. Subclasses say how to open the clients.
  */
+@Timeout(value = 60, unit = TimeUnit.SECONDS) // backstop for every store test: their waits are bounded at 20 s or less
 abstract class StoreContract {
     static final int CLIENTS = 4;
     static final Duration LONG = Duration.ofSeconds(10);

@@ -1,4 +1,4 @@
-package org.ddp4j.nn;
+package org.ddp4j.optim;
 
 import static org.ddp4j.testing.Assertions2.assertClose;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import org.ddp4j.optim.SGD;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.testing.Golden;
