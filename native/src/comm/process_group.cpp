@@ -34,7 +34,7 @@ std::string duration_str(std::chrono::milliseconds d) {
 Work::Work(std::string description, std::vector<Tensor> keep_alive)
     : description_(std::move(description)), keep_alive_(std::move(keep_alive)) {}
 
-bool Work::is_completed() const {
+bool Work::is_completed() {
   std::lock_guard<std::mutex> lock(mutex_);
   return done_;
 }
@@ -55,6 +55,8 @@ void Work::wait(std::chrono::milliseconds timeout) {
   }
   if (error_) std::rethrow_exception(error_);
 }
+
+void Work::synchronize() { wait(); }
 
 void Work::finish(std::exception_ptr error) {
   std::vector<Tensor> release;

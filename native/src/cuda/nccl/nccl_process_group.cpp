@@ -127,18 +127,18 @@ void NcclWork::complete_from_gpu() {
   finish(error);
 }
 
-bool NcclWork::query() {
-  if (is_completed()) return true;
+bool NcclWork::is_completed() {
+  if (Work::is_completed()) return true;
   if (!poll_gpu()) return false;
   complete_from_gpu();
   return true;
 }
 
-void NcclWork::wait_blocking(Millis timeout) {
+void NcclWork::wait(Millis timeout) {
   timeout = std::min(timeout, kMaxNcclTimeout);
   const auto deadline = Clock::now() + timeout;
   Backoff backoff;
-  while (!is_completed()) {
+  while (!Work::is_completed()) {
     if (poll_gpu()) {
       complete_from_gpu();
       break;
@@ -155,17 +155,17 @@ void NcclWork::wait_blocking(Millis timeout) {
 }
 
 void NcclWork::synchronize() {
-  if (is_completed()) {
+  if (Work::is_completed()) {
     Work::wait();  // rethrows a failure; a success needs no stream wait (the GPU is past the event)
     return;
   }
   if (abort_state_->aborted.load()) {
     // The watchdog fails every pending work right after setting the flag; wait for that verdict.
-    wait_blocking(Millis(0));
+    wait(Millis(0));
     return;
   }
   if (blocking_sync_) {
-    wait_blocking(Millis(0));
+    wait(Millis(0));
     return;
   }
   cuda::DeviceGuard guard(device_);
