@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -138,6 +139,15 @@ class ProcessGroup {
 
   /** Completes once every rank has entered the barrier. Mirrors barrier. */
   virtual std::shared_ptr<Work> barrier() = 0;
+
+ protected:
+  /**
+   * The argument checks every backend's allgather(outputs, input) shares: one output per rank, each
+   * first passed to the backend's `check_output` (device, dtype), then required to have the input's
+   * dtype and element count. Throws Error(InvalidArgument) naming the output.
+   */
+  void check_allgather_outputs(const std::vector<Tensor>& outputs, const Tensor& input,
+                               const std::function<void(const Tensor&)>& check_output) const;
 
  private:
   const int rank_;

@@ -362,14 +362,7 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Te
 
 std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_collective_tensor("allGather", "input", input);
-  DDP4J_CHECK_ARG(static_cast<int>(outputs.size()) == size(), "allGather: got ", outputs.size(),
-                  " output tensors for a world of ", size(), "; pass one per rank");
-  for (size_t r = 0; r < outputs.size(); r++) {
-    check_collective_tensor("allGather", "output", outputs[r]);
-    DDP4J_CHECK_ARG(outputs[r].dtype() == input.dtype() && outputs[r].numel() == input.numel(), "allGather: output ",
-                    r, " is ", outputs[r].describe(), " but the input is ", input.describe(),
-                    "; every output needs the input's dtype and number of elements");
-  }
+  check_allgather_outputs(outputs, input, [&](const Tensor& t) { check_collective_tensor("allGather", "output", t); });
   Header h{kAllgather, static_cast<int64_t>(input.dtype()), input.numel(), 0};
   std::vector<Tensor> keep(outputs);
   keep.push_back(input);

@@ -3,18 +3,14 @@
 // (from the store and from the kernel's socket table, /proc/net/tcp) so that an error can say
 // "peer rank 1 may have died", and tell Gloo's timeouts from its network errors.
 #pragma once
+#include <gloo/context.h>
+#include <gloo/rendezvous/store.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include "ddp4j/errors.h"
-
-namespace gloo {
-class Context;
-namespace rendezvous {
-class Store;
-}
-}  // namespace gloo
 
 namespace ddp4j {
 

@@ -71,4 +71,16 @@ void Work::finish(std::exception_ptr error) {
   // `release` drops the tensors here, outside the lock.
 }
 
+void ProcessGroup::check_allgather_outputs(const std::vector<Tensor>& outputs, const Tensor& input,
+                                           const std::function<void(const Tensor&)>& check_output) const {
+  DDP4J_CHECK_ARG(static_cast<int>(outputs.size()) == size(), "allGather: got ", outputs.size(),
+                  " output tensors for a world of ", size(), "; pass one per rank");
+  for (size_t r = 0; r < outputs.size(); r++) {
+    check_output(outputs[r]);
+    DDP4J_CHECK_ARG(outputs[r].dtype() == input.dtype() && outputs[r].numel() == input.numel(), "allGather: output ",
+                    r, " is ", outputs[r].describe(), " but the input is ", input.describe(),
+                    "; every output needs the input's dtype and number of elements");
+  }
+}
+
 }  // namespace ddp4j

@@ -482,14 +482,7 @@ std::shared_ptr<Work> NcclProcessGroup::allgather(const Tensor& output, const Te
 
 std::shared_ptr<Work> NcclProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_tensor("allGather", "input", input);
-  DDP4J_CHECK_ARG(static_cast<int>(outputs.size()) == size(), "allGather: got ", outputs.size(),
-                  " output tensors for a world of ", size(), "; pass one per rank");
-  for (size_t r = 0; r < outputs.size(); r++) {
-    check_tensor("allGather", "output", outputs[r]);
-    DDP4J_CHECK_ARG(outputs[r].dtype() == input.dtype() && outputs[r].numel() == input.numel(), "allGather: output ",
-                    r, " is ", outputs[r].describe(), " but the input is ", input.describe(),
-                    "; every output needs the input's dtype and number of elements");
-  }
+  check_allgather_outputs(outputs, input, [&](const Tensor& t) { check_tensor("allGather", "output", t); });
   const std::string description =
       detail::concat("allGather of ", size_str(input.numel(), input.dtype()), " per rank");
   // NCCL gathers into one buffer; a flat temporary (from the caching allocator, allocated before
