@@ -1,12 +1,15 @@
 // process_group.h: the backend-neutral collective API. A ProcessGroup is one rank's handle on a
 // group of `size` processes; every collective is asynchronous and returns a Work to wait on.
-// Backends: Gloo (CPU tensors, native/src/comm/gloo_process_group.*); NCCL (CUDA, later).
+// Backends: Gloo (CPU tensors, native/src/comm/gloo_process_group.*, in libddp4j.so); NCCL (CUDA
+// tensors, native/src/cuda/nccl/nccl_process_group.*, in libddp4j_cuda.so, which subclasses Work and
+// ProcessGroup so that the JNI layer of libddp4j.so serves both through these virtual functions).
 // Mirrors torch.distributed's ProcessGroup / Work / ReduceOp.
 #pragma once
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,10 +34,14 @@ const char* reduce_op_name(ReduceOp op);
 std::string duration_str(std::chrono::milliseconds d);
 
 /**
- * The handle of one asynchronous collective. Mirrors torch.distributed.Work. Thread-safe: any
- * thread may wait; the backend completes it exactly once with finish(). Until then it keeps the
+ * The handle of one asynchronous collective. Mirrors torch.distributed.Work (c10d::Work). Thread-safe:
+ * any thread may wait; the backend completes it exactly once with finish(). Until then it keeps the
  * tensors it was given alive (copies of Tensor share storage), so a caller that drops its own
  * references early cannot free memory the collective still writes.
+ *
+ * The base class is a host-side completion (Gloo: the worker thread calls finish()). A backend
+ * whose completion must be polled (NCCL: a CUDA event) overrides is_completed, wait and
+ * synchronize.
  */
 class Work {
  public:
@@ -44,16 +51,25 @@ class Work {
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;
 
-  /** Whether the op has finished, successfully or not. Never blocks. */
-  bool is_completed() const;
+  /** Whether the op has finished, successfully or not. Never blocks. Mirrors Work.is_completed(). */
+  virtual bool is_completed();
 
   /**
-   * Blocks until the op finishes, then rethrows its error (a ddp4j::Error of kind Distributed or
-   * Timeout) if it failed. A timeout <= 0 waits without limit (the op itself is bounded by its
-   * group's timeout). Throws Error(Timeout) naming the op if it has not finished in time; the op
-   * keeps running in that case.
+   * Blocks the host until the op finishes, then rethrows its error (a ddp4j::Error of kind
+   * Distributed or Timeout) if it failed. A timeout <= 0 waits without limit (the op itself is
+   * bounded by its group's timeout). Throws Error(Timeout) naming the op if it has not finished in
+   * time; the op keeps running in that case. Mirrors Work.wait(timeout).
    */
-  void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  virtual void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+  /**
+   * Makes the results visible to the work that follows on this device: on the CPU that is wait()
+   * (blocks the host until the op finished); a GPU backend instead orders the device's compute
+   * stream after the op without blocking the host. Throws the op's error if it has already failed
+   * (Error Distributed or Timeout). Mirrors Work.synchronize() / PyTorch's work.wait() without a
+   * timeout.
+   */
+  virtual void synchronize();
 
   /** The op's error, or null if it succeeded or is still running. */
   std::exception_ptr error() const;
@@ -96,6 +112,16 @@ class ProcessGroup {
   /** Reduces `tensor` element-wise across ranks, in place, on every rank. Mirrors all_reduce. */
   virtual std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op) = 0;
 
+  /**
+   * allreduce for callers that verified once that every rank issues the same all-reduces with the
+   * same sizes (DDP checks its bucket layout at construction): a backend may skip its per-collective
+   * agreement check, and with `run_inline` run the op on the calling thread when nothing else is
+   * queued (the returned Work is then complete). A mismatch is not caught. Default: allreduce.
+   */
+  virtual std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline) {
+    return allreduce(tensor, op);
+  }
+
   /** Copies root's `tensor` into every other rank's `tensor`. Mirrors broadcast(tensor, src=root). */
   virtual std::shared_ptr<Work> broadcast(const Tensor& tensor, int root) = 0;
 
@@ -113,6 +139,15 @@ class ProcessGroup {
 
   /** Completes once every rank has entered the barrier. Mirrors barrier. */
   virtual std::shared_ptr<Work> barrier() = 0;
+
+ protected:
+  /**
+   * The argument checks every backend's allgather(outputs, input) shares: one output per rank, each
+   * first passed to the backend's `check_output` (device, dtype), then required to have the input's
+   * dtype and element count. Throws Error(InvalidArgument) naming the output.
+   */
+  void check_allgather_outputs(const std::vector<Tensor>& outputs, const Tensor& input,
+                               const std::function<void(const Tensor&)>& check_output) const;
 
  private:
   const int rank_;

@@ -10,120 +10,20 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
-#include <gloo/transport/tcp/address.h>
-#include <gloo/transport/pair.h>
-#include <gloo/transport/buffer.h>
-#include <gloo/transport/unbound_buffer.h>
-#include <gloo/types.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
+
+#include "comm/peer_errors.h"
+#include "comm/small_allreduce.h"
 
 namespace ddp4j {
 namespace {
 
 using Millis = std::chrono::milliseconds;
 
-/** Gloo prefixes messages with "[file.cc:123] "; users do not need that. */
-std::string strip_location(const std::string& message) {
-  std::string m = message;
-  // Nested messages repeat the prefix ("[a.cc:1] [b.cc:2] text"); drop each leading one.
-  while (m.size() > 2 && m[0] == '[') {
-    size_t close = m.find("] ");
-    if (close == std::string::npos || m.find(".cc:", 0) > close) break;
-    m = m.substr(close + 2);
-  }
-  return m;
-}
-
-bool contains(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
-
-/** Whether message mentions address as a whole (":1234" must not match ":12345"). */
-bool mentions_address(const std::string& message, const std::string& address) {
-  for (size_t at = message.find(address); at != std::string::npos; at = message.find(address, at + 1)) {
-    size_t end = at + address.size();
-    if (end >= message.size() || !std::isdigit(static_cast<unsigned char>(message[end]))) return true;
-  }
-  return false;
-}
-
-bool is_gloo_timeout(const std::string& message) {
-  return contains(message, "Timed out") || contains(message, "timeout") || contains(message, "Timeout");
-}
-
 std::string elements_str(int64_t n, int64_t dtype) {
   return detail::concat(n, " ", dtype_name(static_cast<DType>(dtype)), n == 1 ? " element" : " elements");
-}
-
-/** An IPv4/IPv6 socket address, as Gloo's tcp::Address holds it. */
-bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
-  if (a.ss_family != b.ss_family) return false;
-  if (a.ss_family == AF_INET) {
-    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
-    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
-  }
-  if (a.ss_family == AF_INET6) {
-    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
-    return x.sin6_port == y.sin6_port && std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(in6_addr)) == 0;
-  }
-  return false;
-}
-
-/** Parses a /proc/net/tcp{,6} endpoint "0100007F:1F90" (address words as the kernel prints them, port in host order). */
-bool parse_proc_endpoint(const std::string& text, int family, sockaddr_storage* out) {
-  size_t colon = text.find(':');
-  if (colon == std::string::npos) return false;
-  const std::string hex = text.substr(0, colon);
-  const unsigned long port = std::strtoul(text.c_str() + colon + 1, nullptr, 16);
-  std::memset(out, 0, sizeof(*out));
-  if (family == AF_INET && hex.size() == 8) {
-    auto* in = reinterpret_cast<sockaddr_in*>(out);
-    in->sin_family = AF_INET;
-    in->sin_port = htons(static_cast<uint16_t>(port));
-    in->sin_addr.s_addr = static_cast<uint32_t>(std::strtoul(hex.c_str(), nullptr, 16));
-    return true;
-  }
-  if (family == AF_INET6 && hex.size() == 32) {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(out);
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(static_cast<uint16_t>(port));
-    for (int w = 0; w < 4; w++) {
-      uint32_t word = static_cast<uint32_t>(std::strtoul(hex.substr(static_cast<size_t>(w) * 8, 8).c_str(), nullptr, 16));
-      std::memcpy(reinterpret_cast<char*>(&in6->sin6_addr) + w * 4, &word, 4);
-    }
-    return true;
-  }
-  return false;
-}
-
-/**
- * The remote end of the established TCP connection whose local end is `local`, from the kernel's
- * socket table. Gloo's listening side of a pair names its peer by that remote (ephemeral) address
- * in error messages; nothing in Gloo's public API reveals it.
- */
-bool remote_of_connection(const sockaddr_storage& local, sockaddr_storage* remote) {
-  const bool v6 = local.ss_family == AF_INET6;
-  std::ifstream table(v6 ? "/proc/net/tcp6" : "/proc/net/tcp");
-  std::string line;
-  std::getline(table, line);  // header
-  while (std::getline(table, line)) {
-    std::istringstream fields(line);
-    std::string slot, local_text, remote_text, state;
-    if (!(fields >> slot >> local_text >> remote_text >> state)) continue;
-    if (state != "01") continue;  // ESTABLISHED
-    sockaddr_storage l;
-    if (!parse_proc_endpoint(local_text, local.ss_family, &l) || !same_endpoint(l, local)) continue;
-    return parse_proc_endpoint(remote_text, local.ss_family, remote);
-  }
-  return false;
 }
 
 /** Element-wise c[i] = f(a[i], b[i]) for Gloo's reduction callback (a or b may alias c). */
@@ -191,113 +91,6 @@ void check_collective_tensor(const char* op, const char* what, const Tensor& t) 
 
 }  // namespace
 
-/**
- * One-round all-reduce for small tensors over Gloo's bound buffers, registered once per group:
- * every rank sends its bytes to every peer, which receive them straight into a registered block
- * (no rendezvous message first, unlike unbound buffers), and each rank reduces the blocks in rank
- * order. Two sets of buffers alternate: a peer can only be one op ahead (it starts op k+2 only
- * after receiving this rank's op k+1, sent after this rank finished op k), so op k+2's data never
- * lands in a block op k still reads.
- */
-struct GlooProcessGroup::SmallAllreduce {
-  static constexpr int kSlot = 0x5d4a0;  // bound-buffer slots: kSlot + parity
-
-  // Declared first, so destroyed last: the buffers unregister themselves from its pairs.
-  std::shared_ptr<gloo::Context> context;
-  size_t capacity;  // payload bytes
-  size_t block;     // kHeader + capacity: a message is [sequence number][payload]
-  int rank;
-  int size;
-  uint64_t ops = 0;
-  std::vector<char> send[2];
-  std::vector<char> recv[2];  // size blocks; block r holds rank r's last message of this parity
-  std::vector<std::unique_ptr<gloo::transport::Buffer>> send_to[2];    // by peer rank
-  std::vector<std::unique_ptr<gloo::transport::Buffer>> recv_from[2];  // by peer rank
-
-  static constexpr size_t kHeader = 8;
-
-  SmallAllreduce(std::shared_ptr<gloo::Context> group_context, size_t capacity_bytes, bool sync_reads)
-      : context(std::move(group_context)),
-        capacity((capacity_bytes + 7) / 8 * 8),  // keeps every payload 8-byte aligned
-        block(kHeader + capacity),
-        rank(context->rank),
-        size(context->size) {
-    for (int parity = 0; parity < 2; parity++) {
-      send[parity].resize(block);
-      recv[parity].resize(block * static_cast<size_t>(size));
-      send_to[parity].resize(static_cast<size_t>(size));
-      recv_from[parity].resize(static_cast<size_t>(size));
-      for (int p = 0; p < size; p++) {
-        if (p == rank) continue;
-        auto& pair = context->getPair(p);
-        recv_from[parity][static_cast<size_t>(p)] =
-            pair->createRecvBuffer(kSlot + parity, recv[parity].data() + static_cast<size_t>(p) * block, block);
-        send_to[parity][static_cast<size_t>(p)] = pair->createSendBuffer(kSlot + parity, send[parity].data(), block);
-      }
-    }
-    // Gloo sets a socket's send buffer to the size of the first bound-buffer send on it (and never
-    // shrinks it): a first send of a few bytes would leave later large sends crawling. So send a
-    // full block to every peer first; it also checks the connections.
-    std::vector<char> zeros(capacity);
-    run<char>(zeros.data(), capacity, [](void*, const void*, const void*, size_t) {});
-    // Sync mode: the thread that waits reads the socket itself, instead of Gloo's network thread
-    // reading and then waking it: one thread wake-up less per message. Safe here because only the
-    // op holding running_ uses these connections. A message that arrived before the switch was
-    // already read and counted.
-    if (sync_reads) {
-      for (int p = 0; p < size; p++) {
-        if (p != rank) context->getPair(p)->setSync(true, false);
-      }
-    }
-  }
-
-  uint64_t sequence_in(int parity, int r) const {
-    uint64_t seq;
-    std::memcpy(&seq, recv[parity].data() + static_cast<size_t>(r) * block, kHeader);
-    return seq;
-  }
-
-  /**
-   * Sends `bytes` of `data` to every peer and receives theirs (an all-gather). Returns the parity
-   * whose blocks now hold every rank's bytes (see payload); they stay valid until the exchange
-   * after next.
-   */
-  int exchange(const void* data, size_t bytes) {
-    const uint64_t seq = ++ops;
-    const int parity = static_cast<int>(seq & 1);
-    std::memcpy(send[parity].data(), &seq, kHeader);
-    std::memcpy(send[parity].data() + kHeader, data, bytes);
-    for (int p = 0; p < size; p++) {
-      if (p != rank) send_to[parity][static_cast<size_t>(p)]->send(0, kHeader + bytes);
-    }
-    std::memcpy(recv[parity].data() + static_cast<size_t>(rank) * block, send[parity].data(), kHeader + bytes);
-    for (int p = 0; p < size; p++) {
-      if (p == rank) continue;
-      try {
-        recv_from[parity][static_cast<size_t>(p)]->waitRecv();
-        send_to[parity][static_cast<size_t>(p)]->waitSend();
-      } catch (const std::exception&) {
-        // A peer that finished this op may close its group before this rank has waited: Gloo then
-        // fails every buffer of the pair, even one whose data has arrived. The data has arrived
-        // if the block carries this op's sequence number (TCP delivers it before the close).
-        if (sequence_in(parity, p) != seq) throw;
-      }
-    }
-    return parity;
-  }
-
-  char* payload(int parity, int r) { return recv[parity].data() + static_cast<size_t>(r) * block + kHeader; }
-
-  /** All-reduce of n elements in place: exchange, then reduce the blocks in rank order. */
-  template <typename T>
-  void run(T* data, size_t n, gloo::AllreduceOptions::Func reduce) {
-    const int parity = exchange(data, n * sizeof(T));
-    T* acc = reinterpret_cast<T*>(payload(parity, 0));
-    for (int r = 1; r < size; r++) reduce(acc, acc, reinterpret_cast<const T*>(payload(parity, r)), n);
-    std::memcpy(data, acc, n * sizeof(T));
-  }
-};
-
 // ---------------------------------------------------------------------------------------------
 // Construction: device, rendezvous, full mesh.
 
@@ -353,7 +146,7 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
   context_ = connect("ddp4j/gloo");
   {
     gloo::rendezvous::PrefixStore gloo_store("ddp4j/gloo", store);
-    record_peer_addresses(gloo_store, *context_);
+    record_peer_addresses(gloo_store, *context_, &peer_addresses_);
   }
   if (size > 1 && size <= 8 && options_.small_allreduce_bytes > 0) {
     // Its own connections: Gloo sizes a socket's send buffer on the first bound-buffer send and
@@ -361,7 +154,7 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
     auto small_context = connect("ddp4j/gloo-small");
     try {
       gloo::rendezvous::PrefixStore small_store("ddp4j/gloo-small", store);
-      record_peer_addresses(small_store, *small_context);  // so that its errors name the peer too
+      record_peer_addresses(small_store, *small_context, &peer_addresses_);  // so that its errors name the peer too
       small_ = std::make_shared<SmallAllreduce>(small_context, options_.small_allreduce_bytes,
                                                 options_.small_allreduce_sync_reads);
     } catch (const std::exception& e) {
@@ -415,35 +208,6 @@ void GlooProcessGroup::rendezvous(gloo::rendezvous::Store& store) {
               detail::concat(who, " did not join within ", duration_str(options_.timeout), " (seen from rank ", r,
                              "): ", missing.size() == 1 ? "was it" : "were they",
                              " started? check MASTER_ADDR/MASTER_PORT, WORLD_SIZE and RANK (store: ", cause, ")"));
-}
-
-void GlooProcessGroup::record_peer_addresses(gloo::rendezvous::Store& gloo_store, gloo::Context& context) {
-  // Gloo's error messages name the peer of a failed connection by its address: the peer's
-  // listening address where this rank connected, the peer's ephemeral address where this rank
-  // accepted. Record both forms for each rank so that errors can name the rank. Best effort.
-  using gloo::transport::tcp::Address;
-  peer_addresses_.resize(static_cast<size_t>(size()));
-  for (int i = 0; i < size(); i++) {
-    if (i == rank()) continue;
-    auto& names = peer_addresses_[static_cast<size_t>(i)];
-    try {
-      std::vector<char> all = gloo_store.get(std::to_string(i));  // rank i's addresses, one per peer
-      const size_t chunk = all.size() / static_cast<size_t>(size() - 1);
-      const size_t index = static_cast<size_t>(rank() > i ? rank() - 1 : rank());
-      if (chunk > 0 && all.size() >= (index + 1) * chunk) {
-        names.push_back(Address(std::vector<char>(all.begin() + static_cast<long>(index * chunk),
-                                                  all.begin() + static_cast<long>((index + 1) * chunk)))
-                            .str());
-      }
-    } catch (const std::exception&) {
-    }
-    try {
-      Address self(context.getPair(i)->address().bytes());
-      sockaddr_storage remote;
-      if (remote_of_connection(self.getSockaddr(), &remote)) names.push_back(Address(remote).str());
-    } catch (const std::exception&) {
-    }
-  }
 }
 
 GlooProcessGroup::~GlooProcessGroup() {
@@ -598,14 +362,7 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Te
 
 std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_collective_tensor("allGather", "input", input);
-  DDP4J_CHECK_ARG(static_cast<int>(outputs.size()) == size(), "allGather: got ", outputs.size(),
-                  " output tensors for a world of ", size(), "; pass one per rank");
-  for (size_t r = 0; r < outputs.size(); r++) {
-    check_collective_tensor("allGather", "output", outputs[r]);
-    DDP4J_CHECK_ARG(outputs[r].dtype() == input.dtype() && outputs[r].numel() == input.numel(), "allGather: output ",
-                    r, " is ", outputs[r].describe(), " but the input is ", input.describe(),
-                    "; every output needs the input's dtype and number of elements");
-  }
+  check_allgather_outputs(outputs, input, [&](const Tensor& t) { check_collective_tensor("allGather", "output", t); });
   Header h{kAllgather, static_cast<int64_t>(input.dtype()), input.numel(), 0};
   std::vector<Tensor> keep(outputs);
   keep.push_back(input);
@@ -676,7 +433,8 @@ void GlooProcessGroup::run_op(Op& op) {
     } catch (const Error& e) {
       error = std::current_exception();  // a disagreement between ranks: the connections are intact
     } catch (const std::exception& e) {
-      Error translated = translate(op, strip_location(e.what()));
+      Error translated = translate_gloo_error(op.work->description(), strip_location(e.what()), options_.timeout,
+                                             rank(), peer_addresses_);
       broken_ = translated.what();
       error = std::make_exception_ptr(translated);
       // Gloo leaves the other connections open; close them so that peers blocked on this rank
@@ -722,29 +480,6 @@ void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
                              ranks.str(),
                              "). Every rank must call the same collectives in the same order, with tensors of the same"
                              " dtype and number of elements"));
-}
-
-Error GlooProcessGroup::translate(const Op& op, const std::string& gloo_message) const {
-  const std::string& desc = op.work->description();
-  if (is_gloo_timeout(gloo_message)) {
-    return Error(ErrorKind::Timeout,
-                 detail::concat(desc, " timed out after ", duration_str(options_.timeout), " on rank ", rank(),
-                                ": not every rank took part in time (a rank may be stuck, slower than the timeout, or"
-                                " calling a different collective; raise the timeout of initProcessGroup or"
-                                " DDP4J_TIMEOUT_SECONDS if the work is just slow) [gloo: ",
-                                gloo_message, "]"));
-  }
-  for (int i = 0; i < size(); i++) {
-    for (const std::string& address : peer_addresses_[static_cast<size_t>(i)]) {
-      if (address.empty() || !mentions_address(gloo_message, address)) continue;
-      return Error(ErrorKind::Distributed,
-                   detail::concat(desc, " failed on rank ", rank(), ": peer rank ", i,
-                                  " may have died or closed its process group [gloo: ", gloo_message, "]"));
-    }
-  }
-  return Error(ErrorKind::Distributed,
-               detail::concat(desc, " failed on rank ", rank(), ": ", gloo_message,
-                              " (a peer may have died or closed its process group)"));
 }
 
 }  // namespace ddp4j

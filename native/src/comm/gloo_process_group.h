@@ -1,5 +1,5 @@
 // gloo_process_group.h: the CPU backend. Rendezvous through a gloo::rendezvous::Store (the Java
-// Store through java_store.h, or Gloo's own HashStore in C++ tests), a full mesh of TCP pairs, and
+// Store through jni/java_store.h, or Gloo's own HashStore in C++ tests), a full mesh of TCP pairs, and
 // one worker thread per group that runs the queued collectives in order.
 #pragma once
 #include <chrono>
@@ -24,38 +24,42 @@ class Store;
 
 namespace ddp4j {
 
-/** How a GlooProcessGroup connects and how long its operations may take. */
+class SmallAllreduce;
+
+/**
+ * How a GlooProcessGroup connects and how long its operations may take. Plain values: the Java
+ * layer reads the environment (org.ddp4j.distributed.GlooOptions) and passes them down.
+ */
 struct GlooOptions {
   /** Rendezvous, connection and per-collective timeout. */
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
   /** Address (or host name) this rank binds and advertises to its peers; empty lets Gloo resolve this host's name. */
   std::string hostname = "127.0.0.1";
-  /** Network interface to bind instead of a hostname (like GLOO_SOCKET_IFNAME); used when hostname is empty. */
+  /** Network interface to bind instead of a hostname (GLOO_SOCKET_IFNAME in Java); used when hostname is empty. */
   std::string iface;
   /**
    * Before each collective, exchange a 32-byte header (op, dtype, element count, root / reduce op)
    * with every rank and fail cleanly on a mismatch. Gloo itself aborts the process (std::terminate
    * in its network thread) when ranks pass different sizes, so turning this off is only safe for
-   * programs known to be correct. DDP4J_GLOO_CHECK_COLLECTIVES=0 turns it off in the JNI layer.
+   * programs known to be correct (DDP4J_GLOO_CHECK_COLLECTIVES=0 in Java).
    */
   bool check_collectives = true;
   /**
    * All-reduces of at most this many bytes per rank skip Gloo's ring (2 x (size - 1) message
    * rounds, each a rendezvous of Gloo's unbound buffers) and instead send the whole tensor to
-   * every peer in one round through buffers registered once per group, then reduce locally in
-   * rank order (the same result on every rank; at 2 ranks bit-identical to the ring, since a + b
-   * = b + a). Latency-bound sizes such as small DDP buckets save round trips and thread wake-ups.
-   * Gloo's ring is also slow on loopback up to a few MB (e.g. 512 KiB: ~4 ms against ~0.7 ms this
-   * way, 2 ranks on a 2-core machine). Costs 2 x (size + 1) x this many bytes and a second set of
-   * connections per group; used for groups of 2 to 8 ranks. 0 turns it off
-   * (DDP4J_GLOO_SMALL_ALLREDUCE_BYTES in the JNI layer).
+   * every peer in one round through buffers registered once per group (SmallAllreduce), then
+   * reduce locally in rank order (the same result on every rank; at 2 ranks bit-identical to the
+   * ring, since a + b = b + a). Latency-bound sizes such as small DDP buckets save round trips and
+   * thread wake-ups; measurements are in benchmarks/RESULTS.md. Costs 2 x (size + 1) x this many
+   * bytes and a second set of connections per group; used for groups of 2 to 8 ranks. 0 turns it
+   * off (DDP4J_GLOO_SMALL_ALLREDUCE_BYTES in Java).
    */
   size_t small_allreduce_bytes = 256 << 10;
   /**
    * The small all-reduce's connections in Gloo's sync mode: the waiting thread reads its socket
    * itself rather than being woken by Gloo's network thread, which halves the thread wake-ups per
-   * message and removes most of the millisecond stalls on a busy machine.
-   * DDP4J_GLOO_SMALL_SYNC=0 turns it off in the JNI layer.
+   * message and removes most of the millisecond stalls on a busy machine (DDP4J_GLOO_SMALL_SYNC=0
+   * in Java turns it off).
    */
   bool small_allreduce_sync_reads = true;
 };
@@ -96,7 +100,7 @@ class GlooProcessGroup : public ProcessGroup {
    * the calling thread and the returned Work is already complete: that saves the two thread
    * hand-offs of the worker queue when the caller would wait at once anyway.
    */
-  std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline);
+  std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline) override;
 
   /** What every rank exchanges before a collective (when check_collectives is on). */
   struct Header {
@@ -118,21 +122,18 @@ class GlooProcessGroup : public ProcessGroup {
   };
 
   void rendezvous(gloo::rendezvous::Store& store);
-  void record_peer_addresses(gloo::rendezvous::Store& gloo_store, gloo::Context& context);
   std::shared_ptr<Work> enqueue(const Header& header, std::vector<Tensor> keep_alive,
                                 std::function<void(uint32_t tag)> run, bool check = true, bool run_inline = false);
   std::function<void(uint32_t tag)> allreduce_fn(const Tensor& tensor, ReduceOp op, Header* header);
   void worker_loop();
   void run_op(Op& op);
   void exchange_headers(const Op& op, uint32_t tag);
-  Error translate(const Op& op, const std::string& gloo_message) const;
-
-  struct SmallAllreduce;  // the registered buffers of the small all-reduce (see GlooOptions)
 
   GlooOptions options_;
   std::shared_ptr<gloo::Context> context_;
-  std::shared_ptr<SmallAllreduce> small_;  // null when off; used only by the op that holds running_
-  std::vector<std::vector<std::string>> peer_addresses_;  // by rank, as Gloo's error messages print them
+  std::shared_ptr<SmallAllreduce> small_;  // the small all-reduce (see GlooOptions); null when off. Only
+                                           // the op that holds running_ uses it
+  std::vector<std::vector<std::string>> peer_addresses_;  // by rank, as Gloo's error messages print them (peer_errors.h)
 
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -34,7 +34,7 @@ std::string duration_str(std::chrono::milliseconds d) {
 Work::Work(std::string description, std::vector<Tensor> keep_alive)
     : description_(std::move(description)), keep_alive_(std::move(keep_alive)) {}
 
-bool Work::is_completed() const {
+bool Work::is_completed() {
   std::lock_guard<std::mutex> lock(mutex_);
   return done_;
 }
@@ -56,6 +56,8 @@ void Work::wait(std::chrono::milliseconds timeout) {
   if (error_) std::rethrow_exception(error_);
 }
 
+void Work::synchronize() { wait(); }
+
 void Work::finish(std::exception_ptr error) {
   std::vector<Tensor> release;
   {
@@ -67,6 +69,18 @@ void Work::finish(std::exception_ptr error) {
   }
   done_cv_.notify_all();
   // `release` drops the tensors here, outside the lock.
+}
+
+void ProcessGroup::check_allgather_outputs(const std::vector<Tensor>& outputs, const Tensor& input,
+                                           const std::function<void(const Tensor&)>& check_output) const {
+  DDP4J_CHECK_ARG(static_cast<int>(outputs.size()) == size(), "allGather: got ", outputs.size(),
+                  " output tensors for a world of ", size(), "; pass one per rank");
+  for (size_t r = 0; r < outputs.size(); r++) {
+    check_output(outputs[r]);
+    DDP4J_CHECK_ARG(outputs[r].dtype() == input.dtype() && outputs[r].numel() == input.numel(), "allGather: output ",
+                    r, " is ", outputs[r].describe(), " but the input is ", input.describe(),
+                    "; every output needs the input's dtype and number of elements");
+  }
 }
 
 }  // namespace ddp4j

@@ -127,18 +127,18 @@ void NcclWork::complete_from_gpu() {
   finish(error);
 }
 
-bool NcclWork::query() {
-  if (is_completed()) return true;
+bool NcclWork::is_completed() {
+  if (Work::is_completed()) return true;
   if (!poll_gpu()) return false;
   complete_from_gpu();
   return true;
 }
 
-void NcclWork::wait_blocking(Millis timeout) {
+void NcclWork::wait(Millis timeout) {
   timeout = std::min(timeout, kMaxNcclTimeout);
   const auto deadline = Clock::now() + timeout;
   Backoff backoff;
-  while (!is_completed()) {
+  while (!Work::is_completed()) {
     if (poll_gpu()) {
       complete_from_gpu();
       break;
@@ -155,17 +155,17 @@ void NcclWork::wait_blocking(Millis timeout) {
 }
 
 void NcclWork::synchronize() {
-  if (is_completed()) {
+  if (Work::is_completed()) {
     Work::wait();  // rethrows a failure; a success needs no stream wait (the GPU is past the event)
     return;
   }
   if (abort_state_->aborted.load()) {
     // The watchdog fails every pending work right after setting the flag; wait for that verdict.
-    wait_blocking(Millis(0));
+    wait(Millis(0));
     return;
   }
   if (blocking_sync_) {
-    wait_blocking(Millis(0));
+    wait(Millis(0));
     return;
   }
   cuda::DeviceGuard guard(device_);
@@ -482,14 +482,7 @@ std::shared_ptr<Work> NcclProcessGroup::allgather(const Tensor& output, const Te
 
 std::shared_ptr<Work> NcclProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_tensor("allGather", "input", input);
-  DDP4J_CHECK_ARG(static_cast<int>(outputs.size()) == size(), "allGather: got ", outputs.size(),
-                  " output tensors for a world of ", size(), "; pass one per rank");
-  for (size_t r = 0; r < outputs.size(); r++) {
-    check_tensor("allGather", "output", outputs[r]);
-    DDP4J_CHECK_ARG(outputs[r].dtype() == input.dtype() && outputs[r].numel() == input.numel(), "allGather: output ",
-                    r, " is ", outputs[r].describe(), " but the input is ", input.describe(),
-                    "; every output needs the input's dtype and number of elements");
-  }
+  check_allgather_outputs(outputs, input, [&](const Tensor& t) { check_tensor("allGather", "output", t); });
   const std::string description =
       detail::concat("allGather of ", size_str(input.numel(), input.dtype()), " per rank");
   // NCCL gathers into one buffer; a flat temporary (from the caching allocator, allocated before

@@ -21,13 +21,13 @@
 
 namespace ddp4j {
 
-/** How long an NcclProcessGroup waits. */
 /**
  * The longest timeout honoured (100 years): a longer one, e.g. Long.MAX_VALUE ms for "no limit",
  * would overflow steady_clock's nanoseconds and expire at once.
  */
 constexpr std::chrono::milliseconds kMaxNcclTimeout = std::chrono::hours(24 * 365 * 100);
 
+/** How long an NcclProcessGroup waits. */
 struct NcclOptions {
   /**
    * Communicator creation (every rank must join within it) and each collective (from its call
@@ -65,7 +65,7 @@ class NcclWork : public Work {
    * not block. Barriers (blocking_sync) wait on the host instead, as PyTorch's barrier does.
    * Throws the collective's error if it has already failed (Error Distributed or Timeout).
    */
-  void synchronize();
+  void synchronize() override;
 
   /**
    * Blocks the host until the collective has finished on the GPU, then throws its error if it
@@ -74,7 +74,7 @@ class NcclWork : public Work {
    * after `timeout` (it keeps running). Polls the end event with a short back-off; never hangs on
    * a dead peer, because the watchdog aborts the communicator.
    */
-  void wait_blocking(std::chrono::milliseconds timeout);
+  void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) override;
 
   /**
    * Queries the end event: true once the collective has finished on the GPU (its tensors are then
@@ -86,7 +86,7 @@ class NcclWork : public Work {
    * Whether the work has finished, without blocking: completes it here when the end event has
    * completed (rather than waiting for the watchdog's next round). Mirrors work.is_completed().
    */
-  bool query();
+  bool is_completed() override;
 
   /** Whether poll_gpu has seen the end event complete. */
   bool gpu_done() const { return gpu_done_.load(); }

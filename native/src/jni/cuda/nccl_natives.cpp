@@ -1,40 +1,20 @@
-// JNI for org.ddp4j.internal.NcclNatives: NCCL process groups and their Work handles. Compiled
-// into libddp4j_cuda.so. A group handle is a heap NcclProcessGroup*; a work handle is a heap
-// std::shared_ptr<NcclWork>*.
+// JNI for org.ddp4j.internal.NcclNatives: what only the NCCL backend has (its library, unique ids,
+// PCI bus ids) and creating a group. Compiled into libddp4j_cuda.so. The group's collectives, works
+// and destruction go through ProcessGroupNatives / WorkNatives in libddp4j.so, which reach the
+// NCCL code through ProcessGroup's and Work's virtuals (process_group_handles.h).
 #include <jni.h>
 
 #include <chrono>
-#include <cstring>
-#include <memory>
-#include <vector>
 
 #include "cuda/cuda_context.h"
 #include "cuda/nccl/nccl_loader.h"
 #include "cuda/nccl/nccl_process_group.h"
 #include "ddp4j/process_group.h"
 #include "jni/jni_util.h"
+#include "jni/process_group_handles.h"
 
 using namespace ddp4j;
 using namespace ddp4j::jni;
-
-namespace {
-
-NcclProcessGroup& group_of(jlong handle) {
-  DDP4J_CHECK(handle != 0, IllegalState, "the process group is closed");
-  return *reinterpret_cast<NcclProcessGroup*>(handle);
-}
-
-std::shared_ptr<NcclWork>& work_of(jlong handle) {
-  DDP4J_CHECK(handle != 0, IllegalState, "the Work has been freed");
-  return *reinterpret_cast<std::shared_ptr<NcclWork>*>(handle);
-}
-
-jlong work_handle(const std::shared_ptr<Work>& work) {
-  // Every Work of an NcclProcessGroup is an NcclWork.
-  return reinterpret_cast<jlong>(new std::shared_ptr<NcclWork>(std::static_pointer_cast<NcclWork>(work)));
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -74,66 +54,8 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NcclNatives_create(JNIEnv* env, 
     env->GetByteArrayRegion(uniqueId, 0, static_cast<jsize>(sizeof(id)), reinterpret_cast<jbyte*>(id.internal));
     NcclOptions options;
     options.timeout = std::chrono::milliseconds(timeoutMs);
-    return reinterpret_cast<jlong>(new NcclProcessGroup(id, rank, size, device, options));
+    return group_handle(new NcclProcessGroup(id, rank, size, device, options));
   });
-}
-
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NcclNatives_allReduce(JNIEnv* env, jclass, jlong pg, jlong tensor,
-                                                                      jint op) {
-  return guarded(env, [&] {
-    DDP4J_CHECK_ARG(op >= 0 && op < kNumReduceOps, "allReduce: unknown ReduceOp ", op);
-    return work_handle(group_of(pg).allreduce(mutable_tensor_of(tensor), static_cast<ReduceOp>(op)));
-  });
-}
-
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NcclNatives_broadcast(JNIEnv* env, jclass, jlong pg, jlong tensor,
-                                                                      jint root) {
-  return guarded(env, [&] { return work_handle(group_of(pg).broadcast(mutable_tensor_of(tensor), root)); });
-}
-
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NcclNatives_allGather(JNIEnv* env, jclass, jlong pg, jlong output,
-                                                                      jlong input) {
-  return guarded(env, [&] {
-    return work_handle(group_of(pg).allgather(mutable_tensor_of(output), mutable_tensor_of(input)));
-  });
-}
-
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NcclNatives_allGatherList(JNIEnv* env, jclass, jlong pg,
-                                                                          jlongArray outputs, jlong input) {
-  return guarded(env, [&] {
-    return work_handle(group_of(pg).allgather(tensors_of(env, outputs), mutable_tensor_of(input)));
-  });
-}
-
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NcclNatives_barrier(JNIEnv* env, jclass, jlong pg) {
-  return guarded(env, [&] { return work_handle(group_of(pg).barrier()); });
-}
-
-JNIEXPORT void JNICALL Java_org_ddp4j_internal_NcclNatives_workSynchronize(JNIEnv* env, jclass, jlong work) {
-  guarded(env, [&] { work_of(work)->synchronize(); });
-}
-
-JNIEXPORT void JNICALL Java_org_ddp4j_internal_NcclNatives_workWait(JNIEnv* env, jclass, jlong work,
-                                                                    jlong timeoutMs) {
-  guarded(env, [&] { work_of(work)->wait_blocking(std::chrono::milliseconds(timeoutMs)); });
-}
-
-JNIEXPORT jboolean JNICALL Java_org_ddp4j_internal_NcclNatives_workIsCompleted(JNIEnv* env, jclass, jlong work) {
-  return guarded(env, [&]() -> jboolean {
-    return static_cast<jboolean>(work_of(work)->query());
-  });
-}
-
-JNIEXPORT jstring JNICALL Java_org_ddp4j_internal_NcclNatives_workDescription(JNIEnv* env, jclass, jlong work) {
-  return guarded(env, [&] { return env->NewStringUTF(work_of(work)->description().c_str()); });
-}
-
-JNIEXPORT void JNICALL Java_org_ddp4j_internal_NcclNatives_workFree(JNIEnv*, jclass, jlong work) {
-  delete reinterpret_cast<std::shared_ptr<NcclWork>*>(work);
-}
-
-JNIEXPORT void JNICALL Java_org_ddp4j_internal_NcclNatives_destroy(JNIEnv* env, jclass, jlong pg) {
-  guarded(env, [&] { delete reinterpret_cast<NcclProcessGroup*>(pg); });
 }
 
 }  // extern "C"

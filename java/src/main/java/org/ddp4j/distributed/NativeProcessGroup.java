@@ -1,13 +1,18 @@
 package org.ddp4j.distributed;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import org.ddp4j.distributed.store.Store;
+import org.ddp4j.internal.ProcessGroupNatives;
+import org.ddp4j.tensor.Tensor;
 
 /**
  * What the Gloo and NCCL groups share: the checked rank, size and timeout, the native group
- * handle (0 once closed), and closing it together with the stores {@link Distributed} opened for
- * the group. Methods that use the handle are synchronized on the group.
+ * handle (0 once closed), the collectives (one set of natives, {@link ProcessGroupNatives}, serves
+ * both backends; each returns a {@link NativeWork}), and closing the group together with the stores
+ * {@link Distributed} opened for it. A backend creates its native group and checks its tensors
+ * ({@link #checkTensor}). Methods that use the handle are synchronized on the group.
  */
 abstract class NativeProcessGroup extends ProcessGroup {
     private final int rank;
@@ -45,8 +50,14 @@ abstract class NativeProcessGroup extends ProcessGroup {
         this.handle = handle;
     }
 
-    /** Frees the native group (the backend's destroy). */
-    abstract void destroy(long handle);
+    /**
+     * Checks, before any native call, a tensor passed to {@code op} ({@code what} names it in
+     * messages, e.g. "tensor", "output 1").
+     *
+     * @throws NullPointerException if {@code t} is null
+     * @throws IllegalArgumentException if the backend cannot take it (e.g. NCCL: not on the group's GPU)
+     */
+    abstract void checkTensor(String op, String what, Tensor t);
 
     @Override
     public int rank() {
@@ -61,6 +72,53 @@ abstract class NativeProcessGroup extends ProcessGroup {
     /** The rendezvous and per-collective timeout. */
     public Duration timeout() {
         return timeout;
+    }
+
+    @Override
+    public synchronized Work allReduce(Tensor tensor, ReduceOp op) {
+        Objects.requireNonNull(op, "op");
+        checkTensor("allReduce", "tensor", tensor);
+        return new NativeWork(ProcessGroupNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()));
+    }
+
+    @Override
+    synchronized Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline) {
+        checkTensor("allReduce", "tensor", tensor);
+        long work = ProcessGroupNatives.allReduceUnchecked(handle("allReduce"), tensor.nativeHandle(), op.ordinal(),
+                runInline);
+        return work == 0 ? Work.COMPLETED : new NativeWork(work);
+    }
+
+    @Override
+    public synchronized Work broadcast(Tensor tensor, int src) {
+        checkTensor("broadcast", "tensor", tensor);
+        return new NativeWork(ProcessGroupNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src));
+    }
+
+    @Override
+    public synchronized Work allGather(List<Tensor> outputs, Tensor input) {
+        Objects.requireNonNull(outputs, "outputs");
+        checkTensor("allGather", "input", input);
+        long[] handles = new long[outputs.size()];
+        for (int i = 0; i < handles.length; i++) {
+            Tensor out = outputs.get(i);
+            checkTensor("allGather", "output " + i, out);
+            handles[i] = out.nativeHandle();
+        }
+        return new NativeWork(ProcessGroupNatives.allGatherList(handle("allGather"), handles, input.nativeHandle()));
+    }
+
+    @Override
+    public synchronized Work allGatherIntoTensor(Tensor output, Tensor input) {
+        checkTensor("allGatherIntoTensor", "output", output);
+        checkTensor("allGatherIntoTensor", "input", input);
+        return new NativeWork(ProcessGroupNatives.allGather(handle("allGatherIntoTensor"), output.nativeHandle(),
+                input.nativeHandle()));
+    }
+
+    @Override
+    public synchronized Work barrier() {
+        return new NativeWork(ProcessGroupNatives.barrier(handle("barrier")));
     }
 
     /** Whether {@link #close()} has been called. */
@@ -78,7 +136,9 @@ abstract class NativeProcessGroup extends ProcessGroup {
     }
 
     /**
-     * Destroys the native group, then closes the stores opened for it. Idempotent. Mirrors
+     * Destroys the native group (Gloo: fails queued collectives, waits for the running one; NCCL:
+     * waits for pending collectives, at most the timeout, then destroys the communicator, or aborts
+     * it when the group failed), then closes the stores opened for it. Idempotent. Mirrors
      * {@code destroy_process_group(group)}.
      */
     @Override
@@ -89,7 +149,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
         long h = handle;
         handle = 0;
         try {
-            destroy(h);
+            ProcessGroupNatives.destroy(h);
         } finally {
             if (resources != null) {
                 try {

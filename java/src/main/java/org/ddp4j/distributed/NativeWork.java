@@ -2,77 +2,78 @@ package org.ddp4j.distributed;
 
 import java.lang.ref.Cleaner;
 import java.time.Duration;
-import java.util.function.LongConsumer;
+import org.ddp4j.internal.WorkNatives;
 
 /**
- * A {@link Work} backed by a native work handle (Gloo's or NCCL's). The handle is freed as soon as
- * completion has been observed (the outcome is then kept in Java), or by a {@link Cleaner} if the
- * Work is dropped unobserved. Subclasses supply the backend's natives.
+ * The {@link Work} of every native backend (Gloo and NCCL): one handle on a native
+ * {@code ddp4j::Work}, whose virtual functions carry the backend's behaviour. {@link #await()} is the
+ * native {@code synchronize}: for Gloo it blocks the host until the collective finished; for NCCL it
+ * orders the device's compute stream after the collective without blocking the host (a barrier
+ * blocks). {@link #await(Duration)} and {@link #awaitBlocking()} block the host for both.
+ *
+ * <p>The handle is freed as soon as completion has been observed (the outcome is then kept in
+ * Java and rethrown by every later await), or by a {@link Cleaner} if the Work is dropped
+ * unobserved. A wait's own timeout is never recorded as the collective's outcome. The NCCL side
+ * keeps the tensors alive until the GPU is past them, whenever the handle is freed.
  */
-abstract class NativeWork extends Work {
+final class NativeWork extends Work {
     private static final Cleaner CLEANER = Cleaner.create();
 
     /** The native handle and the observed outcome; also the lock. Reachable from the cleaner, so it must not refer to the Work. */
     private static final class State implements Runnable {
-        final LongConsumer free;
         long handle;
         int users; // threads inside a native call with the handle
         boolean done;
         DistributedException error;
-        String description = "collective";
+        String description; // fetched from the native side when toString first needs it
 
-        State(long handle, LongConsumer free) {
+        State(long handle) {
             this.handle = handle;
-            this.free = free;
         }
 
         @Override
         public synchronized void run() {
             if (handle != 0 && users == 0) {
-                free.accept(handle);
+                WorkNatives.free(handle);
                 handle = 0;
             }
         }
     }
 
-    /** A native call on the work handle. */
-    interface NativeCall {
-        void run(long handle);
+    /** A native wait on the work handle. */
+    private interface NativeWait {
+        /** Returns whether the work has finished (successfully: a failure throws). */
+        boolean run(long handle);
     }
 
     private final State state;
 
-    /** @param free the backend's workFree (a static method: the cleaner must not reach the Work) */
-    NativeWork(long handle, LongConsumer free) {
-        state = new State(handle, free);
-        try {
-            state.description = describe(handle);
-        } catch (RuntimeException ignored) {
-            // only used in toString
-        }
+    /** Takes ownership of a native work handle from {@code ProcessGroupNatives}. */
+    NativeWork(long handle) {
+        state = new State(handle);
         CLEANER.register(this, state);
     }
 
-    /** The native op's description. */
-    abstract String describe(long handle);
-
-    /** Blocks the host until the work finished (timeoutMs 0: no limit), then throws its error if it failed. */
-    abstract void nativeWait(long handle, long timeoutMs);
-
-    /** Whether the work has finished; never blocks. */
-    abstract boolean nativeIsCompleted(long handle);
+    @Override
+    public void await() {
+        call(WorkNatives::synchronize);
+    }
 
     @Override
     public void await(Duration timeout) {
         long timeoutMs = timeout == null || timeout.isNegative() || timeout.isZero() ? 0 : NativeProcessGroup.millis(timeout);
-        call(h -> nativeWait(h, timeoutMs), true);
+        call(h -> {
+            WorkNatives.await(h, timeoutMs);
+            return true;
+        });
     }
 
     /**
-     * Runs a native wait with the handle held; records the outcome when the work turns out to have
-     * finished (always after a blocking wait that returned normally when {@code finishesOnReturn}).
+     * Runs a native wait with the handle held. A wait that reports the work finished is one native
+     * call; only a wait that threw asks the native side whether the work has finished, and then for
+     * the work's own outcome.
      */
-    final void call(NativeCall wait, boolean finishesOnReturn) {
+    private void call(NativeWait wait) {
         long handle;
         synchronized (state) {
             if (state.done) {
@@ -82,35 +83,34 @@ abstract class NativeWork extends Work {
             handle = state.handle;
             state.users++;
         }
-        DistributedException thrown = null;
-        boolean returned = false;
+        boolean finished = false;
+        boolean threw = true;
         try {
-            wait.run(handle);
-            returned = true;
-        } catch (DistributedException e) {
-            thrown = e;
+            finished = wait.run(handle);
+            threw = false;
         } finally {
             synchronized (state) {
                 state.users--;
-                // The work's own outcome, read from the native side once it has finished; never the
-                // wait's: a wait that timed out just before the collective finished is not its result.
-                if (!state.done && ((returned && finishesOnReturn) || nativeIsCompleted(handle))) {
-                    recordOutcome(handle);
+                if (!state.done) {
+                    if (finished) {
+                        state.done = true;
+                    } else if (threw && WorkNatives.isCompleted(handle)) {
+                        // The work's own outcome, read once it has finished; never the wait's: a wait
+                        // that timed out just before the collective finished is not its result.
+                        recordOutcome(handle);
+                    }
                 }
                 if (state.done) {
                     state.run(); // frees the handle once no other thread is inside a native call with it
                 }
             }
         }
-        if (thrown != null) {
-            throw thrown;
-        }
     }
 
     /** With the lock held and the work finished: its error, if any, from the native side. */
     private void recordOutcome(long handle) {
         try {
-            nativeWait(handle, 0); // finished: returns at once or throws its error
+            WorkNatives.await(handle, 0); // finished: returns at once or throws its error
             state.error = null;
         } catch (DistributedException e) {
             state.error = e;
@@ -124,7 +124,7 @@ abstract class NativeWork extends Work {
             if (state.done) {
                 return true;
             }
-            if (!nativeIsCompleted(state.handle)) {
+            if (!WorkNatives.isCompleted(state.handle)) {
                 return false;
             }
             recordOutcome(state.handle);
@@ -147,10 +147,19 @@ abstract class NativeWork extends Work {
         throw new DistributedException(e.getMessage(), e);
     }
 
+    /** "Work(allReduce(SUM) of 10 float32 elements, done)" and the like; "collective" once the handle is gone unasked. */
     @Override
     public String toString() {
         synchronized (state) {
-            return "Work(" + state.description + (state.done ? (state.error == null ? ", done" : ", failed") : "") + ")";
+            if (state.description == null && state.handle != 0) {
+                try {
+                    state.description = WorkNatives.description(state.handle);
+                } catch (RuntimeException ignored) {
+                    // toString must not throw
+                }
+            }
+            String description = state.description != null ? state.description : "collective";
+            return "Work(" + description + (state.done ? (state.error == null ? ", done" : ", failed") : "") + ")";
         }
     }
 }

@@ -41,9 +41,9 @@ import org.ddp4j.tensor.Tensor;
  * <p>All-reduces of up to 256 KiB in groups of 2 to 8 ranks skip Gloo's ring: each rank sends its
  * tensor to every peer in one message over a second set of connections and reduces the blocks in
  * rank order (the same values on every rank; at 2 ranks identical to the ring's). That is one
- * message instead of 2(n-1) rendezvous rounds, read by the waiting thread itself: ~50 µs instead
- * of ~200 µs for a few floats on loopback. {@code DDP4J_GLOO_SMALL_ALLREDUCE_BYTES=0} turns it
- * off.
+ * message instead of 2(n-1) rendezvous rounds, read by the waiting thread itself; the measured
+ * latencies are in benchmarks/RESULTS.md. {@code DDP4J_GLOO_SMALL_ALLREDUCE_BYTES=0} turns it off.
+ * Every Gloo environment variable is read by {@link GlooOptions}.
  *
  * <p>Network address: the address this rank binds and advertises to its peers is, in order,
  * {@code DDP4J_GLOO_HOSTNAME}; the first IPv4 address of the interface named by
@@ -86,7 +86,10 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
     ProcessGroupGloo(Store store, int rank, int size, Duration timeout, String hostname, AutoCloseable resources) {
         super(store, rank, size, timeout, resources);
         this.hostname = Objects.requireNonNull(hostname, "hostname");
-        setHandle(GlooNatives.create(store, rank, size, millis(timeout), hostname));
+        GlooOptions options = GlooOptions.fromEnvironment(System.getenv());
+        setHandle(GlooNatives.create(store, rank, size, millis(timeout), hostname,
+                Objects.requireNonNullElse(options.socketIfname(), ""), options.checkCollectives(),
+                options.smallAllReduceBytes(), options.smallAllReduceSyncReads()));
     }
 
     /** {@code "gloo"}. */
@@ -100,52 +103,10 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
         return hostname;
     }
 
+    /** Gloo takes any tensor; the native side checks device, dtype and sizes. */
     @Override
-    public synchronized Work allReduce(Tensor tensor, ReduceOp op) {
-        Objects.requireNonNull(tensor, "tensor");
-        Objects.requireNonNull(op, "op");
-        return new GlooWork(GlooNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()));
-    }
-
-    @Override
-    synchronized Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline) {
-        long work = GlooNatives.allReduceUnchecked(handle("allReduce"), tensor.nativeHandle(), op.ordinal(), runInline);
-        return work == 0 ? Work.COMPLETED : new GlooWork(work);
-    }
-
-    @Override
-    public synchronized Work broadcast(Tensor tensor, int src) {
-        Objects.requireNonNull(tensor, "tensor");
-        return new GlooWork(GlooNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src));
-    }
-
-    @Override
-    public synchronized Work allGather(List<Tensor> outputs, Tensor input) {
-        Objects.requireNonNull(outputs, "outputs");
-        Objects.requireNonNull(input, "input");
-        long[] handles = new long[outputs.size()];
-        for (int i = 0; i < handles.length; i++) {
-            handles[i] = Objects.requireNonNull(outputs.get(i), "outputs[" + i + "]").nativeHandle();
-        }
-        return new GlooWork(GlooNatives.allGatherList(handle("allGather"), handles, input.nativeHandle()));
-    }
-
-    @Override
-    public synchronized Work allGatherIntoTensor(Tensor output, Tensor input) {
-        Objects.requireNonNull(output, "output");
-        Objects.requireNonNull(input, "input");
-        return new GlooWork(GlooNatives.allGather(handle("allGatherIntoTensor"), output.nativeHandle(),
-                input.nativeHandle()));
-    }
-
-    @Override
-    public synchronized Work barrier() {
-        return new GlooWork(GlooNatives.barrier(handle("barrier")));
-    }
-
-    @Override
-    void destroy(long handle) {
-        GlooNatives.destroy(handle);
+    void checkTensor(String op, String what, Tensor t) {
+        Objects.requireNonNull(t, what);
     }
 
     @Override
@@ -161,11 +122,12 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
      * @throws IllegalStateException if GLOO_SOCKET_IFNAME names an interface without an address
      */
     static String defaultHostname(String masterAddr, Map<String, String> env) {
-        String explicit = env.get("DDP4J_GLOO_HOSTNAME");
+        GlooOptions options = GlooOptions.fromEnvironment(env);
+        String explicit = options.hostname();
         if (explicit != null && !explicit.isBlank()) {
             return explicit.trim();
         }
-        String iface = env.get("GLOO_SOCKET_IFNAME");
+        String iface = options.socketIfname();
         if (iface != null && !iface.isBlank()) {
             return interfaceAddress(iface.trim());
         }

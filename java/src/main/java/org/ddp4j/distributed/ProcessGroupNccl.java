@@ -35,7 +35,12 @@ import org.ddp4j.tensor.Tensor;
  * <p>Collectives run on the device's communication stream, after the work already queued on its
  * compute stream; {@link Work#await()} makes the compute stream wait for them without blocking
  * the host, {@link Work#awaitBlocking()} blocks. Tensors must be on {@link #device()} (float32 or
- * int64); a tensor elsewhere gives {@link IllegalArgumentException} at the call. A watchdog
+ * int64); a tensor elsewhere gives {@link IllegalArgumentException} at the call. All-reduce runs
+ * {@code ncclAllReduce} in place (AVG is {@code ncclAvg}, float32 only); broadcast
+ * {@code ncclBroadcast}; {@code allGatherIntoTensor} {@code ncclAllGather}; {@code allGather} into
+ * a list gathers into a temporary on the device, copied into the outputs on the communication
+ * stream. A barrier is a one-element all-reduce, and {@link Work#await()} on it blocks the host
+ * until every rank has reached it, as PyTorch's NCCL barrier does. A watchdog
  * thread aborts the communicator on an NCCL error or when a collective exceeds the timeout: that
  * collective's Work throws {@link DistributedTimeoutException} naming the op, its size and the
  * timeout, the other pending ones {@link DistributedException}, and so does every later call.
@@ -214,74 +219,10 @@ public final class ProcessGroupNccl extends NativeProcessGroup {
                 : (code / 1000) + "." + (code % 1000) / 100 + "." + code % 100;
     }
 
-    /**
-     * {@inheritDoc} Runs {@code ncclAllReduce} in place; AVG is {@code ncclAvg} (float32 only).
-     *
-     * @throws IllegalArgumentException if the tensor is not on {@link #device()}
-     */
+    /** Checks that {@code t} is on {@link #device()}, before any native call. */
     @Override
-    public synchronized Work allReduce(Tensor tensor, ReduceOp op) {
-        Objects.requireNonNull(op, "op");
-        checkOnDevice("allReduce", "tensor", tensor, device);
-        return new NcclWork(NcclNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()));
-    }
-
-    /**
-     * {@inheritDoc} Runs {@code ncclBroadcast} in place.
-     *
-     * @throws IllegalArgumentException if the tensor is not on {@link #device()}
-     */
-    @Override
-    public synchronized Work broadcast(Tensor tensor, int src) {
-        checkOnDevice("broadcast", "tensor", tensor, device);
-        return new NcclWork(NcclNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src));
-    }
-
-    /**
-     * {@inheritDoc} NCCL gathers into a temporary on the device, copied into the outputs on the
-     * communication stream.
-     *
-     * @throws IllegalArgumentException if a tensor is not on {@link #device()}
-     */
-    @Override
-    public synchronized Work allGather(List<Tensor> outputs, Tensor input) {
-        Objects.requireNonNull(outputs, "outputs");
-        checkOnDevice("allGather", "input", input, device);
-        long[] handles = new long[outputs.size()];
-        for (int i = 0; i < handles.length; i++) {
-            Tensor out = Objects.requireNonNull(outputs.get(i), "outputs[" + i + "]");
-            checkOnDevice("allGather", "output " + i, out, device);
-            handles[i] = out.nativeHandle();
-        }
-        return new NcclWork(NcclNatives.allGatherList(handle("allGather"), handles, input.nativeHandle()));
-    }
-
-    /**
-     * {@inheritDoc} Runs {@code ncclAllGather}.
-     *
-     * @throws IllegalArgumentException if a tensor is not on {@link #device()}
-     */
-    @Override
-    public synchronized Work allGatherIntoTensor(Tensor output, Tensor input) {
-        checkOnDevice("allGatherIntoTensor", "output", output, device);
-        checkOnDevice("allGatherIntoTensor", "input", input, device);
-        return new NcclWork(NcclNatives.allGather(handle("allGatherIntoTensor"), output.nativeHandle(),
-                input.nativeHandle()));
-    }
-
-    /**
-     * {@inheritDoc} A one-element all-reduce; {@link Work#await()} on it blocks the host until
-     * every rank has reached the barrier, as PyTorch's NCCL barrier does.
-     */
-    @Override
-    public synchronized Work barrier() {
-        return new NcclWork(NcclNatives.barrier(handle("barrier")));
-    }
-
-    /** Waits for pending collectives (at most the timeout), then destroys the communicator, or aborts it when the group failed. */
-    @Override
-    void destroy(long handle) {
-        NcclNatives.destroy(handle);
+    void checkTensor(String op, String what, Tensor t) {
+        checkOnDevice(op, what, t, device);
     }
 
     @Override

@@ -1,5 +1,5 @@
 // The JNI bridge from Gloo's rendezvous to a Java Store (see java_store.h).
-#include "comm/java_store.h"
+#include "jni/java_store.h"
 
 #include "ddp4j/errors.h"
 #include "jni/jni_util.h"

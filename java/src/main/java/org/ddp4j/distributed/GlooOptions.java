@@ -1,0 +1,67 @@
+package org.ddp4j.distributed;
+
+import java.util.Map;
+
+/**
+ * The Gloo backend's settings from the environment, read in one place and passed to the native
+ * group (the C++ {@code GlooOptions}), which reads no environment variable itself. Mirrors the
+ * knobs of {@code ProcessGroupGloo.Options}.
+ *
+ * @param hostname DDP4J_GLOO_HOSTNAME: the address to bind and advertise, or null (then
+ *     {@link ProcessGroupGloo#defaultHostname} picks one)
+ * @param socketIfname GLOO_SOCKET_IFNAME: the network interface whose address to bind, or null
+ * @param checkCollectives DDP4J_GLOO_CHECK_COLLECTIVES: false for "0" or "false", which skips the
+ *     header every rank exchanges before a collective; true otherwise
+ * @param smallAllReduceBytes DDP4J_GLOO_SMALL_ALLREDUCE_BYTES: all-reduces of at most this many
+ *     bytes take the one-round path (0 turns it off; default 256 KiB); the value's leading digits,
+ *     as C's {@code strtoull} reads them
+ * @param smallAllReduceSyncReads DDP4J_GLOO_SMALL_SYNC: false for "0", which makes Gloo's network
+ *     thread read the one-round path's sockets instead of the waiting thread
+ */
+record GlooOptions(String hostname, String socketIfname, boolean checkCollectives, long smallAllReduceBytes,
+        boolean smallAllReduceSyncReads) {
+
+    /** The default of {@link #smallAllReduceBytes}: 256 KiB, as the native GlooOptions. */
+    static final long DEFAULT_SMALL_ALLREDUCE_BYTES = 256 << 10;
+
+    /** Reads every Gloo variable from {@code env} (e.g. {@code System.getenv()}). */
+    static GlooOptions fromEnvironment(Map<String, String> env) {
+        String check = env.get("DDP4J_GLOO_CHECK_COLLECTIVES");
+        String small = env.get("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES");
+        String sync = env.get("DDP4J_GLOO_SMALL_SYNC");
+        return new GlooOptions(env.get("DDP4J_GLOO_HOSTNAME"), env.get("GLOO_SOCKET_IFNAME"),
+                check == null || !(check.equals("0") || check.equals("false")),
+                small == null ? DEFAULT_SMALL_ALLREDUCE_BYTES : leadingUnsigned(small),
+                sync == null || !sync.equals("0"));
+    }
+
+    /**
+     * As C's strtoull: optional white space and sign, then the leading decimal digits (0 if none);
+     * a negative value wraps, an overflow saturates (as unsigned: -1).
+     */
+    static long leadingUnsigned(String s) {
+        int i = 0;
+        while (i < s.length() && Character.isWhitespace(s.charAt(i))) {
+            i++;
+        }
+        boolean negative = false;
+        if (i < s.length() && (s.charAt(i) == '+' || s.charAt(i) == '-')) {
+            negative = s.charAt(i) == '-';
+            i++;
+        }
+        int start = i;
+        while (i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '9') {
+            i++;
+        }
+        if (i == start) {
+            return 0;
+        }
+        long value;
+        try {
+            value = Long.parseUnsignedLong(s.substring(start, i));
+        } catch (NumberFormatException overflow) {
+            return -1;
+        }
+        return negative ? -value : value;
+    }
+}

@@ -1,0 +1,52 @@
+package org.ddp4j.internal;
+
+/**
+ * JNI declarations for the collectives of every backend's process group
+ * (native/src/jni/process_group_natives.cpp, in libddp4j.so). A group handle points to a native
+ * {@code ddp4j::ProcessGroup}, created by {@link GlooNatives#create} or {@link NcclNatives#create}
+ * and freed exactly once by {@link #destroy}; the collectives return work handles for
+ * {@link WorkNatives}. Tensor handles are {@link org.ddp4j.tensor.Tensor#nativeHandle()}; {@code op}
+ * is a {@code ReduceOp} ordinal. Mirror PyTorch's {@code ProcessGroup} methods. Argument errors
+ * (device, dtype, sizes, rank) arrive as {@link IllegalArgumentException}, a closed or failed
+ * group as {@link IllegalStateException} or {@code DistributedException}, with the native message.
+ */
+public final class ProcessGroupNatives {
+    static {
+        NativeLibrary.load();
+    }
+
+    private ProcessGroupNatives() {}
+
+    /** Queues an in-place all-reduce of the tensor ({@code all_reduce}). Returns a work handle. */
+    public static native long allReduce(long group, long tensor, int op);
+
+    /**
+     * An all-reduce without the per-collective agreement check (for callers that verified their
+     * collectives agree across ranks). With {@code runInline} and an idle group a backend may run it
+     * on the calling thread. Returns 0 when the collective has already finished successfully (throws
+     * if it failed), else a work handle.
+     */
+    public static native long allReduceUnchecked(long group, long tensor, int op, boolean runInline);
+
+    /** Queues a broadcast of the tensor from rank {@code root} ({@code broadcast}). Returns a work handle. */
+    public static native long broadcast(long group, long tensor, int root);
+
+    /**
+     * Queues an all-gather of {@code input} into the flat {@code output} (world size x input
+     * elements, {@code all_gather_into_tensor}). Returns a work handle.
+     */
+    public static native long allGather(long group, long output, long input);
+
+    /** Queues an all-gather of {@code input} into one output tensor per rank ({@code all_gather}). Returns a work handle. */
+    public static native long allGatherList(long group, long[] outputs, long input);
+
+    /** Queues a barrier ({@code barrier}). Returns a work handle. */
+    public static native long barrier(long group);
+
+    /**
+     * Frees the group. Gloo: fails queued collectives, waits for the running one, closes the
+     * connections. NCCL: waits for pending collectives (at most the timeout), then destroys the
+     * communicator, or aborts it when the group failed.
+     */
+    public static native void destroy(long group);
+}

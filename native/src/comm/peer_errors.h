@@ -1,0 +1,41 @@
+// peer_errors.h: what a Gloo error means for the user. Gloo names the peer of a failed connection
+// only by its socket address; these functions record each peer rank's addresses after connecting
+// (from the store and from the kernel's socket table, /proc/net/tcp) so that an error can say
+// "peer rank 1 may have died", and tell Gloo's timeouts from its network errors.
+#pragma once
+#include <gloo/context.h>
+#include <gloo/rendezvous/store.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "ddp4j/errors.h"
+
+namespace ddp4j {
+
+/** Gloo's message without its "[file.cc:123] " prefixes; users do not need them. */
+std::string strip_location(const std::string& message);
+
+/** Whether a Gloo message reports a timeout rather than a network error. */
+bool is_gloo_timeout(const std::string& message);
+
+/**
+ * Records, for every peer rank of `context`, the addresses Gloo's error messages may use for it:
+ * the peer's listening address (read from `gloo_store`, where connectFullMesh published it) and,
+ * where this rank accepted the connection, the peer's ephemeral address (from /proc/net/tcp{,6}).
+ * Appends to `peer_addresses` (indexed by rank). Best effort: an address not found is left out.
+ */
+void record_peer_addresses(gloo::rendezvous::Store& gloo_store, gloo::Context& context,
+                           std::vector<std::vector<std::string>>* peer_addresses);
+
+/**
+ * The error a failed collective reports: Error(Timeout) naming the op (`description`), the group's
+ * `timeout` and `rank` when Gloo timed out; else Error(Distributed), naming the peer rank whose
+ * address `gloo_message` mentions ("peer rank 1 may have died or closed its process group").
+ */
+Error translate_gloo_error(const std::string& description, const std::string& gloo_message,
+                           std::chrono::milliseconds timeout, int rank,
+                           const std::vector<std::vector<std::string>>& peer_addresses);
+
+}  // namespace ddp4j

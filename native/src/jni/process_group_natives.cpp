@@ -1,0 +1,73 @@
+// JNI for org.ddp4j.internal.ProcessGroupNatives: the collectives and destruction of every
+// backend's group (process_group_handles.h). GlooNatives and NcclNatives only create groups.
+#include <jni.h>
+
+#include <memory>
+
+#include "ddp4j/process_group.h"
+#include "jni/jni_util.h"
+#include "jni/process_group_handles.h"
+
+using namespace ddp4j;
+using namespace ddp4j::jni;
+
+namespace {
+
+ReduceOp reduce_op_of(jint op) {
+  DDP4J_CHECK_ARG(op >= 0 && op < kNumReduceOps, "allReduce: unknown ReduceOp ", op);
+  return static_cast<ReduceOp>(op);
+}
+
+}  // namespace
+
+extern "C" {
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduce(JNIEnv* env, jclass, jlong pg,
+                                                                              jlong tensor, jint op) {
+  return guarded(env, [&] { return work_handle(group_of(pg).allreduce(mutable_tensor_of(tensor), reduce_op_of(op))); });
+}
+
+// 0 when the op already finished (it ran inline): saves the Work handle and its JNI calls.
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduceUnchecked(JNIEnv* env, jclass, jlong pg,
+                                                                                       jlong tensor, jint op,
+                                                                                       jboolean runInline) {
+  return guarded(env, [&]() -> jlong {
+    auto work = group_of(pg).allreduce_unchecked(mutable_tensor_of(tensor), reduce_op_of(op), runInline);
+    if (work->is_completed()) {
+      work->wait();  // rethrows its error
+      return 0;
+    }
+    return work_handle(std::move(work));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_broadcast(JNIEnv* env, jclass, jlong pg,
+                                                                              jlong tensor, jint root) {
+  return guarded(env, [&] { return work_handle(group_of(pg).broadcast(mutable_tensor_of(tensor), root)); });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allGather(JNIEnv* env, jclass, jlong pg,
+                                                                              jlong output, jlong input) {
+  return guarded(env, [&] {
+    return work_handle(group_of(pg).allgather(mutable_tensor_of(output), mutable_tensor_of(input)));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allGatherList(JNIEnv* env, jclass, jlong pg,
+                                                                                  jlongArray outputs, jlong input) {
+  return guarded(env, [&] {
+    return work_handle(group_of(pg).allgather(tensors_of(env, outputs), mutable_tensor_of(input)));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_barrier(JNIEnv* env, jclass, jlong pg) {
+  return guarded(env, [&] { return work_handle(group_of(pg).barrier()); });
+}
+
+// The virtual destructor runs the backend's shutdown (Gloo: fail queued ops, join the worker;
+// NCCL: drain or abort the communicator).
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_destroy(JNIEnv* env, jclass, jlong pg) {
+  guarded(env, [&] { delete reinterpret_cast<ProcessGroup*>(pg); });
+}
+
+}  // extern "C"
