@@ -111,8 +111,9 @@ public final class Distributed {
             if (nccl) {
                 return new ProcessGroupNccl(store, r.rank(), r.worldSize(), t, device, r.owned());
             }
-            String hostname = ProcessGroupGloo.defaultHostname(r.masterAddr(), env);
-            return new ProcessGroupGloo(store, r.rank(), r.worldSize(), t, hostname, r.owned());
+            GlooOptions options = GlooOptions.fromEnvironment(env);
+            String hostname = ProcessGroupGloo.defaultHostname(r.masterAddr(), options);
+            return new ProcessGroupGloo(store, r.rank(), r.worldSize(), t, hostname, r.owned(), options);
         } catch (RuntimeException e) {
             try {
                 r.owned().close();

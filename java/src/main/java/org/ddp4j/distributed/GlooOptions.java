@@ -13,8 +13,8 @@ import java.util.Map;
  * @param checkCollectives DDP4J_GLOO_CHECK_COLLECTIVES: false for "0" or "false", which skips the
  *     header every rank exchanges before a collective; true otherwise
  * @param smallAllReduceBytes DDP4J_GLOO_SMALL_ALLREDUCE_BYTES: all-reduces of at most this many
- *     bytes take the one-round path (0 turns it off; default 256 KiB); the value's leading digits,
- *     as C's {@code strtoull} reads them
+ *     bytes take the one-round path (0 turns it off; default 256 KiB); anything but a
+ *     non-negative integer is an {@link IllegalStateException} naming the variable
  * @param smallAllReduceSyncReads DDP4J_GLOO_SMALL_SYNC: false for "0", which makes Gloo's network
  *     thread read the one-round path's sockets instead of the waiting thread
  */
@@ -31,37 +31,25 @@ record GlooOptions(String hostname, String socketIfname, boolean checkCollective
         String sync = env.get("DDP4J_GLOO_SMALL_SYNC");
         return new GlooOptions(env.get("DDP4J_GLOO_HOSTNAME"), env.get("GLOO_SOCKET_IFNAME"),
                 check == null || !(check.equals("0") || check.equals("false")),
-                small == null ? DEFAULT_SMALL_ALLREDUCE_BYTES : leadingUnsigned(small),
+                small == null ? DEFAULT_SMALL_ALLREDUCE_BYTES : parseBytes("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES", small),
                 sync == null || !sync.equals("0"));
     }
 
     /**
-     * As C's strtoull: optional white space and sign, then the leading decimal digits (0 if none);
-     * a negative value wraps, an overflow saturates (as unsigned: -1).
+     * A byte count from the environment.
+     *
+     * @throws IllegalStateException naming the variable when the value is not a non-negative integer
      */
-    static long leadingUnsigned(String s) {
-        int i = 0;
-        while (i < s.length() && Character.isWhitespace(s.charAt(i))) {
-            i++;
-        }
-        boolean negative = false;
-        if (i < s.length() && (s.charAt(i) == '+' || s.charAt(i) == '-')) {
-            negative = s.charAt(i) == '-';
-            i++;
-        }
-        int start = i;
-        while (i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '9') {
-            i++;
-        }
-        if (i == start) {
-            return 0;
-        }
-        long value;
+    static long parseBytes(String name, String raw) {
         try {
-            value = Long.parseUnsignedLong(s.substring(start, i));
-        } catch (NumberFormatException overflow) {
-            return -1;
+            long value = Long.parseLong(raw.trim());
+            if (value >= 0) {
+                return value;
+            }
+        } catch (NumberFormatException ignored) {
+            // reported below
         }
-        return negative ? -value : value;
+        throw new IllegalStateException(name + "=\"" + raw + "\" is not a number of bytes: give a non-negative integer"
+                + " (0 turns the one-round small all-reduce off), or unset it for the default " + DEFAULT_SMALL_ALLREDUCE_BYTES);
     }
 }

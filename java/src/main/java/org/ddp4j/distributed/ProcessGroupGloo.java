@@ -12,7 +12,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.distributed.store.PrefixStore;
@@ -70,7 +69,7 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
      * @throws IllegalArgumentException for a rank outside {@code [0, size)} or a non-positive timeout
      */
     public ProcessGroupGloo(Store store, int rank, int size, Duration timeout) {
-        this(store, rank, size, timeout, defaultHostname(null, System.getenv()), null);
+        this(store, rank, size, timeout, null, null, GlooOptions.fromEnvironment(System.getenv()));
     }
 
     /**
@@ -79,14 +78,18 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
      * when all ranks run on this machine.
      */
     public ProcessGroupGloo(Store store, int rank, int size, Duration timeout, String hostname) {
-        this(store, rank, size, timeout, hostname, null);
+        this(store, rank, size, timeout, Objects.requireNonNull(hostname, "hostname"), null,
+                GlooOptions.fromEnvironment(System.getenv()));
     }
 
-    /** {@code resources} (stores that {@link Distributed} opened for this group) are closed with the group. */
-    ProcessGroupGloo(Store store, int rank, int size, Duration timeout, String hostname, AutoCloseable resources) {
+    /**
+     * {@code hostname} null picks the default for {@code masterAddr} null; {@code resources}
+     * (stores that {@link Distributed} opened for this group) are closed with the group.
+     */
+    ProcessGroupGloo(Store store, int rank, int size, Duration timeout, String hostname, AutoCloseable resources,
+            GlooOptions options) {
         super(store, rank, size, timeout, resources);
-        this.hostname = Objects.requireNonNull(hostname, "hostname");
-        GlooOptions options = GlooOptions.fromEnvironment(System.getenv());
+        this.hostname = hostname != null ? hostname : defaultHostname(null, options);
         setHandle(GlooNatives.create(store, rank, size, millis(timeout), hostname,
                 Objects.requireNonNullElse(options.socketIfname(), ""), options.checkCollectives(),
                 options.smallAllReduceBytes(), options.smallAllReduceSyncReads()));
@@ -118,11 +121,10 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
      * The address this rank binds and advertises (see the class comment for the order of choices).
      *
      * @param masterAddr MASTER_ADDR or the tcp:// host, or null when there is none (HashStore, file://)
-     * @param env the environment to read DDP4J_GLOO_HOSTNAME and GLOO_SOCKET_IFNAME from
+     * @param options the Gloo settings: DDP4J_GLOO_HOSTNAME and GLOO_SOCKET_IFNAME
      * @throws IllegalStateException if GLOO_SOCKET_IFNAME names an interface without an address
      */
-    static String defaultHostname(String masterAddr, Map<String, String> env) {
-        GlooOptions options = GlooOptions.fromEnvironment(env);
+    static String defaultHostname(String masterAddr, GlooOptions options) {
         String explicit = options.hostname();
         if (explicit != null && !explicit.isBlank()) {
             return explicit.trim();
