@@ -2,6 +2,7 @@
 
 namespace ddp4j::jni {
 JavaVM* g_vm = nullptr;  // set once by JNI_OnLoad
+thread_local long long t_jni_calls = 0;
 
 namespace {
 

@@ -21,10 +21,17 @@ JavaVM* java_vm();
 /** Throws a Java exception of the class that matches kind. */
 void throw_java(JNIEnv* env, ErrorKind kind, const char* message);
 
+/**
+ * JNI crossings made by this thread (org.ddp4j.internal.JniCalls.count()): guarded() counts each
+ * entry. Thread-local, so counting costs no shared cache line.
+ */
+extern thread_local long long t_jni_calls;
+
 /** Runs body; a C++ exception becomes a Java exception and the default value is returned. */
 template <typename F>
 auto guarded(JNIEnv* env, F&& body) -> decltype(body()) {
   using R = decltype(body());
+  ++t_jni_calls;
   try {
     return body();
   } catch (const Error& e) {

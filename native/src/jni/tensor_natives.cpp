@@ -108,8 +108,8 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_fill(JNIEnv* env, j
   guarded(env, [&] { ops::fill_(mutable_tensor_of(h), value); });
 }
 
-JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_free(JNIEnv*, jclass, jlong h) {
-  delete reinterpret_cast<Tensor*>(h);
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_free(JNIEnv* env, jclass, jlong h) {
+  guarded(env, [&] { delete reinterpret_cast<Tensor*>(h); });  // guarded so that frees count as crossings
 }
 
 JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_TensorNatives_meta(JNIEnv* env, jclass, jlong h) {
