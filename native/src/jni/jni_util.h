@@ -56,6 +56,9 @@ inline Tensor& mutable_tensor_of(jlong handle) {
   return *reinterpret_cast<Tensor*>(handle);
 }
 
+/** A required input: handle 0 throws IllegalArgumentException instead of reaching the op. */
+inline const Tensor& required_tensor_of(jlong handle) { return mutable_tensor_of(handle); }
+
 /** Moves t to the heap and returns its handle; 0 for an undefined tensor. */
 inline jlong handle_of(Tensor t) { return t.defined() ? reinterpret_cast<jlong>(new Tensor(std::move(t))) : 0; }
 

@@ -3,7 +3,7 @@ package org.ddp4j.benchmarks;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.cuda.Cuda;
 import org.ddp4j.internal.ConvNatives;
-import org.ddp4j.internal.MathNatives;
+import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
@@ -139,21 +139,21 @@ public class KernelBenchmark {
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 1568 * 10)
     public void linear1568x10Forward() {
-        free(MathNatives.linearForward(fcX.nativeHandle(), fcW.nativeHandle(), fcB.nativeHandle()));
+        free(LinearNatives.linearForward(fcX.nativeHandle(), fcW.nativeHandle(), fcB.nativeHandle()));
     }
 
     /** gx = gy·w, gw = gyᵀ·x, gb = Σ gy. */
     @Benchmark
     @OperationsPerInvocation(2 * 2 * BATCH * 1568 * 10)
     public void linear1568x10Backward() {
-        free(MathNatives.linearBackward(fcGy.nativeHandle(), fcX.nativeHandle(), fcW.nativeHandle(), true, true));
+        free(LinearNatives.linearBackward(fcGy.nativeHandle(), fcX.nativeHandle(), fcW.nativeHandle(), true, true));
     }
 
     /** One 512x512x512 sgemm through the Linear op. */
     @Benchmark
     @OperationsPerInvocation(2 * 512 * 512 * 512)
     public void gemm512() {
-        free(MathNatives.linearForward(sqX.nativeHandle(), sqW.nativeHandle(), 0));
+        free(LinearNatives.linearForward(sqX.nativeHandle(), sqW.nativeHandle(), 0));
     }
 
     @Benchmark

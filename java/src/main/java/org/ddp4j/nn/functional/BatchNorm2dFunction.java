@@ -1,7 +1,7 @@
 package org.ddp4j.nn.functional;
 
 import java.util.Objects;
-import org.ddp4j.internal.ConvNatives;
+import org.ddp4j.internal.NormNatives;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -70,7 +70,7 @@ public final class BatchNorm2dFunction {
         Tensor rv = runningVar != null ? runningVar : filled(1, x, channels);
         long[] h;
         try {
-            h = ConvNatives.batchNorm2dForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
+            h = NormNatives.batchNorm2dForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
                     rm.nativeHandle(), rv.nativeHandle(), momentum, eps);
         } finally {
             if (runningMean == null) {
@@ -86,7 +86,7 @@ public final class BatchNorm2dFunction {
         return new Node("NativeBatchNormBackward", x, gamma, beta) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
-                long[] gh = ConvNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
+                long[] gh = NormNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
                         gammaForBackward.nativeHandle(), saveMean.nativeHandle(), saveInvstd.nativeHandle());
                 Tensor gx = Tensor.fromNativeHandle(gh[0]);
                 Tensor gGamma = Tensor.fromNativeHandle(gh[1]);
@@ -98,7 +98,7 @@ public final class BatchNorm2dFunction {
 
     private static Tensor eval(Tensor x, Tensor gamma, Tensor beta, Tensor g, Tensor b, Tensor runningMean,
             Tensor runningVar, double eps) {
-        Tensor out = Tensor.fromNativeHandle(ConvNatives.batchNorm2dForwardEval(x.nativeHandle(), g.nativeHandle(),
+        Tensor out = Tensor.fromNativeHandle(NormNatives.batchNorm2dForwardEval(x.nativeHandle(), g.nativeHandle(),
                 b.nativeHandle(), runningMean.nativeHandle(), runningVar.nativeHandle(), eps));
         boolean recorded = Tensors.isGradEnabled()
                 && (x.requiresGrad() || (gamma != null && gamma.requiresGrad()) || (beta != null && beta.requiresGrad()));
@@ -129,7 +129,7 @@ public final class BatchNorm2dFunction {
                     }
                     try (Tensor s = Tensor.of(scale, scale.length).to(x.device()); Tensor zeros = filled(0, x, scale.length);
                             Tensor ones = filled(1, x, scale.length)) {
-                        gx = Tensor.fromNativeHandle(ConvNatives.batchNorm2dForwardEval(gradOutput.nativeHandle(),
+                        gx = Tensor.fromNativeHandle(NormNatives.batchNorm2dForwardEval(gradOutput.nativeHandle(),
                                 s.nativeHandle(), zeros.nativeHandle(), zeros.nativeHandle(), ones.nativeHandle(), 0));
                     }
                 }
@@ -138,7 +138,7 @@ public final class BatchNorm2dFunction {
                 if (needsInputGrad(1) || needsInputGrad(2)) {
                     // With the running statistics as the "saved" ones, the training backward's
                     // gamma and beta gradients (Σ gy * xhat, Σ gy) are the eval-mode ones too.
-                    long[] gh = ConvNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
+                    long[] gh = NormNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
                             gammaForBackward.nativeHandle(), savedMean.nativeHandle(), savedInvstd.nativeHandle());
                     Tensor.fromNativeHandle(gh[0]).close();
                     gGamma = Tensor.fromNativeHandle(gh[1]);

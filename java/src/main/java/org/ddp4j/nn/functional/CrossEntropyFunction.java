@@ -1,6 +1,6 @@
 package org.ddp4j.nn.functional;
 
-import org.ddp4j.internal.MathNatives;
+import org.ddp4j.internal.LossNatives;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -24,13 +24,13 @@ public final class CrossEntropyFunction {
      *     outside [0, C) (naming the value and C)
      */
     public static Tensor apply(Tensor logits, Tensor target) {
-        long[] h = MathNatives.crossEntropyForward(logits.nativeHandle(), target.nativeHandle());
+        long[] h = LossNatives.crossEntropyForward(logits.nativeHandle(), target.nativeHandle());
         Tensor loss = Tensor.fromNativeHandle(h[0]);
         Tensor probs = Tensor.fromNativeHandle(h[1]);
         Node node = new Node("CrossEntropyLossBackward", logits) {
             @Override
             protected Tensor[] backward(Tensor gout) {
-                return new Tensor[] {Tensor.fromNativeHandle(MathNatives.crossEntropyBackward(
+                return new Tensor[] {Tensor.fromNativeHandle(LossNatives.crossEntropyBackward(
                         gout.nativeHandle(), probs.nativeHandle(), target.nativeHandle()))};
             }
         };

@@ -1,6 +1,6 @@
 package org.ddp4j.nn.functional;
 
-import org.ddp4j.internal.MathNatives;
+import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -23,12 +23,12 @@ public final class LinearFunction {
      */
     public static Tensor apply(Tensor x, Tensor w, Tensor b) {
         Tensor y = Tensor.fromNativeHandle(
-                MathNatives.linearForward(x.nativeHandle(), w.nativeHandle(), b == null ? 0 : b.nativeHandle()));
+                LinearNatives.linearForward(x.nativeHandle(), w.nativeHandle(), b == null ? 0 : b.nativeHandle()));
         return new Node("LinearBackward", x, w, b) {
             @Override
             protected Tensor[] backward(Tensor gy) {
                 boolean needGb = needsInputGrad(2);
-                long[] h = MathNatives.linearBackward(gy.nativeHandle(), x.nativeHandle(), w.nativeHandle(),
+                long[] h = LinearNatives.linearBackward(gy.nativeHandle(), x.nativeHandle(), w.nativeHandle(),
                         needsInputGrad(0), needGb);
                 Tensor gx = wrap(h[0]);
                 Tensor gw = wrap(h[1]);

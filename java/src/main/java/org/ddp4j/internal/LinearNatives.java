@@ -1,0 +1,29 @@
+package org.ddp4j.internal;
+
+/**
+ * JNI declarations for the linear family, as native/src/core/ops_linear.cpp groups it: linear and
+ * ReLU forward and backward (native/src/jni/linear_natives.cpp; Java side
+ * {@link org.ddp4j.nn.functional.LinearFunction} and {@link org.ddp4j.nn.functional.ReluFunction}).
+ * Arguments and results are tensor handles (0 = absent optional tensor); callers own every returned
+ * handle. Bad dtypes or shapes throw IllegalArgumentException with a message naming the op and the
+ * shapes involved.
+ */
+public final class LinearNatives {
+    static {
+        NativeLibrary.load();
+    }
+
+    private LinearNatives() {}
+
+    /** {@code torch.nn.functional.linear}: y[*, out] = x[*, in] · wᵀ + b; b may be 0 (no bias). */
+    public static native long linearForward(long x, long w, long b);
+
+    /** Returns {gx, gw, gb}; gx is 0 unless needGx, gb is 0 unless hasBias. */
+    public static native long[] linearBackward(long gy, long x, long w, boolean needGx, boolean hasBias);
+
+    /** {@code torch.relu}: max(x, 0). */
+    public static native long reluForward(long x);
+
+    /** gy where the forward output y is positive, else 0. */
+    public static native long reluBackward(long gy, long y);
+}

@@ -1,0 +1,36 @@
+// JNI for org.ddp4j.internal.LossNatives: MSE and cross-entropy forward and backward (ops_loss.cpp).
+#include <jni.h>
+
+#include "ddp4j/ops.h"
+#include "jni/jni_util.h"
+
+using namespace ddp4j;
+using namespace ddp4j::jni;
+
+extern "C" {
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LossNatives_mseLossForward(JNIEnv* env, jclass, jlong input,
+                                                                           jlong target) {
+  return guarded(env, [&] { return handle_of(ops::mse_loss_forward(tensor_of(input), tensor_of(target))); });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LossNatives_mseLossBackward(JNIEnv* env, jclass, jlong gout,
+                                                                            jlong input, jlong target) {
+  return guarded(env, [&] {
+    return handle_of(ops::mse_loss_backward(tensor_of(gout), tensor_of(input), tensor_of(target)));
+  });
+}
+
+JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_LossNatives_crossEntropyForward(JNIEnv* env, jclass,
+                                                                                     jlong logits, jlong target) {
+  return guarded(env, [&] { return handles_of(env, ops::cross_entropy_forward(tensor_of(logits), tensor_of(target))); });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LossNatives_crossEntropyBackward(JNIEnv* env, jclass, jlong gout,
+                                                                                 jlong probs, jlong target) {
+  return guarded(env, [&] {
+    return handle_of(ops::cross_entropy_backward(tensor_of(gout), tensor_of(probs), tensor_of(target)));
+  });
+}
+
+}  // extern "C"
