@@ -22,18 +22,18 @@ extern "C" {
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ConvNatives_conv2dForward(JNIEnv* env, jclass, jlong x, jlong w,
                                                                           jlong b, jint sh, jint sw, jint ph,
-                                                                          jint pw) {
+                                                                          jint pw, jlongArray results) {
   return guarded(env, [&] {
-    return handle_of(ops::conv2d_forward(required_tensor_of(x), required_tensor_of(w), tensor_of(b), conv_geometry(sh, sw, ph, pw)));
+    return result_of(env, results, ops::conv2d_forward(required_tensor_of(x), required_tensor_of(w), tensor_of(b), conv_geometry(sh, sw, ph, pw)));
   });
 }
 
-JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_ConvNatives_conv2dBackward(JNIEnv* env, jclass, jlong gy,
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_ConvNatives_conv2dBackward(JNIEnv* env, jclass, jlong gy,
                                                                                 jlong x, jlong w, jboolean needGx,
                                                                                 jboolean hasBias, jint sh, jint sw,
-                                                                                jint ph, jint pw) {
-  return guarded(env, [&] {
-    return handles_of(env, ops::conv2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(w), needGx, hasBias,
+                                                                                jint ph, jint pw, jlongArray results) {
+  guarded(env, [&] {
+    results_of(env, results, ops::conv2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(w), needGx, hasBias,
                                                 conv_geometry(sh, sw, ph, pw)));
   });
 }

@@ -9,11 +9,11 @@ using namespace ddp4j::jni;
 
 extern "C" {
 
-JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dForwardTrain(
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dForwardTrain(
     JNIEnv* env, jclass, jlong x, jlong gamma, jlong beta, jlong runningMean, jlong runningVar, jdouble momentum,
-    jdouble eps) {
-  return guarded(env, [&] {
-    return handles_of(env, ops::batch_norm2d_forward_train(required_tensor_of(x), required_tensor_of(gamma), required_tensor_of(beta),
+    jdouble eps, jlongArray results) {
+  guarded(env, [&] {
+    results_of(env, results, ops::batch_norm2d_forward_train(required_tensor_of(x), required_tensor_of(gamma), required_tensor_of(beta),
                                                            mutable_tensor_of(runningMean),
                                                            mutable_tensor_of(runningVar), momentum, eps));
   });
@@ -22,19 +22,19 @@ JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dForw
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dForwardEval(JNIEnv* env, jclass, jlong x,
                                                                                    jlong gamma, jlong beta,
                                                                                    jlong runningMean,
-                                                                                   jlong runningVar, jdouble eps) {
+                                                                                   jlong runningVar, jdouble eps, jlongArray results) {
   return guarded(env, [&] {
-    return handle_of(ops::batch_norm2d_forward_eval(required_tensor_of(x), required_tensor_of(gamma), required_tensor_of(beta),
+    return result_of(env, results, ops::batch_norm2d_forward_eval(required_tensor_of(x), required_tensor_of(gamma), required_tensor_of(beta),
                                                     required_tensor_of(runningMean), required_tensor_of(runningVar), eps));
   });
 }
 
-JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dBackward(JNIEnv* env, jclass, jlong gy,
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dBackward(JNIEnv* env, jclass, jlong gy,
                                                                                      jlong x, jlong gamma,
                                                                                      jlong saveMean,
-                                                                                     jlong saveInvstd) {
-  return guarded(env, [&] {
-    return handles_of(env, ops::batch_norm2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(gamma),
+                                                                                     jlong saveInvstd, jlongArray results) {
+  guarded(env, [&] {
+    results_of(env, results, ops::batch_norm2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(gamma),
                                                       required_tensor_of(saveMean), required_tensor_of(saveInvstd)));
   });
 }

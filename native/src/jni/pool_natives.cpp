@@ -9,10 +9,10 @@ using namespace ddp4j::jni;
 
 extern "C" {
 
-JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_PoolNatives_maxPool2dForward(JNIEnv* env, jclass, jlong x,
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_PoolNatives_maxPool2dForward(JNIEnv* env, jclass, jlong x,
                                                                                   jint kh, jint kw, jint sh, jint sw,
-                                                                                  jint ph, jint pw) {
-  return guarded(env, [&] {
+                                                                                  jint ph, jint pw, jlongArray results) {
+  guarded(env, [&] {
     kernels::Pool2dGeometry g;
     g.kernel_h = kh;
     g.kernel_w = kw;
@@ -20,14 +20,14 @@ JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_PoolNatives_maxPool2dForwar
     g.stride_w = sw;
     g.pad_h = ph;
     g.pad_w = pw;
-    return handles_of(env, ops::max_pool2d_forward(required_tensor_of(x), g));
+    results_of(env, results, ops::max_pool2d_forward(required_tensor_of(x), g));
   });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_PoolNatives_maxPool2dBackward(JNIEnv* env, jclass, jlong gy,
-                                                                              jlong indices, jlongArray xShape) {
+                                                                              jlong indices, jlongArray xShape, jlongArray results) {
   return guarded(env, [&] {
-    return handle_of(ops::max_pool2d_backward(required_tensor_of(gy), required_tensor_of(indices), shape_of(env, xShape)));
+    return result_of(env, results, ops::max_pool2d_backward(required_tensor_of(gy), required_tensor_of(indices), shape_of(env, xShape)));
   });
 }
 

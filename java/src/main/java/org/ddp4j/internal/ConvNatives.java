@@ -3,10 +3,12 @@ package org.ddp4j.internal;
 /**
  * JNI declarations for 2-D convolution, native/src/core/ops_conv.cpp's family
  * (native/src/jni/conv_natives.cpp; Java side {@link org.ddp4j.nn.functional.Conv2dFunction}).
- * Arguments and results are tensor handles (0 = absent optional tensor); ops that produce several
- * tensors return their handles as a {@code long[]} in the documented order, 0 for an output that
- * was not requested. Bad shapes, dtypes or geometry throw {@link IllegalArgumentException} with
- * a message naming the op and the shapes involved. Callers own every returned handle.
+ * Arguments are tensor handles (0 = absent optional tensor); a 0 handle marks an output that was
+ * not requested. Bad shapes, dtypes or geometry throw {@link IllegalArgumentException} with a
+ * message naming the op and the shapes involved. Callers own every returned handle.
+ * Natives that create tensors take the thread's {@link NativeResults#buffer()} as {@code results}
+ * and fill one slot per output with its handle and metadata (one crossing per op); single-output
+ * ones also return the handle.
  */
 public final class ConvNatives {
     static {
@@ -19,11 +21,11 @@ public final class ConvNatives {
      * {@code torch.nn.functional.conv2d}: x [N, C, H, W], w [K, C, R, S], b [K] or 0; returns y
      * [N, K, P, Q] with P = (H + 2 padH - R) / strideH + 1 (floor), likewise Q.
      */
-    public static native long conv2dForward(long x, long w, long b, int strideH, int strideW, int padH, int padW);
+    public static native long conv2dForward(long x, long w, long b, int strideH, int strideW, int padH, int padW, long[] results);
 
     /**
-     * Gradients of {@link #conv2dForward}: returns {gx (0 unless needGx), gw, gb (0 unless hasBias)}.
+     * Gradients of {@link #conv2dForward}: fills results with {gx (0 unless needGx), gw, gb (0 unless hasBias)}.
      */
-    public static native long[] conv2dBackward(long gy, long x, long w, boolean needGx, boolean hasBias,
-            int strideH, int strideW, int padH, int padW);
+    public static native void conv2dBackward(long gy, long x, long w, boolean needGx, boolean hasBias,
+            int strideH, int strideW, int padH, int padW, long[] results);
 }

@@ -6,6 +6,9 @@ package org.ddp4j.internal;
  * Arguments and results are tensor handles; bad shapes, dtypes or geometry throw
  * {@link IllegalArgumentException} with a message naming the op and the shapes involved. Callers
  * own every returned handle.
+ * Natives that create tensors take the thread's {@link NativeResults#buffer()} as {@code results}
+ * and fill one slot per output with its handle and metadata (one crossing per op); single-output
+ * ones also return the handle.
  */
 public final class PoolNatives {
     static {
@@ -15,12 +18,12 @@ public final class PoolNatives {
     private PoolNatives() {}
 
     /**
-     * {@code torch.nn.functional.max_pool2d(..., return_indices=True)}: returns {y, indices}
+     * {@code torch.nn.functional.max_pool2d(..., return_indices=True)}: fills results with {y, indices}
      * ([N, C, P, Q], indices int64 flat h*W+w within each plane).
      */
-    public static native long[] maxPool2dForward(long x, int kernelH, int kernelW, int strideH, int strideW,
-            int padH, int padW);
+    public static native void maxPool2dForward(long x, int kernelH, int kernelW, int strideH, int strideW,
+            int padH, int padW, long[] results);
 
     /** Scatters gy back to the argmax positions: returns gx of shape xShape. */
-    public static native long maxPool2dBackward(long gy, long indices, long[] xShape);
+    public static native long maxPool2dBackward(long gy, long indices, long[] xShape, long[] results);
 }
