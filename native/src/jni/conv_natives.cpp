@@ -24,7 +24,8 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ConvNatives_conv2dForward(JNIEnv
                                                                           jlong b, jint sh, jint sw, jint ph,
                                                                           jint pw, jlongArray results) {
   return guarded(env, [&] {
-    return result_of(env, results, ops::conv2d_forward(required_tensor_of(x), required_tensor_of(w), tensor_of(b), conv_geometry(sh, sw, ph, pw)));
+    return result_of(env, results,
+        ops::conv2d_forward(required_tensor_of(x), required_tensor_of(w), tensor_of(b), conv_geometry(sh, sw, ph, pw)));
   });
 }
 
@@ -33,8 +34,9 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_ConvNatives_conv2dBackward(JNIEnv
                                                                                 jboolean hasBias, jint sh, jint sw,
                                                                                 jint ph, jint pw, jlongArray results) {
   guarded(env, [&] {
-    results_of(env, results, ops::conv2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(w), needGx, hasBias,
-                                                conv_geometry(sh, sw, ph, pw)));
+    results_of(env, results,
+        ops::conv2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(w), needGx, hasBias,
+            conv_geometry(sh, sw, ph, pw)));
   });
 }
 

@@ -19,11 +19,13 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_ElementwiseNatives_addInPlace(JNI
   guarded(env, [&] { ops::add_(mutable_tensor_of(a), tensor_of(b), alpha); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_mul(JNIEnv* env, jclass, jlong a, jlong b, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_mul(JNIEnv* env, jclass, jlong a, jlong b,
+                                                                       jlongArray results) {
   return guarded(env, [&] { return result_of(env, results, ops::mul(tensor_of(a), tensor_of(b))); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_scale(JNIEnv* env, jclass, jlong a, jfloat s, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_scale(JNIEnv* env, jclass, jlong a, jfloat s,
+                                                                         jlongArray results) {
   return guarded(env, [&] { return result_of(env, results, ops::scale(tensor_of(a), s)); });
 }
 
@@ -32,11 +34,13 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_ElementwiseNatives_scaleInPlace(J
   guarded(env, [&] { ops::scale_(mutable_tensor_of(a), s); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_sum(JNIEnv* env, jclass, jlong a, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_sum(JNIEnv* env, jclass, jlong a,
+                                                                       jlongArray results) {
   return guarded(env, [&] { return result_of(env, results, ops::sum(tensor_of(a))); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_argmaxRows(JNIEnv* env, jclass, jlong x, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_argmaxRows(JNIEnv* env, jclass, jlong x,
+                                                                              jlongArray results) {
   return guarded(env, [&] { return result_of(env, results, ops::argmax_rows(tensor_of(x))); });
 }
 

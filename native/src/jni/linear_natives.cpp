@@ -11,7 +11,8 @@ extern "C" {
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LinearNatives_linearForward(JNIEnv* env, jclass, jlong x, jlong w,
                                                                           jlong b, jlongArray results) {
-  return guarded(env, [&] { return result_of(env, results, ops::linear_forward(tensor_of(x), tensor_of(w), tensor_of(b))); });
+  return guarded(env, [&] { return result_of(env, results,
+      ops::linear_forward(tensor_of(x), tensor_of(w), tensor_of(b))); });
 }
 
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_LinearNatives_linearBackward(JNIEnv* env, jclass, jlong gy,
@@ -22,11 +23,13 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_LinearNatives_linearBackward(JNIE
   });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LinearNatives_reluForward(JNIEnv* env, jclass, jlong x, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LinearNatives_reluForward(JNIEnv* env, jclass, jlong x,
+                                                                          jlongArray results) {
   return guarded(env, [&] { return result_of(env, results, ops::relu_forward(tensor_of(x))); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LinearNatives_reluBackward(JNIEnv* env, jclass, jlong gy, jlong y, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LinearNatives_reluBackward(JNIEnv* env, jclass, jlong gy, jlong y,
+                                                                           jlongArray results) {
   return guarded(env, [&] { return result_of(env, results, ops::relu_backward(tensor_of(gy), tensor_of(y))); });
 }
 

@@ -13,29 +13,31 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dForwardTra
     JNIEnv* env, jclass, jlong x, jlong gamma, jlong beta, jlong runningMean, jlong runningVar, jdouble momentum,
     jdouble eps, jlongArray results) {
   guarded(env, [&] {
-    results_of(env, results, ops::batch_norm2d_forward_train(required_tensor_of(x), required_tensor_of(gamma), required_tensor_of(beta),
-                                                           mutable_tensor_of(runningMean),
-                                                           mutable_tensor_of(runningVar), momentum, eps));
+    results_of(env, results,
+        ops::batch_norm2d_forward_train(required_tensor_of(x), required_tensor_of(gamma), required_tensor_of(beta),
+            mutable_tensor_of(runningMean),
+            mutable_tensor_of(runningVar), momentum, eps));
   });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dForwardEval(JNIEnv* env, jclass, jlong x,
-                                                                                   jlong gamma, jlong beta,
-                                                                                   jlong runningMean,
-                                                                                   jlong runningVar, jdouble eps, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dForwardEval(
+    JNIEnv* env, jclass, jlong x, jlong gamma, jlong beta, jlong runningMean, jlong runningVar, jdouble eps,
+    jlongArray results) {
   return guarded(env, [&] {
-    return result_of(env, results, ops::batch_norm2d_forward_eval(required_tensor_of(x), required_tensor_of(gamma), required_tensor_of(beta),
-                                                    required_tensor_of(runningMean), required_tensor_of(runningVar), eps));
+    return result_of(env, results,
+        ops::batch_norm2d_forward_eval(required_tensor_of(x), required_tensor_of(gamma), required_tensor_of(beta),
+            required_tensor_of(runningMean), required_tensor_of(runningVar),
+            eps));
   });
 }
 
-JNIEXPORT void JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dBackward(JNIEnv* env, jclass, jlong gy,
-                                                                                     jlong x, jlong gamma,
-                                                                                     jlong saveMean,
-                                                                                     jlong saveInvstd, jlongArray results) {
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dBackward(JNIEnv* env, jclass, jlong gy, jlong x,
+                                                                               jlong gamma, jlong saveMean,
+                                                                               jlong saveInvstd, jlongArray results) {
   guarded(env, [&] {
-    results_of(env, results, ops::batch_norm2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(gamma),
-                                                      required_tensor_of(saveMean), required_tensor_of(saveInvstd)));
+    results_of(env, results,
+        ops::batch_norm2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(gamma),
+            required_tensor_of(saveMean), required_tensor_of(saveInvstd)));
   });
 }
 

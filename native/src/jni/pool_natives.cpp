@@ -9,9 +9,9 @@ using namespace ddp4j::jni;
 
 extern "C" {
 
-JNIEXPORT void JNICALL Java_org_ddp4j_internal_PoolNatives_maxPool2dForward(JNIEnv* env, jclass, jlong x,
-                                                                                  jint kh, jint kw, jint sh, jint sw,
-                                                                                  jint ph, jint pw, jlongArray results) {
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_PoolNatives_maxPool2dForward(JNIEnv* env, jclass, jlong x, jint kh,
+                                                                            jint kw, jint sh, jint sw, jint ph, jint pw,
+                                                                            jlongArray results) {
   guarded(env, [&] {
     kernels::Pool2dGeometry g;
     g.kernel_h = kh;
@@ -25,9 +25,11 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_PoolNatives_maxPool2dForward(JNIE
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_PoolNatives_maxPool2dBackward(JNIEnv* env, jclass, jlong gy,
-                                                                              jlong indices, jlongArray xShape, jlongArray results) {
+                                                                              jlong indices, jlongArray xShape,
+                                                                              jlongArray results) {
   return guarded(env, [&] {
-    return result_of(env, results, ops::max_pool2d_backward(required_tensor_of(gy), required_tensor_of(indices), shape_of(env, xShape)));
+    return result_of(env, results,
+        ops::max_pool2d_backward(required_tensor_of(gy), required_tensor_of(indices), shape_of(env, xShape)));
   });
 }
 

@@ -23,15 +23,17 @@ void check_region(const char* op, jsize length, jint offset, const Tensor& t) {
 
 extern "C" {
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_empty(JNIEnv* env, jclass, jlongArray shape,
-                                                                    jint dtype, jint devType, jint devIndex, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_empty(JNIEnv* env, jclass, jlongArray shape, jint dtype,
+                                                                    jint devType, jint devIndex, jlongArray results) {
   return guarded(env, [&] {
-    return result_of(env, results, Tensor::empty(shape_of(env, shape), static_cast<DType>(dtype), device_of(devType, devIndex)));
+    return result_of(env, results,
+        Tensor::empty(shape_of(env, shape), static_cast<DType>(dtype), device_of(devType, devIndex)));
   });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_full(JNIEnv* env, jclass, jlongArray shape, jint dtype,
-                                                                   jint devType, jint devIndex, jdouble value, jlongArray results) {
+                                                                   jint devType, jint devIndex, jdouble value,
+                                                                   jlongArray results) {
   return guarded(env, [&] {
     Tensor t = Tensor::empty(shape_of(env, shape), static_cast<DType>(dtype), device_of(devType, devIndex));
     ops::fill_(t, value);
@@ -40,7 +42,8 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_full(JNIEnv* env, 
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromFloats(JNIEnv* env, jclass, jfloatArray data,
-                                                                         jint offset, jlongArray shape, jlongArray results) {
+                                                                         jint offset, jlongArray shape,
+                                                                         jlongArray results) {
   return guarded(env, [&] {
     Tensor t = Tensor::empty(shape_of(env, shape), DType::Float32);
     check_region("fromFloats", env->GetArrayLength(data), offset, t);
@@ -50,7 +53,8 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromFloats(JNIEnv*
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromLongs(JNIEnv* env, jclass, jlongArray data,
-                                                                        jint offset, jlongArray shape, jlongArray results) {
+                                                                        jint offset, jlongArray shape,
+                                                                        jlongArray results) {
   return guarded(env, [&] {
     Tensor t = Tensor::empty(shape_of(env, shape), DType::Int64);
     check_region("fromLongs", env->GetArrayLength(data), offset, t);
@@ -79,10 +83,12 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toLongs(JNIEnv* env
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_toDevice(JNIEnv* env, jclass, jlong h, jint devType,
                                                                        jint devIndex, jlongArray results) {
-  return guarded(env, [&] { return result_of(env, results, ops::to_device(tensor_of(h), device_of(devType, devIndex))); });
+  return guarded(env, [&] { return result_of(env, results,
+      ops::to_device(tensor_of(h), device_of(devType, devIndex))); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_view(JNIEnv* env, jclass, jlong h, jlongArray shape, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_view(JNIEnv* env, jclass, jlong h, jlongArray shape,
+                                                                   jlongArray results) {
   return guarded(env, [&] { return result_of(env, results, tensor_of(h).view(shape_of(env, shape))); });
 }
 
@@ -91,7 +97,8 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_flatSlice(JNIEnv* 
   return guarded(env, [&] { return result_of(env, results, tensor_of(h).flat_slice(offset, shape_of(env, shape))); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_cloneTensor(JNIEnv* env, jclass, jlong h, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_cloneTensor(JNIEnv* env, jclass, jlong h,
+                                                                          jlongArray results) {
   return guarded(env, [&] {
     const Tensor& src = tensor_of(h);
     Tensor dst = Tensor::empty(src.shape(), src.dtype(), src.device());
