@@ -19,6 +19,14 @@ void copy_(const Tensor& src, Tensor& dst);
  * not loaded, and whatever the GPU side throws (no device, out of memory).
  */
 Tensor to_device(const Tensor& src, Device target);
+/**
+ * Copies sources, in order, into consecutive elements of flat, as torch's
+ * _flatten_dense_tensors does into a new buffer; each copy runs on flat's device. Every tensor must
+ * have flat's dtype and device, and their element counts must add up to flat's.
+ */
+void flatten_into(const std::vector<Tensor>& sources, Tensor& flat);
+/** The inverse (torch's _unflatten_dense_tensors + copy_): destinations receive consecutive slices of flat. */
+void unflatten_from(const Tensor& flat, std::vector<Tensor>& destinations);
 /** a + alpha * b (same shape). torch.add. */
 Tensor add(const Tensor& a, const Tensor& b, float alpha);
 /** a += alpha * b in place (same numel). torch.Tensor.add_. */

@@ -28,6 +28,41 @@ Tensor to_device(const Tensor& src, Device target) {
   return dst;
 }
 
+namespace {
+/** Checks that tensors tile flat exactly: flat's dtype and device, element counts adding up to its. */
+void check_tiles(const char* op, const char* what, const std::vector<Tensor>& tensors, const Tensor& flat) {
+  DDP4J_CHECK_ARG(flat.defined(), op, ": the flat tensor is missing");
+  int64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); i++) {
+    const Tensor& t = tensors[i];
+    DDP4J_CHECK_ARG(t.dtype() == flat.dtype() && t.device() == flat.device(), op, ": ", what, " ", i, " is ",
+                    t.describe(), " but the flat tensor is ", flat.describe(), " (dtype and device must match)");
+    total += t.numel();
+  }
+  DDP4J_CHECK_ARG(total == flat.numel(), op, ": the ", tensors.size(), " ", what, "s hold ", total,
+                  " elements but the flat tensor ", flat.describe(), " holds ", flat.numel());
+}
+}  // namespace
+
+void flatten_into(const std::vector<Tensor>& sources, Tensor& flat) {
+  check_tiles("flatten_into", "source", sources, flat);
+  int64_t offset = 0;
+  for (const Tensor& src : sources) {
+    Tensor slice = flat.flat_slice(offset, src.shape());
+    copy_(src, slice);
+    offset += src.numel();
+  }
+}
+
+void unflatten_from(const Tensor& flat, std::vector<Tensor>& destinations) {
+  check_tiles("unflatten_from", "destination", destinations, flat);
+  int64_t offset = 0;
+  for (Tensor& dst : destinations) {
+    copy_(flat.flat_slice(offset, dst.shape()), dst);
+    offset += dst.numel();
+  }
+}
+
 Tensor add(const Tensor& a, const Tensor& b, float alpha) {
   check_dtype("add", "a", a, DType::Float32);
   check_dtype("add", "b", b, DType::Float32);

@@ -10,8 +10,8 @@ using namespace ddp4j::jni;
 extern "C" {
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_add(JNIEnv* env, jclass, jlong a, jlong b,
-                                                                       jfloat alpha) {
-  return guarded(env, [&] { return handle_of(ops::add(tensor_of(a), tensor_of(b), alpha)); });
+                                                                       jfloat alpha, jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results, ops::add(tensor_of(a), tensor_of(b), alpha)); });
 }
 
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_ElementwiseNatives_addInPlace(JNIEnv* env, jclass, jlong a, jlong b,
@@ -19,12 +19,14 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_ElementwiseNatives_addInPlace(JNI
   guarded(env, [&] { ops::add_(mutable_tensor_of(a), tensor_of(b), alpha); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_mul(JNIEnv* env, jclass, jlong a, jlong b) {
-  return guarded(env, [&] { return handle_of(ops::mul(tensor_of(a), tensor_of(b))); });
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_mul(JNIEnv* env, jclass, jlong a, jlong b,
+                                                                       jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results, ops::mul(tensor_of(a), tensor_of(b))); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_scale(JNIEnv* env, jclass, jlong a, jfloat s) {
-  return guarded(env, [&] { return handle_of(ops::scale(tensor_of(a), s)); });
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_scale(JNIEnv* env, jclass, jlong a, jfloat s,
+                                                                         jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results, ops::scale(tensor_of(a), s)); });
 }
 
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_ElementwiseNatives_scaleInPlace(JNIEnv* env, jclass, jlong a,
@@ -32,12 +34,14 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_ElementwiseNatives_scaleInPlace(J
   guarded(env, [&] { ops::scale_(mutable_tensor_of(a), s); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_sum(JNIEnv* env, jclass, jlong a) {
-  return guarded(env, [&] { return handle_of(ops::sum(tensor_of(a))); });
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_sum(JNIEnv* env, jclass, jlong a,
+                                                                       jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results, ops::sum(tensor_of(a))); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_argmaxRows(JNIEnv* env, jclass, jlong x) {
-  return guarded(env, [&] { return handle_of(ops::argmax_rows(tensor_of(x))); });
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ElementwiseNatives_argmaxRows(JNIEnv* env, jclass, jlong x,
+                                                                              jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results, ops::argmax_rows(tensor_of(x))); });
 }
 
 }  // extern "C"

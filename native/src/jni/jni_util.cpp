@@ -1,7 +1,10 @@
 #include "jni/jni_util.h"
 
+#include <algorithm>
+
 namespace ddp4j::jni {
 JavaVM* g_vm = nullptr;  // set once by JNI_OnLoad
+thread_local long long t_jni_calls = 0;
 
 namespace {
 
@@ -39,17 +42,45 @@ std::vector<Tensor> tensors_of(JNIEnv* env, jlongArray handles) {
   return out;
 }
 
-jlongArray handles_of(JNIEnv* env, std::vector<Tensor> tensors) {
-  std::vector<jlong> hs;
-  hs.reserve(tensors.size());
-  for (auto& t : tensors) hs.push_back(handle_of(std::move(t)));
-  jlongArray out = env->NewLongArray(static_cast<jsize>(hs.size()));
-  if (out == nullptr) {
-    for (jlong h : hs) delete reinterpret_cast<Tensor*>(h);
-    throw Error(ErrorKind::OutOfMemory, "cannot allocate a Java long[] for tensor handles");
-  }
-  env->SetLongArrayRegion(out, 0, static_cast<jsize>(hs.size()), hs.data());
-  return out;
+namespace {
+/** Writes t's metadata into slot[1..] and returns how many longs of the slot are used. */
+size_t fill_slot(jlong* slot, const Tensor& t) {
+  slot[0] = 0;
+  if (!t.defined()) return 1;
+  const size_t ndim = t.shape().size();
+  const size_t sizes = std::min<size_t>(ndim, kResultSlot - kResultHeader);
+  slot[1] = static_cast<jlong>(t.dtype());
+  slot[2] = static_cast<jlong>(t.device().type);
+  slot[3] = t.device().index;
+  slot[4] = static_cast<jlong>(ndim);
+  std::copy(t.shape().begin(), t.shape().begin() + static_cast<std::ptrdiff_t>(sizes), slot + kResultHeader);
+  return kResultHeader + sizes;
+}
+
+void check_results(JNIEnv* env, jlongArray results, size_t outputs) {
+  DDP4J_CHECK_ARG(outputs <= kMaxResults, "at most ", kMaxResults, " outputs fit the results buffer, got ", outputs);
+  DDP4J_CHECK_ARG(results != nullptr && static_cast<size_t>(env->GetArrayLength(results)) >= outputs * kResultSlot,
+                  "results buffer too small for ", outputs, " outputs");
+}
+}  // namespace
+
+jlong result_of(JNIEnv* env, jlongArray results, Tensor t) {
+  check_results(env, results, 1);
+  jlong slot[kResultSlot];
+  const size_t used = fill_slot(slot, t);
+  slot[0] = handle_of(std::move(t));  // last: nothing above may throw once the tensor is on the heap
+  env->SetLongArrayRegion(results, 0, static_cast<jsize>(used), slot);
+  return slot[0];
+}
+
+void results_of(JNIEnv* env, jlongArray results, std::vector<Tensor> tensors) {
+  const size_t n = tensors.size();
+  check_results(env, results, n);
+  jlong buf[kMaxResults * kResultSlot];
+  size_t used = 0;
+  for (size_t i = 0; i < n; i++) used = i * kResultSlot + fill_slot(buf + i * kResultSlot, tensors[i]);
+  for (size_t i = 0; i < n; i++) buf[i * kResultSlot] = handle_of(std::move(tensors[i]));
+  env->SetLongArrayRegion(results, 0, static_cast<jsize>(used), buf);
 }
 
 Shape shape_of(JNIEnv* env, jlongArray shape) {

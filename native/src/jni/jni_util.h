@@ -4,6 +4,7 @@
 #pragma once
 #include <jni.h>
 
+#include <cstddef>
 #include <exception>
 #include <new>
 #include <type_traits>
@@ -21,10 +22,17 @@ JavaVM* java_vm();
 /** Throws a Java exception of the class that matches kind. */
 void throw_java(JNIEnv* env, ErrorKind kind, const char* message);
 
+/**
+ * JNI crossings made by this thread (org.ddp4j.internal.JniCalls.count()): guarded() counts each
+ * entry. Thread-local, so counting costs no shared cache line.
+ */
+extern thread_local long long t_jni_calls;
+
 /** Runs body; a C++ exception becomes a Java exception and the default value is returned. */
 template <typename F>
 auto guarded(JNIEnv* env, F&& body) -> decltype(body()) {
   using R = decltype(body());
+  ++t_jni_calls;
   try {
     return body();
   } catch (const Error& e) {
@@ -49,11 +57,27 @@ inline Tensor& mutable_tensor_of(jlong handle) {
   return *reinterpret_cast<Tensor*>(handle);
 }
 
+/** A required input: handle 0 throws IllegalArgumentException instead of reaching the op. */
+inline const Tensor& required_tensor_of(jlong handle) { return mutable_tensor_of(handle); }
+
 /** Moves t to the heap and returns its handle; 0 for an undefined tensor. */
 inline jlong handle_of(Tensor t) { return t.defined() ? reinterpret_cast<jlong>(new Tensor(std::move(t))) : 0; }
 
-/** Handles for several tensors as a Java long[]. */
-jlongArray handles_of(JNIEnv* env, std::vector<Tensor> tensors);
+/**
+ * The results buffer (org.ddp4j.internal.NativeResults): ops return each new tensor's handle with
+ * its metadata in one crossing, so Java never asks for it in a second one. Output i fills slot i,
+ * kResultSlot longs: {handle, dtype, device type, device index, ndim, sizes...}; a tensor of more
+ * than kResultSlot - kResultHeader dimensions leaves its sizes out (Java then asks meta()).
+ */
+constexpr std::size_t kResultHeader = 5;
+constexpr std::size_t kResultSlot = 16;
+constexpr std::size_t kMaxResults = 4;  // the buffer's slots; no op makes more outputs
+
+/** Moves t to the heap, fills slot 0 of results and returns the handle (0 for an undefined t). */
+jlong result_of(JNIEnv* env, jlongArray results, Tensor t);
+
+/** Moves each tensor to the heap and fills slot i of results for tensor i (0 handles for undefined ones). */
+void results_of(JNIEnv* env, jlongArray results, std::vector<Tensor> tensors);
 
 /** The tensors behind a Java long[] of handles (copies sharing storage); a 0 handle throws. */
 std::vector<Tensor> tensors_of(JNIEnv* env, jlongArray handles);

@@ -23,39 +23,43 @@ void check_region(const char* op, jsize length, jint offset, const Tensor& t) {
 
 extern "C" {
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_empty(JNIEnv* env, jclass, jlongArray shape,
-                                                                    jint dtype, jint devType, jint devIndex) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_empty(JNIEnv* env, jclass, jlongArray shape, jint dtype,
+                                                                    jint devType, jint devIndex, jlongArray results) {
   return guarded(env, [&] {
-    return handle_of(Tensor::empty(shape_of(env, shape), static_cast<DType>(dtype), device_of(devType, devIndex)));
+    return result_of(env, results,
+        Tensor::empty(shape_of(env, shape), static_cast<DType>(dtype), device_of(devType, devIndex)));
   });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_full(JNIEnv* env, jclass, jlongArray shape, jint dtype,
-                                                                   jint devType, jint devIndex, jdouble value) {
+                                                                   jint devType, jint devIndex, jdouble value,
+                                                                   jlongArray results) {
   return guarded(env, [&] {
     Tensor t = Tensor::empty(shape_of(env, shape), static_cast<DType>(dtype), device_of(devType, devIndex));
     ops::fill_(t, value);
-    return handle_of(std::move(t));
+    return result_of(env, results, std::move(t));
   });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromFloats(JNIEnv* env, jclass, jfloatArray data,
-                                                                         jint offset, jlongArray shape) {
+                                                                         jint offset, jlongArray shape,
+                                                                         jlongArray results) {
   return guarded(env, [&] {
     Tensor t = Tensor::empty(shape_of(env, shape), DType::Float32);
     check_region("fromFloats", env->GetArrayLength(data), offset, t);
     env->GetFloatArrayRegion(data, offset, static_cast<jsize>(t.numel()), t.data<float>());
-    return handle_of(std::move(t));
+    return result_of(env, results, std::move(t));
   });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromLongs(JNIEnv* env, jclass, jlongArray data,
-                                                                        jint offset, jlongArray shape) {
+                                                                        jint offset, jlongArray shape,
+                                                                        jlongArray results) {
   return guarded(env, [&] {
     Tensor t = Tensor::empty(shape_of(env, shape), DType::Int64);
     check_region("fromLongs", env->GetArrayLength(data), offset, t);
     env->GetLongArrayRegion(data, offset, static_cast<jsize>(t.numel()), reinterpret_cast<jlong*>(t.data<int64_t>()));
-    return handle_of(std::move(t));
+    return result_of(env, results, std::move(t));
   });
 }
 
@@ -78,25 +82,28 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toLongs(JNIEnv* env
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_toDevice(JNIEnv* env, jclass, jlong h, jint devType,
-                                                                       jint devIndex) {
-  return guarded(env, [&] { return handle_of(ops::to_device(tensor_of(h), device_of(devType, devIndex))); });
+                                                                       jint devIndex, jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results,
+      ops::to_device(tensor_of(h), device_of(devType, devIndex))); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_view(JNIEnv* env, jclass, jlong h, jlongArray shape) {
-  return guarded(env, [&] { return handle_of(tensor_of(h).view(shape_of(env, shape))); });
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_view(JNIEnv* env, jclass, jlong h, jlongArray shape,
+                                                                   jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results, tensor_of(h).view(shape_of(env, shape))); });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_flatSlice(JNIEnv* env, jclass, jlong h, jlong offset,
-                                                                        jlongArray shape) {
-  return guarded(env, [&] { return handle_of(tensor_of(h).flat_slice(offset, shape_of(env, shape))); });
+                                                                        jlongArray shape, jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results, tensor_of(h).flat_slice(offset, shape_of(env, shape))); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_cloneTensor(JNIEnv* env, jclass, jlong h) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_cloneTensor(JNIEnv* env, jclass, jlong h,
+                                                                          jlongArray results) {
   return guarded(env, [&] {
     const Tensor& src = tensor_of(h);
     Tensor dst = Tensor::empty(src.shape(), src.dtype(), src.device());
     ops::copy_(src, dst);
-    return handle_of(std::move(dst));
+    return result_of(env, results, std::move(dst));
   });
 }
 
@@ -104,12 +111,25 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_copyInto(JNIEnv* en
   guarded(env, [&] { ops::copy_(tensor_of(src), mutable_tensor_of(dst)); });
 }
 
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_flattenInto(JNIEnv* env, jclass, jlongArray sources,
+                                                                          jlong flat) {
+  guarded(env, [&] { ops::flatten_into(tensors_of(env, sources), mutable_tensor_of(flat)); });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_unflattenFrom(JNIEnv* env, jclass, jlong flat,
+                                                                            jlongArray destinations) {
+  guarded(env, [&] {
+    std::vector<Tensor> dsts = tensors_of(env, destinations);  // share storage with the Java tensors
+    ops::unflatten_from(required_tensor_of(flat), dsts);
+  });
+}
+
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_fill(JNIEnv* env, jclass, jlong h, jdouble value) {
   guarded(env, [&] { ops::fill_(mutable_tensor_of(h), value); });
 }
 
-JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_free(JNIEnv*, jclass, jlong h) {
-  delete reinterpret_cast<Tensor*>(h);
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_free(JNIEnv* env, jclass, jlong h) {
+  guarded(env, [&] { delete reinterpret_cast<Tensor*>(h); });  // guarded so that frees count as crossings
 }
 
 JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_TensorNatives_meta(JNIEnv* env, jclass, jlong h) {

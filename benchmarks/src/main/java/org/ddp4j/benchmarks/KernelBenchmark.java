@@ -3,7 +3,9 @@ package org.ddp4j.benchmarks;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.cuda.Cuda;
 import org.ddp4j.internal.ConvNatives;
-import org.ddp4j.internal.MathNatives;
+import org.ddp4j.internal.LinearNatives;
+import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorNatives;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
@@ -125,13 +127,15 @@ public class KernelBenchmark {
 
     private static void free(long handle) {
         if (handle != 0) {
-            Tensor.fromNativeHandle(handle).close();
+            TensorNatives.free(handle);
         }
     }
 
-    private static void free(long[] handles) {
-        for (long h : handles) {
-            free(h);
+    /** Frees the outputs a multi-output native left in the results buffer (3 slots at most here). */
+    private static void freeResults() {
+        long[] results = NativeResults.buffer();
+        for (int slot = 0; slot < 3; slot++) {
+            free(results[slot * NativeResults.SLOT]);
         }
     }
 
@@ -139,46 +143,49 @@ public class KernelBenchmark {
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 1568 * 10)
     public void linear1568x10Forward() {
-        free(MathNatives.linearForward(fcX.nativeHandle(), fcW.nativeHandle(), fcB.nativeHandle()));
+        free(LinearNatives.linearForward(fcX.nativeHandle(), fcW.nativeHandle(), fcB.nativeHandle(), NativeResults.buffer()));
     }
 
     /** gx = gy·w, gw = gyᵀ·x, gb = Σ gy. */
     @Benchmark
     @OperationsPerInvocation(2 * 2 * BATCH * 1568 * 10)
     public void linear1568x10Backward() {
-        free(MathNatives.linearBackward(fcGy.nativeHandle(), fcX.nativeHandle(), fcW.nativeHandle(), true, true));
+        LinearNatives.linearBackward(fcGy.nativeHandle(), fcX.nativeHandle(), fcW.nativeHandle(), true, true, NativeResults.buffer());
+        freeResults();
     }
 
     /** One 512x512x512 sgemm through the Linear op. */
     @Benchmark
     @OperationsPerInvocation(2 * 512 * 512 * 512)
     public void gemm512() {
-        free(MathNatives.linearForward(sqX.nativeHandle(), sqW.nativeHandle(), 0));
+        free(LinearNatives.linearForward(sqX.nativeHandle(), sqW.nativeHandle(), 0, NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 16 * 25 * 28 * 28)
     public void conv1Forward() {
-        free(ConvNatives.conv2dForward(c1X.nativeHandle(), c1W.nativeHandle(), c1B.nativeHandle(), 1, 1, 2, 2));
+        free(ConvNatives.conv2dForward(c1X.nativeHandle(), c1W.nativeHandle(), c1B.nativeHandle(), 1, 1, 2, 2, NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 16 * 25 * 28 * 28)
     public void conv1BackwardWeight() {
-        free(ConvNatives.conv2dBackward(c1Gy.nativeHandle(), c1X.nativeHandle(), c1W.nativeHandle(), false, true,
-                1, 1, 2, 2));
+        ConvNatives.conv2dBackward(c1Gy.nativeHandle(), c1X.nativeHandle(), c1W.nativeHandle(), false, true,
+                1, 1, 2, 2, NativeResults.buffer());
+        freeResults();
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 32 * 16 * 25 * 14 * 14)
     public void conv2Forward() {
-        free(ConvNatives.conv2dForward(c2X.nativeHandle(), c2W.nativeHandle(), c2B.nativeHandle(), 1, 1, 2, 2));
+        free(ConvNatives.conv2dForward(c2X.nativeHandle(), c2W.nativeHandle(), c2B.nativeHandle(), 1, 1, 2, 2, NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * 2 * BATCH * 32 * 16 * 25 * 14 * 14)
     public void conv2Backward() {
-        free(ConvNatives.conv2dBackward(c2Gy.nativeHandle(), c2X.nativeHandle(), c2W.nativeHandle(), true, true,
-                1, 1, 2, 2));
+        ConvNatives.conv2dBackward(c2Gy.nativeHandle(), c2X.nativeHandle(), c2W.nativeHandle(), true, true,
+                1, 1, 2, 2, NativeResults.buffer());
+        freeResults();
     }
 }

@@ -144,18 +144,12 @@ public final class DistributedDataParallel extends Module {
         }
     }
 
-    /** Copies each tensor into (or out of) its consecutive slice of flat. */
+    /** Copies each tensor into (or out of) its consecutive slice of flat, in one native call. */
     private static void copySlices(List<Tensor> tensors, Tensor flat, boolean intoFlat) {
-        long offset = 0;
-        for (Tensor t : tensors) {
-            try (Tensor slice = flat.flatSlice(offset, t.shape())) {
-                if (intoFlat) {
-                    slice.copyFrom(t);
-                } else {
-                    t.copyFrom(slice);
-                }
-            }
-            offset += t.numel();
+        if (intoFlat) {
+            Tensors.flattenInto(tensors, flat);
+        } else {
+            Tensors.unflattenFrom(flat, tensors);
         }
     }
 

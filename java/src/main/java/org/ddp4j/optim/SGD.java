@@ -1,7 +1,7 @@
 package org.ddp4j.optim;
 
 import java.util.List;
-import org.ddp4j.internal.MathNatives;
+import org.ddp4j.internal.SgdNatives;
 import org.ddp4j.tensor.Tensor;
 
 /**
@@ -113,7 +113,7 @@ public final class SGD implements Optimizer {
                 }
                 buf = momentumBuffers[i].nativeHandle();
             }
-            MathNatives.sgdStep(p.nativeHandle(), g.nativeHandle(), buf, lr, momentum, dampening, weightDecay,
+            SgdNatives.sgdStep(p.nativeHandle(), g.nativeHandle(), buf, lr, momentum, dampening, weightDecay,
                     nesterov, first);
         }
     }

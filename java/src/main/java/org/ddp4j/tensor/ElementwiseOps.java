@@ -1,6 +1,7 @@
 package org.ddp4j.tensor;
 
 import org.ddp4j.internal.ElementwiseNatives;
+import org.ddp4j.internal.NativeResults;
 import org.ddp4j.internal.TensorNatives;
 
 /** The differentiable elementwise ops behind Tensor's methods, each with its backward node. */
@@ -8,7 +9,7 @@ final class ElementwiseOps {
     private ElementwiseOps() {}
 
     static Tensor add(Tensor a, Tensor b, float alpha) {
-        Tensor out = Tensor.fromNativeHandle(ElementwiseNatives.add(a.nativeHandle(), b.nativeHandle(), alpha));
+        Tensor out = Tensor.fromNativeResult(ElementwiseNatives.add(a.nativeHandle(), b.nativeHandle(), alpha, NativeResults.buffer()));
         return new Node(alpha == 1f ? "AddBackward" : "SubBackward", a, b) {
             @Override
             protected Tensor[] backward(Tensor g) {
@@ -18,7 +19,7 @@ final class ElementwiseOps {
     }
 
     static Tensor mul(Tensor a, Tensor b) {
-        Tensor out = Tensor.fromNativeHandle(ElementwiseNatives.mul(a.nativeHandle(), b.nativeHandle()));
+        Tensor out = Tensor.fromNativeResult(ElementwiseNatives.mul(a.nativeHandle(), b.nativeHandle(), NativeResults.buffer()));
         return new Node("MulBackward", a, b) {
             @Override
             protected Tensor[] backward(Tensor g) {
@@ -28,7 +29,7 @@ final class ElementwiseOps {
     }
 
     static Tensor scale(Tensor a, float s) {
-        Tensor out = Tensor.fromNativeHandle(ElementwiseNatives.scale(a.nativeHandle(), s));
+        Tensor out = Tensor.fromNativeResult(ElementwiseNatives.scale(a.nativeHandle(), s, NativeResults.buffer()));
         return new Node("MulScalarBackward", a) {
             @Override
             protected Tensor[] backward(Tensor g) {
@@ -38,7 +39,7 @@ final class ElementwiseOps {
     }
 
     static Tensor sum(Tensor a) {
-        Tensor out = Tensor.fromNativeHandle(ElementwiseNatives.sum(a.nativeHandle()));
+        Tensor out = Tensor.fromNativeResult(ElementwiseNatives.sum(a.nativeHandle(), NativeResults.buffer()));
         long[] shape = a.shape();
         return new Node("SumBackward", a) {
             @Override
@@ -49,12 +50,13 @@ final class ElementwiseOps {
     }
 
     static Tensor reshape(Tensor a, long[] newShape) {
-        Tensor out = Tensor.fromNativeHandle(TensorNatives.view(a.nativeHandle(), newShape));
+        Tensor out = Tensor.fromNativeResult(TensorNatives.view(a.nativeHandle(), newShape, NativeResults.buffer()));
         long[] shape = a.shape();
         return new Node("ViewBackward", a) {
             @Override
             protected Tensor[] backward(Tensor g) {
-                return new Tensor[] {Tensor.fromNativeHandle(TensorNatives.view(g.nativeHandle(), shape))};
+                return new Tensor[] {
+                    Tensor.fromNativeResult(TensorNatives.view(g.nativeHandle(), shape, NativeResults.buffer()))};
             }
         }.attach(out);
     }

@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.function.Consumer;
 import org.ddp4j.internal.ElementwiseNatives;
+import org.ddp4j.internal.NativeResults;
 import org.ddp4j.internal.TensorNatives;
 
 /**
@@ -64,13 +65,14 @@ public final class Tensor implements AutoCloseable {
     private Node gradFn;
     private List<Consumer<Tensor>> postAccumulateGradHooks;
 
-    private Tensor(long nativeHandle, boolean tracked) {
-        long[] meta = TensorNatives.meta(nativeHandle);
+    private static final DType[] DTYPES = DType.values();
+
+    private Tensor(long nativeHandle, DType dtype, Device device, long[] shape, boolean tracked) {
         this.handle = new Handle(nativeHandle);
         this.cleanable = CLEANER.register(this, handle);
-        this.dtype = DType.values()[(int) meta[0]];
-        this.device = meta[1] == 0 ? Device.CPU : Device.cuda((int) meta[2]);
-        this.shape = Arrays.copyOfRange(meta, 3, meta.length);
+        this.dtype = dtype;
+        this.device = device;
+        this.shape = shape;
         long n = 1;
         for (long s : shape) {
             n *= s;
@@ -84,20 +86,80 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
+    /** Wraps a handle whose metadata is asked for in a second crossing ({@code meta}). */
+    private static Tensor withMeta(long nativeHandle, boolean tracked) {
+        long[] meta = TensorNatives.meta(nativeHandle);
+        return new Tensor(nativeHandle, DTYPES[(int) meta[0]], device(meta[1], meta[2]),
+                Arrays.copyOfRange(meta, 3, meta.length), tracked);
+    }
+
+    private static Device device(long type, long index) {
+        return type == 0 ? Device.CPU : Device.cuda((int) index);
+    }
+
+    /** Wraps slot {@code slot} of a results buffer a native has just filled; null for handle 0. */
+    private static Tensor ofResult(long[] results, int slot, boolean tracked) {
+        int base = slot * NativeResults.SLOT;
+        long h = results[base];
+        if (h == 0) {
+            return null;
+        }
+        int ndim = (int) results[base + 4];
+        if (ndim > NativeResults.MAX_DIMS) {
+            return withMeta(h, tracked); // the slot had no room for the sizes
+        }
+        int sizes = base + NativeResults.HEADER;
+        return new Tensor(h, DTYPES[(int) results[base + 1]], device(results[base + 2], results[base + 3]),
+                Arrays.copyOfRange(results, sizes, sizes + ndim), tracked);
+    }
+
     /**
      * Wraps a handle returned by a ddp4j native call; the tensor now owns it and joins the current
-     * scope. For ddp4j's own JNI bindings.
+     * scope. For ddp4j's own JNI bindings whose natives do not fill a results buffer (this costs a
+     * second crossing for the metadata; prefer {@link #fromNativeResult}).
      */
     public static Tensor fromNativeHandle(long nativeHandle) {
         if (nativeHandle == 0) {
             throw new IllegalArgumentException("null native tensor handle");
         }
-        return new Tensor(nativeHandle, true);
+        return withMeta(nativeHandle, true);
     }
 
-    /** Like {@link #fromNativeHandle} but outside any scope: for parameters, gradients, buffers. */
-    static Tensor fromNativeHandleUntracked(long nativeHandle) {
-        return new Tensor(nativeHandle, false);
+    /**
+     * Wraps the single output of a native that has just filled slot 0 of this thread's
+     * {@link NativeResults#buffer()} and returned {@code nativeHandle}; the tensor owns it and joins
+     * the current scope. For ddp4j's own JNI bindings: no second crossing for the metadata.
+     *
+     * @throws IllegalArgumentException if nativeHandle is 0
+     * @throws IllegalStateException if slot 0 does not hold nativeHandle (the native did not fill it)
+     */
+    public static Tensor fromNativeResult(long nativeHandle) {
+        long[] results = NativeResults.buffer();
+        if (nativeHandle == 0) {
+            throw new IllegalArgumentException("null native tensor handle");
+        }
+        if (results[0] != nativeHandle) {
+            throw new IllegalStateException("the results buffer does not hold handle " + nativeHandle);
+        }
+        return ofResult(results, 0, true);
+    }
+
+    /**
+     * Wraps output {@code slot} of a native that has just filled {@code results} (see
+     * {@link NativeResults}); null where that output's handle is 0 (not requested). Joins the
+     * current scope. For ddp4j's own JNI bindings of multi-output ops.
+     */
+    public static Tensor fromNativeResult(long[] results, int slot) {
+        return ofResult(results, slot, true);
+    }
+
+    /** Like {@link #fromNativeResult(long)} but outside any scope: for parameters, gradients, buffers. */
+    static Tensor fromNativeResultUntracked(long nativeHandle) {
+        Tensor t = ofResult(NativeResults.buffer(), 0, false);
+        if (t == null || t.handle.get() != nativeHandle) {
+            throw new IllegalStateException("the results buffer does not hold handle " + nativeHandle);
+        }
+        return t;
     }
 
     // ---- creation ---------------------------------------------------------------------------------
@@ -109,12 +171,12 @@ public final class Tensor implements AutoCloseable {
      */
     public static Tensor of(float[] data, long... shape) {
         checkLength(data.length, shape);
-        return fromNativeHandle(TensorNatives.fromFloats(data, 0, shape));
+        return fromNativeResult(TensorNatives.fromFloats(data, 0, shape, NativeResults.buffer()));
     }
 
     /** A float32 CPU tensor from {@code shape}-many values of {@code data} starting at {@code offset}. */
     public static Tensor ofRegion(float[] data, int offset, long... shape) {
-        return fromNativeHandle(TensorNatives.fromFloats(data, offset, shape));
+        return fromNativeResult(TensorNatives.fromFloats(data, offset, shape, NativeResults.buffer()));
     }
 
     /**
@@ -124,7 +186,7 @@ public final class Tensor implements AutoCloseable {
      */
     public static Tensor ofLongs(long[] data, long... shape) {
         checkLength(data.length, shape);
-        return fromNativeHandle(TensorNatives.fromLongs(data, 0, shape));
+        return fromNativeResult(TensorNatives.fromLongs(data, 0, shape, NativeResults.buffer()));
     }
 
     /** A float32 scalar (shape []). */
@@ -145,7 +207,7 @@ public final class Tensor implements AutoCloseable {
     /** A tensor of {@code value} with the given dtype and device. Mirrors {@code torch.full}. */
     public static Tensor full(double value, DType dtype, Device device, long... shape) {
         Devices.require(device);
-        return fromNativeHandle(TensorNatives.full(shape, dtype.ordinal(), device.type().ordinal(), device.index(), value));
+        return fromNativeResult(TensorNatives.full(shape, dtype.ordinal(), device.type().ordinal(), device.index(), value, NativeResults.buffer()));
     }
 
     /** A zero tensor with this tensor's shape, dtype and device. Mirrors {@code torch.zeros_like}. */
@@ -288,7 +350,7 @@ public final class Tensor implements AutoCloseable {
 
     /** A copy with its own storage, outside autograd. Mirrors {@code Tensor.clone().detach()}. */
     public Tensor copy() {
-        return fromNativeHandle(TensorNatives.cloneTensor(nativeHandle()));
+        return fromNativeResult(TensorNatives.cloneTensor(nativeHandle(), NativeResults.buffer()));
     }
 
     /**
@@ -299,12 +361,12 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalArgumentException if the range is out of bounds
      */
     public Tensor flatSlice(long offset, long... shape) {
-        return fromNativeHandleUntracked(TensorNatives.flatSlice(nativeHandle(), offset, shape));
+        return fromNativeResultUntracked(TensorNatives.flatSlice(nativeHandle(), offset, shape, NativeResults.buffer()));
     }
 
     /** A tensor sharing this one's storage, cut from the graph. Mirrors {@code Tensor.detach()}. */
     public Tensor detach() {
-        return fromNativeHandle(TensorNatives.view(nativeHandle(), shape));
+        return fromNativeResult(TensorNatives.view(nativeHandle(), shape, NativeResults.buffer()));
     }
 
     /**
@@ -319,7 +381,7 @@ public final class Tensor implements AutoCloseable {
             return this;
         }
         Devices.require(target);
-        Tensor out = fromNativeHandle(TensorNatives.toDevice(nativeHandle(), target.type().ordinal(), target.index()));
+        Tensor out = fromNativeResult(TensorNatives.toDevice(nativeHandle(), target.type().ordinal(), target.index(), NativeResults.buffer()));
         Device source = device;
         return new Node("ToCopyBackward", this) {
             @Override
@@ -346,7 +408,8 @@ public final class Tensor implements AutoCloseable {
                     + " was produced by " + gradFn.name() + ": use to(device)");
         }
         Devices.require(target);
-        handle.replace(TensorNatives.toDevice(nativeHandle(), target.type().ordinal(), target.index()));
+        handle.replace(TensorNatives.toDevice(nativeHandle(), target.type().ordinal(), target.index(),
+                NativeResults.buffer()));
         device = target;
         if (grad != null) {
             grad.moveTo(target);
@@ -416,7 +479,7 @@ public final class Tensor implements AutoCloseable {
 
     void accumulateGrad(Tensor incoming) {
         if (grad == null) {
-            grad = fromNativeHandleUntracked(TensorNatives.cloneTensor(incoming.nativeHandle()));
+            grad = fromNativeResultUntracked(TensorNatives.cloneTensor(incoming.nativeHandle(), NativeResults.buffer()));
         } else {
             grad.addInPlace(incoming, 1f);
         }
@@ -501,7 +564,7 @@ public final class Tensor implements AutoCloseable {
         if (dim != 1 && dim != -1) {
             throw new IllegalArgumentException("argmax supports dim 1 of a 2-D tensor, got dim " + dim);
         }
-        return fromNativeHandle(ElementwiseNatives.argmaxRows(nativeHandle()));
+        return fromNativeResult(ElementwiseNatives.argmaxRows(nativeHandle(), NativeResults.buffer()));
     }
 
     @Override

@@ -1,5 +1,7 @@
 package org.ddp4j.tensor;
 
+import java.util.List;
+import java.util.Objects;
 import org.ddp4j.internal.TensorNatives;
 
 /** Static helpers: memory scopes, grad mode, native memory counters. */
@@ -39,6 +41,47 @@ public final class Tensors {
      */
     public static void queueBackwardCallback(Runnable callback) {
         Autograd.queueCallback(callback);
+    }
+
+    /**
+     * Copies {@code sources}, in order, into consecutive elements of {@code flat} in one native
+     * call: source i lands at the offset of the element counts before it. Mirrors torch's
+     * {@code _flatten_dense_tensors} (which allocates the flat tensor; this fills a given one, as DDP
+     * does with its broadcast buffer). Works on CPU and CUDA tensors; no autograd.
+     *
+     * @param sources tensors of flat's dtype and device, any shapes
+     * @param flat the destination; its element count must equal the sources' total
+     * @throws IllegalArgumentException if a source's dtype or device differs from flat's, or the
+     *     element counts do not add up to flat's (the message names the tensors)
+     * @throws IllegalStateException if a tensor is closed
+     */
+    public static void flattenInto(List<Tensor> sources, Tensor flat) {
+        TensorNatives.flattenInto(handles(sources),
+                Objects.requireNonNull(flat, "flattenInto: flat is null").nativeHandle());
+    }
+
+    /**
+     * Copies consecutive slices of {@code flat} into {@code destinations}, in order, in one native
+     * call: the inverse of {@link #flattenInto}. Mirrors torch's {@code _unflatten_dense_tensors}
+     * followed by {@code copy_} into each tensor. Works on CPU and CUDA tensors; no autograd.
+     *
+     * @param flat the source; its element count must equal the destinations' total
+     * @param destinations tensors of flat's dtype and device, any shapes, overwritten in place
+     * @throws IllegalArgumentException if a destination's dtype or device differs from flat's, or
+     *     the element counts do not add up to flat's (the message names the tensors)
+     * @throws IllegalStateException if a tensor is closed
+     */
+    public static void unflattenFrom(Tensor flat, List<Tensor> destinations) {
+        TensorNatives.unflattenFrom(Objects.requireNonNull(flat, "unflattenFrom: flat is null").nativeHandle(),
+                handles(destinations));
+    }
+
+    private static long[] handles(List<Tensor> tensors) {
+        long[] handles = new long[tensors.size()];
+        for (int i = 0; i < handles.length; i++) {
+            handles[i] = Objects.requireNonNull(tensors.get(i), "tensor " + i + " is null").nativeHandle();
+        }
+        return handles;
     }
 
     /**

@@ -3,7 +3,8 @@ package org.ddp4j.nn;
 import static org.ddp4j.testing.Assertions2.assertClose;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 
-import org.ddp4j.internal.ConvNatives;
+import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.PoolNatives;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.testing.Golden;
@@ -28,9 +29,10 @@ class MaxPool2dGoldenTest {
             assertClose(g.tensor("grad_x"), x.grad(), 0, 0, name + " grad_x");
             x.grad().close();
 
-            long[] h = ConvNatives.maxPool2dForward(x.nativeHandle(), kernel, kernel, stride, stride, padding, padding);
-            Tensor.fromNativeHandle(h[0]);
-            Tensor indices = Tensor.fromNativeHandle(h[1]);
+            long[] r = NativeResults.buffer();
+            PoolNatives.maxPool2dForward(x.nativeHandle(), kernel, kernel, stride, stride, padding, padding, r);
+            Tensor.fromNativeResult(r, 0);
+            Tensor indices = Tensor.fromNativeResult(r, 1);
             assertArrayEquals(g.longs("indices"), indices.toLongArray(), name + " indices");
         }
     }

@@ -1,7 +1,8 @@
 package org.ddp4j.nn.functional;
 
 import java.util.Objects;
-import org.ddp4j.internal.ConvNatives;
+import org.ddp4j.internal.NormNatives;
+import org.ddp4j.internal.NativeResults;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -68,29 +69,33 @@ public final class BatchNorm2dFunction {
             Tensor runningVar, long channels, double momentum, double eps) {
         Tensor rm = runningMean != null ? runningMean : filled(0, x, channels);
         Tensor rv = runningVar != null ? runningVar : filled(1, x, channels);
-        long[] h;
+        long[] r = NativeResults.buffer();
+        Tensor out;
+        Tensor saveMean;
+        Tensor saveInvstd;
         try {
-            h = ConvNatives.batchNorm2dForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
-                    rm.nativeHandle(), rv.nativeHandle(), momentum, eps);
+            NormNatives.batchNorm2dForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
+                    rm.nativeHandle(), rv.nativeHandle(), momentum, eps, r);
+            out = Tensor.fromNativeResult(r, 0);
+            saveMean = Tensor.fromNativeResult(r, 1);
+            saveInvstd = Tensor.fromNativeResult(r, 2);
         } finally {
             if (runningMean == null) {
                 rm.close();
                 rv.close();
             }
         }
-        Tensor out = Tensor.fromNativeHandle(h[0]);
-        Tensor saveMean = Tensor.fromNativeHandle(h[1]);
-        Tensor saveInvstd = Tensor.fromNativeHandle(h[2]);
         // gamma stays needed by the backward; a temporary one is copied so closing it here is safe.
         Tensor gammaForBackward = gamma != null ? gamma : filled(1, x, channels);
         return new Node("NativeBatchNormBackward", x, gamma, beta) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
-                long[] gh = ConvNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
-                        gammaForBackward.nativeHandle(), saveMean.nativeHandle(), saveInvstd.nativeHandle());
-                Tensor gx = Tensor.fromNativeHandle(gh[0]);
-                Tensor gGamma = Tensor.fromNativeHandle(gh[1]);
-                Tensor gBeta = Tensor.fromNativeHandle(gh[2]);
+                long[] gr = NativeResults.buffer();
+                NormNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
+                        gammaForBackward.nativeHandle(), saveMean.nativeHandle(), saveInvstd.nativeHandle(), gr);
+                Tensor gx = Tensor.fromNativeResult(gr, 0);
+                Tensor gGamma = Tensor.fromNativeResult(gr, 1);
+                Tensor gBeta = Tensor.fromNativeResult(gr, 2);
                 return new Tensor[] {gx, gGamma, gBeta};
             }
         }.attach(out);
@@ -98,8 +103,8 @@ public final class BatchNorm2dFunction {
 
     private static Tensor eval(Tensor x, Tensor gamma, Tensor beta, Tensor g, Tensor b, Tensor runningMean,
             Tensor runningVar, double eps) {
-        Tensor out = Tensor.fromNativeHandle(ConvNatives.batchNorm2dForwardEval(x.nativeHandle(), g.nativeHandle(),
-                b.nativeHandle(), runningMean.nativeHandle(), runningVar.nativeHandle(), eps));
+        Tensor out = Tensor.fromNativeResult(NormNatives.batchNorm2dForwardEval(x.nativeHandle(), g.nativeHandle(),
+                b.nativeHandle(), runningMean.nativeHandle(), runningVar.nativeHandle(), eps, NativeResults.buffer()));
         boolean recorded = Tensors.isGradEnabled()
                 && (x.requiresGrad() || (gamma != null && gamma.requiresGrad()) || (beta != null && beta.requiresGrad()));
         if (!recorded) {
@@ -129,8 +134,9 @@ public final class BatchNorm2dFunction {
                     }
                     try (Tensor s = Tensor.of(scale, scale.length).to(x.device()); Tensor zeros = filled(0, x, scale.length);
                             Tensor ones = filled(1, x, scale.length)) {
-                        gx = Tensor.fromNativeHandle(ConvNatives.batchNorm2dForwardEval(gradOutput.nativeHandle(),
-                                s.nativeHandle(), zeros.nativeHandle(), zeros.nativeHandle(), ones.nativeHandle(), 0));
+                        gx = Tensor.fromNativeResult(NormNatives.batchNorm2dForwardEval(gradOutput.nativeHandle(),
+                                s.nativeHandle(), zeros.nativeHandle(), zeros.nativeHandle(), ones.nativeHandle(), 0,
+                                NativeResults.buffer()));
                     }
                 }
                 Tensor gGamma = null;
@@ -138,11 +144,13 @@ public final class BatchNorm2dFunction {
                 if (needsInputGrad(1) || needsInputGrad(2)) {
                     // With the running statistics as the "saved" ones, the training backward's
                     // gamma and beta gradients (Σ gy * xhat, Σ gy) are the eval-mode ones too.
-                    long[] gh = ConvNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
-                            gammaForBackward.nativeHandle(), savedMean.nativeHandle(), savedInvstd.nativeHandle());
-                    Tensor.fromNativeHandle(gh[0]).close();
-                    gGamma = Tensor.fromNativeHandle(gh[1]);
-                    gBeta = Tensor.fromNativeHandle(gh[2]);
+                    long[] gr = NativeResults.buffer();
+                    NormNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
+                            gammaForBackward.nativeHandle(), savedMean.nativeHandle(), savedInvstd.nativeHandle(), gr);
+                    Tensor unused = Tensor.fromNativeResult(gr, 0);
+                    gGamma = Tensor.fromNativeResult(gr, 1);
+                    gBeta = Tensor.fromNativeResult(gr, 2);
+                    unused.close();
                 }
                 return new Tensor[] {gx, gGamma, gBeta};
             }

@@ -2,6 +2,7 @@ package org.ddp4j.nn.functional;
 
 import java.util.Objects;
 import org.ddp4j.internal.ConvNatives;
+import org.ddp4j.internal.NativeResults;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -46,19 +47,17 @@ public final class Conv2dFunction {
     public static Tensor apply(Tensor x, Tensor weight, Tensor bias, int strideH, int strideW, int padH, int padW) {
         Objects.requireNonNull(x, "conv2d: input is null");
         Objects.requireNonNull(weight, "conv2d: weight is null");
-        Tensor out = Tensor.fromNativeHandle(ConvNatives.conv2dForward(x.nativeHandle(), weight.nativeHandle(),
-                bias == null ? 0 : bias.nativeHandle(), strideH, strideW, padH, padW));
+        Tensor out = Tensor.fromNativeResult(ConvNatives.conv2dForward(x.nativeHandle(), weight.nativeHandle(),
+                bias == null ? 0 : bias.nativeHandle(), strideH, strideW, padH, padW, NativeResults.buffer()));
         return new Node("ConvolutionBackward", x, weight, bias) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
-                long[] h = ConvNatives.conv2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
-                        weight.nativeHandle(), needsInputGrad(0), needsInputGrad(2), strideH, strideW, padH, padW);
-                return new Tensor[] {wrap(h[0]), wrap(h[1]), wrap(h[2])};
+                long[] r = NativeResults.buffer();
+                ConvNatives.conv2dBackward(gradOutput.nativeHandle(), x.nativeHandle(), weight.nativeHandle(),
+                        needsInputGrad(0), needsInputGrad(2), strideH, strideW, padH, padW, r);
+                return new Tensor[] {Tensor.fromNativeResult(r, 0), Tensor.fromNativeResult(r, 1),
+                    Tensor.fromNativeResult(r, 2)};
             }
         }.attach(out);
-    }
-
-    private static Tensor wrap(long handle) {
-        return handle == 0 ? null : Tensor.fromNativeHandle(handle);
     }
 }

@@ -1,6 +1,7 @@
 package org.ddp4j.nn.functional;
 
-import org.ddp4j.internal.MathNatives;
+import org.ddp4j.internal.LossNatives;
+import org.ddp4j.internal.NativeResults;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -24,14 +25,15 @@ public final class CrossEntropyFunction {
      *     outside [0, C) (naming the value and C)
      */
     public static Tensor apply(Tensor logits, Tensor target) {
-        long[] h = MathNatives.crossEntropyForward(logits.nativeHandle(), target.nativeHandle());
-        Tensor loss = Tensor.fromNativeHandle(h[0]);
-        Tensor probs = Tensor.fromNativeHandle(h[1]);
+        long[] r = NativeResults.buffer();
+        LossNatives.crossEntropyForward(logits.nativeHandle(), target.nativeHandle(), r);
+        Tensor loss = Tensor.fromNativeResult(r, 0);
+        Tensor probs = Tensor.fromNativeResult(r, 1);
         Node node = new Node("CrossEntropyLossBackward", logits) {
             @Override
             protected Tensor[] backward(Tensor gout) {
-                return new Tensor[] {Tensor.fromNativeHandle(MathNatives.crossEntropyBackward(
-                        gout.nativeHandle(), probs.nativeHandle(), target.nativeHandle()))};
+                return new Tensor[] {Tensor.fromNativeResult(LossNatives.crossEntropyBackward(
+                        gout.nativeHandle(), probs.nativeHandle(), target.nativeHandle(), NativeResults.buffer()))};
             }
         };
         node.attach(loss);

@@ -1,6 +1,7 @@
 package org.ddp4j.nn.functional;
 
-import org.ddp4j.internal.MathNatives;
+import org.ddp4j.internal.LinearNatives;
+import org.ddp4j.internal.NativeResults;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -22,27 +23,25 @@ public final class LinearFunction {
      *     both shapes, e.g. "linear: input [4, 3] has 3 features but weight [2, 5] expects 5"
      */
     public static Tensor apply(Tensor x, Tensor w, Tensor b) {
-        Tensor y = Tensor.fromNativeHandle(
-                MathNatives.linearForward(x.nativeHandle(), w.nativeHandle(), b == null ? 0 : b.nativeHandle()));
+        Tensor y = Tensor.fromNativeResult(LinearNatives.linearForward(
+                x.nativeHandle(), w.nativeHandle(), b == null ? 0 : b.nativeHandle(), NativeResults.buffer()));
         return new Node("LinearBackward", x, w, b) {
             @Override
             protected Tensor[] backward(Tensor gy) {
                 boolean needGb = needsInputGrad(2);
-                long[] h = MathNatives.linearBackward(gy.nativeHandle(), x.nativeHandle(), w.nativeHandle(),
-                        needsInputGrad(0), needGb);
-                Tensor gx = wrap(h[0]);
-                Tensor gw = wrap(h[1]);
+                long[] r = NativeResults.buffer();
+                LinearNatives.linearBackward(gy.nativeHandle(), x.nativeHandle(), w.nativeHandle(),
+                        needsInputGrad(0), needGb, r);
+                Tensor gx = Tensor.fromNativeResult(r, 0);
+                Tensor gw = Tensor.fromNativeResult(r, 1);
+                Tensor gb = Tensor.fromNativeResult(r, 2);
                 if (!needsInputGrad(1)) {
                     // The native op always computes gw (it is cheap next to gx); drop it when unused.
                     gw.close();
                     gw = null;
                 }
-                return new Tensor[] {gx, gw, wrap(h[2])};
+                return new Tensor[] {gx, gw, gb};
             }
         }.attach(y);
-    }
-
-    private static Tensor wrap(long handle) {
-        return handle == 0 ? null : Tensor.fromNativeHandle(handle);
     }
 }

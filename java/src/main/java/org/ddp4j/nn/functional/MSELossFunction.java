@@ -1,6 +1,7 @@
 package org.ddp4j.nn.functional;
 
-import org.ddp4j.internal.MathNatives;
+import org.ddp4j.internal.LossNatives;
+import org.ddp4j.internal.NativeResults;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -22,12 +23,13 @@ public final class MSELossFunction {
      *     message names both shapes)
      */
     public static Tensor apply(Tensor input, Tensor target) {
-        Tensor out = Tensor.fromNativeHandle(MathNatives.mseLossForward(input.nativeHandle(), target.nativeHandle()));
+        Tensor out = Tensor.fromNativeResult(
+                LossNatives.mseLossForward(input.nativeHandle(), target.nativeHandle(), NativeResults.buffer()));
         return new Node("MseLossBackward", input, target) {
             @Override
             protected Tensor[] backward(Tensor gout) {
-                Tensor gin = Tensor.fromNativeHandle(
-                        MathNatives.mseLossBackward(gout.nativeHandle(), input.nativeHandle(), target.nativeHandle()));
+                Tensor gin = Tensor.fromNativeResult(LossNatives.mseLossBackward(
+                        gout.nativeHandle(), input.nativeHandle(), target.nativeHandle(), NativeResults.buffer()));
                 Tensor gtarget = needsInputGrad(1) ? gin.mul(-1f) : null;
                 if (!needsInputGrad(0)) {
                     gin.close();

@@ -1,7 +1,8 @@
 package org.ddp4j.nn.functional;
 
 import java.util.Objects;
-import org.ddp4j.internal.ConvNatives;
+import org.ddp4j.internal.PoolNatives;
+import org.ddp4j.internal.NativeResults;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -39,15 +40,16 @@ public final class MaxPool2dFunction {
      */
     public static Tensor apply(Tensor x, int kernelH, int kernelW, int strideH, int strideW, int padH, int padW) {
         Objects.requireNonNull(x, "max_pool2d: input is null");
-        long[] h = ConvNatives.maxPool2dForward(x.nativeHandle(), kernelH, kernelW, strideH, strideW, padH, padW);
-        Tensor out = Tensor.fromNativeHandle(h[0]);
-        Tensor indices = Tensor.fromNativeHandle(h[1]);
+        long[] r = NativeResults.buffer();
+        PoolNatives.maxPool2dForward(x.nativeHandle(), kernelH, kernelW, strideH, strideW, padH, padW, r);
+        Tensor out = Tensor.fromNativeResult(r, 0);
+        Tensor indices = Tensor.fromNativeResult(r, 1);
         long[] inputShape = x.shape();
         Node node = new Node("MaxPool2DWithIndicesBackward", x) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
-                return new Tensor[] {Tensor.fromNativeHandle(
-                        ConvNatives.maxPool2dBackward(gradOutput.nativeHandle(), indices.nativeHandle(), inputShape))};
+                return new Tensor[] {Tensor.fromNativeResult(PoolNatives.maxPool2dBackward(
+                        gradOutput.nativeHandle(), indices.nativeHandle(), inputShape, NativeResults.buffer()))};
             }
         };
         node.attach(out);

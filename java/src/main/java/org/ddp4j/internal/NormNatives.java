@@ -1,0 +1,37 @@
+package org.ddp4j.internal;
+
+/**
+ * JNI declarations for batch normalisation, native/src/core/ops_norm.cpp's family
+ * (native/src/jni/norm_natives.cpp; Java side {@link org.ddp4j.nn.functional.BatchNorm2dFunction}).
+ * Arguments are tensor handles. Bad shapes or dtypes throw
+ * {@link IllegalArgumentException} with a message naming the op and the shapes involved. Callers
+ * own every returned handle.
+ * Natives that create tensors take the thread's {@link NativeResults#buffer()} as {@code results}
+ * and fill one slot per output with its handle and metadata (one crossing per op); single-output
+ * ones also return the handle.
+ */
+public final class NormNatives {
+    static {
+        NativeLibrary.load();
+    }
+
+    private NormNatives() {}
+
+    /**
+     * Training-mode {@code torch.nn.functional.batch_norm}: fills results with {y, saveMean [C], saveInvstd [C]}
+     * and updates runningMean / runningVar [C] in place (unbiased variance, given momentum).
+     */
+    public static native void batchNorm2dForwardTrain(long x, long gamma, long beta, long runningMean,
+            long runningVar, double momentum, double eps, long[] results);
+
+    /** Eval-mode batch norm with the running statistics; returns y. */
+    public static native long batchNorm2dForwardEval(long x, long gamma, long beta, long runningMean,
+            long runningVar, double eps, long[] results);
+
+    /**
+     * Training-mode batch-norm gradients given the saved statistics: fills results with {gx, ggamma [C], gbeta [C]}.
+     * With saveMean = running mean and saveInvstd = 1/sqrt(running var + eps), ggamma and gbeta are
+     * also the eval-mode gradients.
+     */
+    public static native void batchNorm2dBackward(long gy, long x, long gamma, long saveMean, long saveInvstd, long[] results);
+}

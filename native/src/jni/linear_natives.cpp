@@ -1,0 +1,36 @@
+// JNI for org.ddp4j.internal.LinearNatives: linear and ReLU forward and backward (ops_linear.cpp).
+#include <jni.h>
+
+#include "ddp4j/ops.h"
+#include "jni/jni_util.h"
+
+using namespace ddp4j;
+using namespace ddp4j::jni;
+
+extern "C" {
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LinearNatives_linearForward(JNIEnv* env, jclass, jlong x, jlong w,
+                                                                          jlong b, jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results,
+      ops::linear_forward(tensor_of(x), tensor_of(w), tensor_of(b))); });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_LinearNatives_linearBackward(JNIEnv* env, jclass, jlong gy,
+                                                                                jlong x, jlong w, jboolean needGx,
+                                                                                jboolean hasBias, jlongArray results) {
+  guarded(env, [&] {
+    results_of(env, results, ops::linear_backward(tensor_of(gy), tensor_of(x), tensor_of(w), needGx, hasBias));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LinearNatives_reluForward(JNIEnv* env, jclass, jlong x,
+                                                                          jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results, ops::relu_forward(tensor_of(x))); });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LinearNatives_reluBackward(JNIEnv* env, jclass, jlong gy, jlong y,
+                                                                           jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results, ops::relu_backward(tensor_of(gy), tensor_of(y))); });
+}
+
+}  // extern "C"

@@ -1,0 +1,44 @@
+// JNI for org.ddp4j.internal.NormNatives: batch-norm forward and backward (ops_norm.cpp).
+#include <jni.h>
+
+#include "ddp4j/ops.h"
+#include "jni/jni_util.h"
+
+using namespace ddp4j;
+using namespace ddp4j::jni;
+
+extern "C" {
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dForwardTrain(
+    JNIEnv* env, jclass, jlong x, jlong gamma, jlong beta, jlong runningMean, jlong runningVar, jdouble momentum,
+    jdouble eps, jlongArray results) {
+  guarded(env, [&] {
+    results_of(env, results,
+        ops::batch_norm2d_forward_train(required_tensor_of(x), required_tensor_of(gamma), required_tensor_of(beta),
+            mutable_tensor_of(runningMean),
+            mutable_tensor_of(runningVar), momentum, eps));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dForwardEval(
+    JNIEnv* env, jclass, jlong x, jlong gamma, jlong beta, jlong runningMean, jlong runningVar, jdouble eps,
+    jlongArray results) {
+  return guarded(env, [&] {
+    return result_of(env, results,
+        ops::batch_norm2d_forward_eval(required_tensor_of(x), required_tensor_of(gamma), required_tensor_of(beta),
+            required_tensor_of(runningMean), required_tensor_of(runningVar),
+            eps));
+  });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dBackward(JNIEnv* env, jclass, jlong gy, jlong x,
+                                                                               jlong gamma, jlong saveMean,
+                                                                               jlong saveInvstd, jlongArray results) {
+  guarded(env, [&] {
+    results_of(env, results,
+        ops::batch_norm2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(gamma),
+            required_tensor_of(saveMean), required_tensor_of(saveInvstd)));
+  });
+}
+
+}  // extern "C"
