@@ -9,7 +9,8 @@
 
 namespace ddp4j::ops {
 
-// ---- elementwise and reductions (src/core/ops_basic.cpp) ---------------------------------------
+// ---- tensors: fill, copies, flatten (src/core/ops_tensor.cpp; TensorNatives) -----------------
+/** Sets every element to value (torch.Tensor.fill_). */
 void fill_(Tensor& t, double value);
 /** Copies src into dst (same dtype and numel), also between devices (torch.Tensor.copy_). */
 void copy_(const Tensor& src, Tensor& dst);
@@ -27,6 +28,7 @@ Tensor to_device(const Tensor& src, Device target);
 void flatten_into(const std::vector<Tensor>& sources, Tensor& flat);
 /** The inverse (torch's _unflatten_dense_tensors + copy_): destinations receive consecutive slices of flat. */
 void unflatten_from(const Tensor& flat, std::vector<Tensor>& destinations);
+// ---- elementwise and reductions (src/core/ops_elementwise.cpp; ElementwiseNatives) -----------
 /** a + alpha * b (same shape). torch.add. */
 Tensor add(const Tensor& a, const Tensor& b, float alpha);
 /** a += alpha * b in place (same numel). torch.Tensor.add_. */
