@@ -78,7 +78,8 @@ abstract class NativeProcessGroup extends ProcessGroup {
     public synchronized Work allReduce(Tensor tensor, ReduceOp op) {
         Objects.requireNonNull(op, "op");
         checkTensor("allReduce", "tensor", tensor);
-        return new NativeWork(ProcessGroupNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()));
+        return new NativeWork(ProcessGroupNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()),
+                "allReduce");
     }
 
     @Override
@@ -86,13 +87,13 @@ abstract class NativeProcessGroup extends ProcessGroup {
         checkTensor("allReduce", "tensor", tensor);
         long work = ProcessGroupNatives.allReduceUnchecked(handle("allReduce"), tensor.nativeHandle(), op.ordinal(),
                 runInline);
-        return work == 0 ? Work.COMPLETED : new NativeWork(work);
+        return work == 0 ? Work.COMPLETED : new NativeWork(work, "allReduce");
     }
 
     @Override
     public synchronized Work broadcast(Tensor tensor, int src) {
         checkTensor("broadcast", "tensor", tensor);
-        return new NativeWork(ProcessGroupNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src));
+        return new NativeWork(ProcessGroupNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src), "broadcast");
     }
 
     @Override
@@ -105,7 +106,8 @@ abstract class NativeProcessGroup extends ProcessGroup {
             checkTensor("allGather", "output " + i, out);
             handles[i] = out.nativeHandle();
         }
-        return new NativeWork(ProcessGroupNatives.allGatherList(handle("allGather"), handles, input.nativeHandle()));
+        return new NativeWork(ProcessGroupNatives.allGatherList(handle("allGather"), handles, input.nativeHandle()),
+                "allGather");
     }
 
     @Override
@@ -113,12 +115,12 @@ abstract class NativeProcessGroup extends ProcessGroup {
         checkTensor("allGatherIntoTensor", "output", output);
         checkTensor("allGatherIntoTensor", "input", input);
         return new NativeWork(ProcessGroupNatives.allGather(handle("allGatherIntoTensor"), output.nativeHandle(),
-                input.nativeHandle()));
+                input.nativeHandle()), "allGatherIntoTensor");
     }
 
     @Override
     public synchronized Work barrier() {
-        return new NativeWork(ProcessGroupNatives.barrier(handle("barrier")));
+        return new NativeWork(ProcessGroupNatives.barrier(handle("barrier")), "barrier");
     }
 
     /** Whether {@link #close()} has been called. */

@@ -47,9 +47,12 @@ final class NativeWork extends Work {
     }
 
     private final State state;
+    /** The operation's name, for toString once the handle is gone (the native description says more). */
+    private final String op;
 
-    /** Takes ownership of a native work handle from {@code ProcessGroupNatives}. */
-    NativeWork(long handle) {
+    /** Takes ownership of a native work handle from {@code ProcessGroupNatives}; {@code op} names the collective. */
+    NativeWork(long handle, String op) {
+        this.op = op;
         state = new State(handle);
         CLEANER.register(this, state);
     }
@@ -147,7 +150,10 @@ final class NativeWork extends Work {
         throw new DistributedException(e.getMessage(), e);
     }
 
-    /** "Work(allReduce(SUM) of 10 float32 elements, done)" and the like; "collective" once the handle is gone unasked. */
+    /**
+     * "Work(allReduce(SUM) of 10 float32 elements)" and the like while the handle lives; once it is
+     * gone, unasked, only the operation's name: "Work(allReduce, done)".
+     */
     @Override
     public String toString() {
         synchronized (state) {
@@ -158,7 +164,7 @@ final class NativeWork extends Work {
                     // toString must not throw
                 }
             }
-            String description = state.description != null ? state.description : "collective";
+            String description = state.description != null ? state.description : op;
             return "Work(" + description + (state.done ? (state.error == null ? ", done" : ", failed") : "") + ")";
         }
     }
