@@ -30,6 +30,8 @@ json="${JSON:-${plot%.png}.json}"
   echo "allreduce-bench.sh: no allreduce_bench.py and run2.sh in $anchors (set ANCHORS=DIR)" >&2; exit 1; }
 "$root/scripts/setup.sh" >/dev/null 2>&1 || { echo "allreduce-bench.sh: scripts/setup.sh failed; run it to see why" >&2; exit 1; }
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+# A rank that hangs fails the group within 2 minutes instead of the default 30 (set it to override).
+export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-120}"
 out="$(mktemp -d)"
 mkdir -p "$(dirname "$plot")" "$(dirname "$json")"
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
