@@ -6,7 +6,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-packages=(cmake make g++ libgloo-dev libopenblas-dev dataset-fashion-mnist)
+# fontconfig and a font: XChart draws the benchmark plots (headless Java still needs them)
+packages=(cmake make g++ libgloo-dev libopenblas-dev dataset-fashion-mnist fontconfig fonts-dejavu-core)
 command -v mvn >/dev/null 2>&1 || packages+=(maven)
 command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 missing=()

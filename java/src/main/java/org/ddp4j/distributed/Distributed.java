@@ -6,7 +6,6 @@ import java.util.Locale;
 import java.util.Map;
 import org.ddp4j.cuda.Cuda;
 import org.ddp4j.distributed.store.FileStore;
-import org.ddp4j.distributed.store.PrefixStore;
 import org.ddp4j.distributed.store.Store;
 import org.ddp4j.distributed.store.TcpStore;
 import org.ddp4j.tensor.Device;
@@ -28,7 +27,10 @@ import org.ddp4j.tensor.Tensor;
  * {@code file:///path} rendezvous through a {@link FileStore} on a file all ranks can reach (use a
  * new file per job). Under the launcher ({@code DDP4J_AGENT_STORE=1}) the launcher already hosts
  * the store, so every rank connects as a client and works under the prefix
- * {@code ddp4j/worker/<DDP4J_RESTART_COUNT>}.
+ * {@code ddp4j/worker/<DDP4J_RESTART_COUNT>}. Each init then works in its own key space
+ * ({@code ddp4j/init/<n>/} for the n-th init of every rank on that store, see {@link InitKeySpace}),
+ * so a job may initialise again after {@link #destroyProcessGroup()}, in the same JVM or in a new
+ * one under the same launcher, as long as all ranks do so the same number of times.
  *
  * <p>Backends: {@code gloo} (CPU tensors) and {@code nccl} (GPU tensors, one GPU per process:
  * cuda:LOCAL_RANK; see {@link ProcessGroupNccl}).
@@ -39,8 +41,6 @@ public final class Distributed {
     public static final Duration DEFAULT_TIMEOUT = ProcessGroupGloo.DEFAULT_TIMEOUT;
 
     private static ProcessGroup defaultGroup;
-    /** How many default groups this process has destroyed: keeps a re-initialised group's keys apart from the last one's. */
-    private static int generation;
 
     private Distributed() {}
 
@@ -79,8 +79,9 @@ public final class Distributed {
      *     library or no NCCL (the message says where NCCL comes from)
      * @throws IllegalArgumentException for an unknown backend or init method, or a rank outside the world
      * @throws DistributedTimeoutException naming the ranks that did not join in time
-     * @throws DistributedException if the store cannot be opened (e.g. rank 0's port is in use) or
-     *     the peers cannot be connected
+     * @throws DistributedException if the store cannot be opened (e.g. rank 0's port is in use),
+     *     the peers cannot be connected, or a peer has initialised more groups on this store than
+     *     this rank (ranks must init in lock-step)
      */
     public static synchronized ProcessGroup initProcessGroup(String backend, String initMethod, int worldSize, int rank,
             Duration timeout) {
@@ -88,7 +89,7 @@ public final class Distributed {
             throw new IllegalStateException("the default process group is already initialized (rank "
                     + defaultGroup.rank() + " of " + defaultGroup.size() + "); call destroyProcessGroup() first");
         }
-        defaultGroup = createProcessGroup(backend, initMethod, worldSize, rank, timeout, System.getenv(), generation);
+        defaultGroup = createProcessGroup(backend, initMethod, worldSize, rank, timeout, System.getenv());
         return defaultGroup;
     }
 
@@ -97,7 +98,7 @@ public final class Distributed {
      * the environment passed in (tests; several ranks as threads of one JVM).
      */
     static ProcessGroup createProcessGroup(String backend, String initMethod, int worldSize, int rank,
-            Duration timeout, Map<String, String> env, int generation) {
+            Duration timeout, Map<String, String> env) {
         boolean nccl = checkBackend(backend);
         // The GPU first: without one, "nccl" fails here, before any rendezvous waits for peers.
         Device device = nccl ? ncclDevice(env) : Device.CPU;
@@ -107,7 +108,7 @@ public final class Distributed {
         }
         InitMethod.Membership r = InitMethod.rendezvous(initMethod, worldSize, rank, t, env);
         try {
-            Store store = generation == 0 ? r.store() : new PrefixStore("ddp4j/generation/" + generation, r.store());
+            Store store = InitKeySpace.enter(r.store(), r.rank(), r.worldSize(), t);
             if (nccl) {
                 return new ProcessGroupNccl(store, r.rank(), r.worldSize(), t, device, r.owned());
             }
@@ -226,7 +227,6 @@ public final class Distributed {
         }
         ProcessGroup g = defaultGroup;
         defaultGroup = null;
-        generation++;
         g.close();
     }
 

@@ -41,47 +41,47 @@ class DistributedTest {
     @Test
     void envInitNamesEveryMissingVariable() {
         var e = assertThrows(IllegalStateException.class,
-                () -> Distributed.createProcessGroup("gloo", "env://", -1, -1, TIMEOUT, Map.of(), 0));
+                () -> Distributed.createProcessGroup("gloo", "env://", -1, -1, TIMEOUT, Map.of()));
         for (String name : List.of("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")) {
             assertTrue(e.getMessage().contains(name), e.getMessage());
         }
         assertTrue(e.getMessage().contains("scripts/ddp4j-run"), e.getMessage());
 
         var partial = assertThrows(IllegalStateException.class, () -> Distributed.createProcessGroup("gloo", null, -1, -1,
-                TIMEOUT, Map.of("MASTER_ADDR", "127.0.0.1", "WORLD_SIZE", "2"), 0));
+                TIMEOUT, Map.of("MASTER_ADDR", "127.0.0.1", "WORLD_SIZE", "2")));
         assertTrue(partial.getMessage().contains("but MASTER_PORT, RANK are not set"), partial.getMessage());
 
         // worldSize and rank given as arguments are not needed from the environment.
         var port = assertThrows(IllegalStateException.class, () -> Distributed.createProcessGroup("gloo", "env://", 2, 0,
-                TIMEOUT, Map.of("MASTER_ADDR", "127.0.0.1"), 0));
+                TIMEOUT, Map.of("MASTER_ADDR", "127.0.0.1")));
         assertTrue(port.getMessage().contains("but MASTER_PORT is not set"), port.getMessage());
 
         var bad = assertThrows(IllegalStateException.class, () -> Distributed.createProcessGroup("gloo", "env://", -1, -1,
-                TIMEOUT, Map.of("MASTER_ADDR", "h", "MASTER_PORT", "x", "WORLD_SIZE", "2", "RANK", "0"), 0));
+                TIMEOUT, Map.of("MASTER_ADDR", "h", "MASTER_PORT", "x", "WORLD_SIZE", "2", "RANK", "0")));
         assertTrue(bad.getMessage().contains("MASTER_PORT=\"x\""), bad.getMessage());
     }
 
     @Test
     void backendsAndInitMethodsAreChecked() {
         var nccl = assertThrows(IllegalStateException.class,
-                () -> Distributed.createProcessGroup("nccl", "env://", 1, 0, TIMEOUT, Map.of(), 0));
+                () -> Distributed.createProcessGroup("nccl", "env://", 1, 0, TIMEOUT, Map.of()));
         // Without a GPU: "no CUDA device" before any rendezvous; with one: the missing env:// variables.
         assertTrue(nccl.getMessage().contains(org.ddp4j.cuda.Cuda.isAvailable() ? "MASTER_ADDR" : "no CUDA device"),
                 nccl.getMessage());
         var unknown = assertThrows(IllegalArgumentException.class,
-                () -> Distributed.createProcessGroup("mpi", "env://", 1, 0, TIMEOUT, Map.of(), 0));
+                () -> Distributed.createProcessGroup("mpi", "env://", 1, 0, TIMEOUT, Map.of()));
         assertTrue(unknown.getMessage().contains("gloo") && unknown.getMessage().contains("nccl"), unknown.getMessage());
         var swapped = assertThrows(IllegalArgumentException.class,
-                () -> Distributed.createProcessGroup("env://", "env://", 1, 0, TIMEOUT, Map.of(), 0));
+                () -> Distributed.createProcessGroup("env://", "env://", 1, 0, TIMEOUT, Map.of()));
         assertTrue(swapped.getMessage().contains("initProcessGroup(\"gloo\", \"env://\""), swapped.getMessage());
         var scheme = assertThrows(IllegalArgumentException.class,
-                () -> Distributed.createProcessGroup("gloo", "udp://x:1", 1, 0, TIMEOUT, Map.of(), 0));
+                () -> Distributed.createProcessGroup("gloo", "udp://x:1", 1, 0, TIMEOUT, Map.of()));
         assertTrue(scheme.getMessage().contains("tcp://host:port"), scheme.getMessage());
         var noRank = assertThrows(IllegalArgumentException.class,
-                () -> Distributed.createProcessGroup("gloo", "tcp://127.0.0.1:1234", 2, -1, TIMEOUT, Map.of(), 0));
+                () -> Distributed.createProcessGroup("gloo", "tcp://127.0.0.1:1234", 2, -1, TIMEOUT, Map.of()));
         assertTrue(noRank.getMessage().contains("rank"), noRank.getMessage());
         assertThrows(IllegalArgumentException.class,
-                () -> Distributed.createProcessGroup("gloo", "tcp://127.0.0.1:1234", 2, 2, TIMEOUT, Map.of(), 0));
+                () -> Distributed.createProcessGroup("gloo", "tcp://127.0.0.1:1234", 2, 2, TIMEOUT, Map.of()));
     }
 
     @Test
@@ -95,7 +95,7 @@ class DistributedTest {
     void tcpInitWithTwoRanks() throws Exception {
         String url = "tcp://127.0.0.1:" + freePort();
         List<Float> sums = Ranks.run(2, rank -> {
-            try (ProcessGroup g = Distributed.createProcessGroup("gloo", url, 2, rank, TIMEOUT, Map.of(), 0)) {
+            try (ProcessGroup g = Distributed.createProcessGroup("gloo", url, 2, rank, TIMEOUT, Map.of())) {
                 assertEquals("127.0.0.1", ((ProcessGroupGloo) g).hostname(), "a loopback master means a loopback bind");
                 return sumOfRanks(g);
             }
@@ -109,7 +109,7 @@ class DistributedTest {
         List<Float> sums = Ranks.run(3, rank -> {
             Map<String, String> env = Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
                     "WORLD_SIZE", "3", "RANK", Integer.toString(rank));
-            try (ProcessGroup g = Distributed.createProcessGroup("gloo", "env://", -1, -1, TIMEOUT, env, 0)) {
+            try (ProcessGroup g = Distributed.createProcessGroup("gloo", "env://", -1, -1, TIMEOUT, env)) {
                 assertEquals(rank, g.rank());
                 return sumOfRanks(g);
             }
@@ -124,7 +124,7 @@ class DistributedTest {
                 Map<String, String> env = Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(agent.port()),
                         "WORLD_SIZE", "2", "RANK", Integer.toString(rank), "DDP4J_AGENT_STORE", "1",
                         "DDP4J_RESTART_COUNT", "3");
-                try (ProcessGroup g = Distributed.createProcessGroup("gloo", "env://", -1, -1, TIMEOUT, env, 0)) {
+                try (ProcessGroup g = Distributed.createProcessGroup("gloo", "env://", -1, -1, TIMEOUT, env)) {
                     return sumOfRanks(g);
                 }
             });
@@ -137,7 +137,7 @@ class DistributedTest {
     void fileInit(@TempDir Path dir) throws Exception {
         String url = "file://" + dir.resolve("rendezvous").toAbsolutePath();
         List<Float> sums = Ranks.run(2, rank -> {
-            try (ProcessGroup g = Distributed.createProcessGroup("gloo", url, 2, rank, TIMEOUT, Map.of(), 0)) {
+            try (ProcessGroup g = Distributed.createProcessGroup("gloo", url, 2, rank, TIMEOUT, Map.of())) {
                 return sumOfRanks(g);
             }
         });
@@ -148,7 +148,7 @@ class DistributedTest {
     void aPortInUseIsReportedByTheStore() throws Exception {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
             var e = assertThrows(DistributedException.class, () -> Distributed.createProcessGroup("gloo",
-                    "tcp://127.0.0.1:" + taken.getLocalPort(), 2, 0, TIMEOUT, Map.of(), 0));
+                    "tcp://127.0.0.1:" + taken.getLocalPort(), 2, 0, TIMEOUT, Map.of()));
             assertTrue(e.getMessage().contains("in use"), e.getMessage());
         }
     }

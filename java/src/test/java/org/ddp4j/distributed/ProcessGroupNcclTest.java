@@ -121,7 +121,7 @@ class ProcessGroupNcclTest {
         assertTrue(direct.getMessage().contains("no CUDA device"), direct.getMessage());
         var env = assertThrows(IllegalStateException.class, () -> Distributed.createProcessGroup("nccl", "env://",
                 -1, -1, TIMEOUT, Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "1", "WORLD_SIZE", "1", "RANK",
-                        "0", "LOCAL_RANK", "0"), 0));
+                        "0", "LOCAL_RANK", "0")));
         assertTrue(env.getMessage().contains("no CUDA device"), env.getMessage());
     }
 }

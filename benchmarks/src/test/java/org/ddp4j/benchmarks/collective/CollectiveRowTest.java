@@ -1,0 +1,34 @@
+package org.ddp4j.benchmarks.collective;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+
+/** nccl-tests' arithmetic: algbw = size / time, busbw = algbw x the collective's factor, GB/s = 10^9 B/s. */
+class CollectiveRowTest {
+
+    @Test
+    void allReduceBusBandwidthIsAlgbwTimesTwoNMinusOneOverN() {
+        double factor = new AllReduceBenchmark().busBandwidthFactor(4);
+        assertEquals(1.5, factor, 1e-12);
+        // 32 MiB in 20 000 µs: 33554432 / 0.02 s = 1.6777216 GB/s
+        CollectiveRow row = new CollectiveRow("allreduce", "gloo", 4, 33_554_432, 8_388_608, "sum", 1, 10, 20_000, 21_000, factor);
+        assertEquals(1.6777216, row.algbw(), 1e-9);
+        assertEquals(1.6777216 * 1.5, row.busbw(), 1e-9);
+    }
+
+    @Test
+    void allGatherReportsTheWholeOutputAndNMinusOneOverN() {
+        AllGatherBenchmark gather = new AllGatherBenchmark();
+        assertEquals(3 * 1024, gather.reportedBytes(1024, 3));
+        assertEquals(2.0 / 3, gather.busBandwidthFactor(3), 1e-12);
+        assertEquals(1.0, new BroadcastBenchmark().busBandwidthFactor(8), 0);
+    }
+
+    @Test
+    void theResultLineCarriesTheMedianAndBothBandwidths() {
+        CollectiveRow row = new CollectiveRow("allreduce", "gloo", 2, 8, 2, "sum", 299, 10, 80, 90, 1.0);
+        assertEquals("result op=allreduce backend=gloo ranks=2 bytes=8 count=2 median_us=80.000 mean_us=90.000"
+                + " algbw=0.000100 busbw=0.000100 calls=299 iterations=10", row.resultLine());
+    }
+}
