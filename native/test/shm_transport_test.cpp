@@ -1,6 +1,6 @@
 // ctest: the shared-memory transport with 2, 3 and 4 ranks as processes (fork), each building its
 // transport through a Gloo FileStore in a temporary folder.
-//  - every op and dtype against a plain reference at 0, 1, an odd count and several MiB (beyond
+//  - every op and dtype (allReduce and reduce) against a plain reference at 0, 1, an odd count and several MiB (beyond
 //    one chunk), in place and not; every rank's results hashed and compared across ranks;
 //    small chunks force the pipelined path at odd sizes; broadcast from every root; allGather
 //    (also in place); barrier; ranks that disagree on a collective fail instead of hanging;
@@ -66,6 +66,7 @@ std::vector<int> run_ranks(int world, ShmOptions options, const std::function<vo
   for (int r = 0; r < world; r++) {
     pid_t pid = fork();
     if (pid == 0) {
+      ddp4j::test::failure_count() = 0;  // this child's own checks only
       try {
         gloo::rendezvous::FileStore store(g_dir);
         ShmTransport t(store, "test", r, world, globals, options);
@@ -173,6 +174,29 @@ void check_allreduce(ShmTransport& t, int rank, int world, DType dtype, ReduceOp
   hash = fnv(out.data(), count * sizeof(T), hash);
 }
 
+/** reduce to `root`: the root gets the reference, the others' output stays as it was. */
+template <class T>
+void check_reduce(ShmTransport& t, int rank, int world, DType dtype, ReduceOp op, size_t count, int root,
+                  uint64_t seed) {
+  std::vector<T> in(count), out(count, T(42)), expected(count);
+  for (size_t i = 0; i < count; i++) in[i] = input_value<T>(rank, i, op, seed);
+  for (size_t i = 0; i < count; i++) {
+    T a = input_value<T>(0, i, op, seed);
+    for (int r = 1; r < world; r++) a = combine(a, input_value<T>(r, i, op, seed), op);
+    if constexpr (std::is_same<T, float>::value) {
+      if (op == ReduceOp::AVG) a *= 1.0f / static_cast<float>(world);
+    }
+    expected[i] = rank == root ? a : T(42);
+  }
+  t.reduce(in.data(), out.data(), count, dtype, op, root);
+  const bool ok = std::memcmp(out.data(), expected.data(), count * sizeof(T)) == 0;
+  if (!ok) {
+    std::fprintf(stderr, "rank %d/%d: reduce %s %s count %zu to %d differs from the reference\n", rank, world,
+                 dtype_name(dtype), reduce_op_name(op), count, root);
+  }
+  CHECK(ok);
+}
+
 /** Every op, dtype and size; writes the hash of all results to <dir>/hash.<rank>. */
 void all_ops(int rank, ShmTransport& t, const std::vector<size_t>& counts) {
   const int world = t.local_size();
@@ -184,6 +208,11 @@ void all_ops(int rank, ShmTransport& t, const std::vector<size_t>& counts) {
       if (op != ReduceOp::AVG) {
         check_allreduce<int64_t>(t, rank, world, DType::Int64, op, count, count % 2 == 0, seed++, hash);
       }
+    }
+    for (int root = 0; root < world; root++) {
+      check_reduce<float>(t, rank, world, DType::Float32, root == 1 ? ReduceOp::AVG : ReduceOp::SUM, count, root,
+                          seed++);
+      check_reduce<int64_t>(t, rank, world, DType::Int64, ReduceOp::MAX, count, root, seed++);
     }
     const size_t bytes = count * 4 + (count > 0 ? 3 : 0);  // odd byte counts too
     // broadcast from every root

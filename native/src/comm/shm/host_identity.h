@@ -26,7 +26,7 @@ std::string host_identity();
  * Publishes `identity` as "<prefix>/host/<rank>" and reads every rank's, waiting up to `timeout`.
  * Returns the ranks (ascending, `rank` included) whose identity equals this rank's: the group's
  * local ranks on this host, local rank = index in the result. Every rank of the group must call it
- * with the same prefix. Throws Error(Timeout) naming the ranks that did not publish in time.
+ * with the same prefix. Throws Error(Timeout) when not every rank has published within `timeout`.
  */
 std::vector<int> same_host_ranks(gloo::rendezvous::Store& store, const std::string& prefix, int rank, int size,
                                  const std::string& identity, std::chrono::milliseconds timeout);

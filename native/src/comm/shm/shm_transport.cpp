@@ -28,7 +28,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr size_t kAbortBytes = 4096;
 constexpr size_t kLineBytes = 128;  // two cache lines: adjacent-line prefetch must not couple ranks
-constexpr uint32_t kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4;
+constexpr uint32_t kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4, kReduce = 5;
 
 /** The op a rank put into one of its slots; peers compare it with their own. */
 struct Desc {
@@ -60,7 +60,7 @@ struct ShmTransport::AbortArea {
 
 struct ShmTransport::Op {
   uint32_t kind;
-  uint32_t arg;    // allReduce: dtype << 8 | op; broadcast: root
+  uint32_t arg;    // allReduce: dtype << 8 | op; reduce: that | root << 16; broadcast: root
   uint64_t count;  // allReduce: elements; broadcast / allGather: bytes
   Clock::time_point deadline;
 };
@@ -123,6 +123,10 @@ std::string ShmTransport::describe(const Op& op) const {
     case kAllReduce:
       return detail::concat("allReduce(", reduce_op_name(static_cast<ReduceOp>(op.arg & 0xff)), ") of ", op.count, " ",
                             dtype_name(static_cast<DType>(op.arg >> 8)), " elements");
+    case kReduce:
+      return detail::concat("reduce(", reduce_op_name(static_cast<ReduceOp>(op.arg & 0xff)), ") of ", op.count, " ",
+                            dtype_name(static_cast<DType>((op.arg >> 8) & 0xff)), " elements to rank ",
+                            global_ranks_[op.arg >> 16]);
     case kBroadcast:
       return detail::concat("broadcast of ", op.count, " bytes from rank ", global_ranks_[op.arg]);
     case kAllGather: return detail::concat("allGather of ", op.count, " bytes per rank");
@@ -214,9 +218,11 @@ void ShmTransport::check_desc(int peer, int slot, const Op& op) {
   const Desc& d = lines_[peer].desc[slot];
   if (d.step == step_ && d.kind == op.kind && d.arg == op.arg && d.count == op.count) return;
   Op theirs{d.kind, d.arg, d.count, op.deadline};
-  const bool known = d.kind >= kAllReduce && d.kind <= kBarrier &&
+  const bool known = d.kind >= kAllReduce && d.kind <= kReduce &&
                      (d.kind != kBroadcast || d.arg < static_cast<uint32_t>(local_size_)) &&
-                     (d.kind != kAllReduce || ((d.arg >> 8) <= 1 && (d.arg & 0xff) < kNumReduceOps));
+                     (d.kind != kAllReduce || ((d.arg >> 8) <= 1 && (d.arg & 0xff) < kNumReduceOps)) &&
+                     (d.kind != kReduce || (((d.arg >> 8) & 0xff) <= 1 && (d.arg & 0xff) < kNumReduceOps &&
+                                            (d.arg >> 16) < static_cast<uint32_t>(local_size_)));
   fail(op, ErrorKind::Distributed,
        detail::concat("shared memory: ranks disagree on the collective: this rank (", global_ranks_[local_rank_],
                       ") called ", describe(op), " but ", who(peer), " called ",
@@ -229,10 +235,24 @@ void ShmTransport::check_desc(int peer, int slot, const Op& op) {
 void ShmTransport::allreduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop) {
   std::lock_guard<std::mutex> lock(mutex_);
   DDP4J_CHECK_ARG(dtype == DType::Float32 || dtype == DType::Int64, "allReduce: dtype ", dtype_name(dtype));
-  DDP4J_CHECK_ARG(rop != ReduceOp::AVG || dtype == DType::Float32, "allReduce: ReduceOp.AVG needs float32, got ",
-                  dtype_name(dtype));
   const Op op{kAllReduce, (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop), count,
               Clock::now() + options_.timeout};
+  reduce_any(op, input, output, count, dtype, rop, -1);
+}
+
+void ShmTransport::reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DDP4J_CHECK_ARG(dtype == DType::Float32 || dtype == DType::Int64, "reduce: dtype ", dtype_name(dtype));
+  DDP4J_CHECK_ARG(root >= 0 && root < local_size_, "reduce: root ", root, " is not a local rank of ", local_size_);
+  const Op op{kReduce,
+              (static_cast<uint32_t>(root) << 16) | (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop),
+              count, Clock::now() + options_.timeout};
+  reduce_any(op, input, output, count, dtype, rop, root);
+}
+
+void ShmTransport::reduce_any(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop,
+                              int root) {
+  DDP4J_CHECK_ARG(rop != ReduceOp::AVG || dtype == DType::Float32, describe(op), ": ReduceOp.AVG needs float32");
   check_usable(op);
   const size_t bytes = count * element_size(dtype);
   if (local_size_ == 1) {
@@ -240,36 +260,38 @@ void ShmTransport::allreduce(const void* input, void* output, size_t count, DTyp
     return;
   }
   if (bytes <= std::min(options_.small_allreduce_bytes, chunk_bytes_)) {
-    allreduce_small(op, input, output, count, dtype, rop);
+    reduce_small(op, input, output, count, dtype, rop, root);
   } else {
-    allreduce_chunked(op, input, output, count, dtype, rop);
+    reduce_chunked(op, input, output, count, dtype, rop, root);
   }
 }
 
 // One step: every rank publishes its whole buffer and reduces all of them itself, in rank order.
-void ShmTransport::allreduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype,
-                                   ReduceOp rop) {
+void ShmTransport::reduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype,
+                                ReduceOp rop, int root) {
   const int s = static_cast<int>(step_ & 1);
   const size_t bytes = count * element_size(dtype);
   begin_step(op, s);
   if (bytes > 0) std::memcpy(slot_data(local_rank_, s), input, bytes);
   post();
   const uint32_t a = posted_;
-  wait_all(a, op);
-  const void* srcs[ShmSegment::kMaxLocalRanks];
-  for (int r = 0; r < local_size_; r++) {
-    if (r != local_rank_) check_desc(r, s, op);
-    srcs[r] = r == local_rank_ ? input : slot_data(r, s);
+  if (root < 0 || root == local_rank_) {  // a reduce's other ranks are done once their data is out
+    wait_all(a, op);
+    const void* srcs[ShmSegment::kMaxLocalRanks];
+    for (int r = 0; r < local_size_; r++) {
+      if (r != local_rank_) check_desc(r, s, op);
+      srcs[r] = r == local_rank_ ? input : slot_data(r, s);
+    }
+    reduce_sources(output, srcs, local_size_, count, dtype, rop);
   }
-  reduce_sources(output, srcs, local_size_, count, dtype, rop);
   slot_free_[s] = a + 1;
   step_++;
 }
 
 // Per chunk: publish (all but my own slice), reduce my slice of every rank's chunk in rank order
-// into my slot, then copy every other rank's reduced slice out.
-void ShmTransport::allreduce_chunked(const Op& op, const void* input, void* output, size_t count, DType dtype,
-                                     ReduceOp rop) {
+// into my slot, then copy every other rank's reduced slice out (only the root, for a reduce).
+void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output, size_t count, DType dtype,
+                                  ReduceOp rop, int root) {
   const size_t es = element_size(dtype);
   const size_t chunk_elems = chunk_bytes_ / es;
   const int n = local_size_, me = local_rank_;
@@ -285,7 +307,7 @@ void ShmTransport::allreduce_chunked(const Op& op, const void* input, void* outp
     const int s = static_cast<int>(step_ & 1);
     char* mine = slot_data(me, s);
     const char* src = in + c0 * es;
-    char* dst = out + c0 * es;
+    char* dst = out != nullptr ? out + c0 * es : nullptr;  // a reduce's non-roots may pass no output
     begin_step(op, s);
     std::memcpy(mine, src, lo(me) * es);
     std::memcpy(mine + hi(me) * es, src + hi(me) * es, (m - hi(me)) * es);
@@ -299,11 +321,13 @@ void ShmTransport::allreduce_chunked(const Op& op, const void* input, void* outp
     reduce_sources(mine + lo(me) * es, srcs, n, hi(me) - lo(me), dtype, rop);
     post();
     const uint32_t b = posted_;
-    std::memcpy(dst + lo(me) * es, mine + lo(me) * es, (hi(me) - lo(me)) * es);
-    for (int k = 1; k < n; k++) {  // start with the next rank, so ranks do not all read one slot at once
-      const int r = (me + k) % n;
-      wait_peer(r, b, op);
-      std::memcpy(dst + lo(r) * es, slot_data(r, s) + lo(r) * es, (hi(r) - lo(r)) * es);
+    if (root < 0 || root == me) {
+      std::memcpy(dst + lo(me) * es, mine + lo(me) * es, (hi(me) - lo(me)) * es);
+      for (int k = 1; k < n; k++) {  // start with the next rank, so ranks do not all read one slot at once
+        const int r = (me + k) % n;
+        wait_peer(r, b, op);
+        std::memcpy(dst + lo(r) * es, slot_data(r, s) + lo(r) * es, (hi(r) - lo(r)) * es);
+      }
     }
     slot_free_[s] = b + 1;
     step_++;

@@ -92,6 +92,13 @@ class ShmTransport {
    */
   void allreduce(const void* input, void* output, size_t count, DType dtype, ReduceOp op);
 
+  /**
+   * Like allreduce, but only local rank `root` receives the result in `output` (the intra-host
+   * stage of a hierarchical all-reduce, before the leaders' Gloo all-reduce). Other ranks' `output`
+   * is not touched (it may be null there) and they return as soon as their data is consumed.
+   */
+  void reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp op, int root);
+
   /** Copies local rank `root`'s `bytes` bytes at `data` into every other local rank's `data`. */
   void broadcast(void* data, size_t bytes, int root);
 
@@ -123,8 +130,11 @@ class ShmTransport {
   std::string describe(const Op& op) const;
   std::string who(int local) const;
 
-  void allreduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop);
-  void allreduce_chunked(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop);
+  void reduce_any(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root);
+  // root < 0: every rank receives the result (allreduce); otherwise only local rank root (reduce).
+  void reduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root);
+  void reduce_chunked(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop,
+                      int root);
 
   const int local_rank_;
   const int local_size_;
