@@ -3,7 +3,7 @@
 // rank 0 and nccl-tests' bus bandwidth: algbw = bytes / time, busbw = algbw * 2 (n - 1) / n, in
 // GB/s (10^9 bytes per second), plus the load average (the figures are noisy on a busy machine).
 //
-//   shm_allreduce_bench [--ranks N] [--chunk BYTES] [--small BYTES] [--sizes B,B,...] [--iters N]
+//   shm_allreduce_bench [--ranks N] [--chunk BYTES] [--small BYTES] [--spin US] [--sizes B,B,...] [--iters N]
 #include <gloo/rendezvous/file_store.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     else if (a == "--chunk") options.chunk_bytes = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--small") options.small_allreduce_bytes = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--iters") iters_arg = std::atoi(argv[i + 1]);
+    else if (a == "--spin") options.spin_us = std::atoi(argv[i + 1]);
     else if (a == "--sizes") {
       sizes.clear();
       std::stringstream ss(argv[i + 1]);

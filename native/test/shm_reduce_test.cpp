@@ -3,6 +3,7 @@
 // every op, both dtypes, several source counts and lengths that exercise every tail.
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -78,6 +79,20 @@ int main() {
       for (ReduceOp op : {ReduceOp::SUM, ReduceOp::AVG, ReduceOp::PRODUCT, ReduceOp::MIN, ReduceOp::MAX}) {
         check_op<float>(DType::Float32, op, nsrc, count);
         if (op != ReduceOp::AVG) check_op<int64_t>(DType::Int64, op, nsrc, count);
+      }
+    }
+  }
+  // copy_bytes: every length around the vector widths, at unaligned offsets.
+  {
+    std::vector<unsigned char> src(5000), dst(5000);
+    for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<unsigned char>(mix(i));
+    for (size_t n : {0, 1, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 4093}) {
+      for (size_t off : {0, 1, 16, 63}) {
+        std::fill(dst.begin(), dst.end(), 0xAB);
+        shm::copy_bytes(dst.data() + off, src.data() + 3, n);
+        bool ok = std::memcmp(dst.data() + off, src.data() + 3, n) == 0 && (off == 0 || dst[off - 1] == 0xAB) &&
+                  dst[off + n] == 0xAB;
+        CHECK(ok);
       }
     }
   }

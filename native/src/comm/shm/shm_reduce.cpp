@@ -143,6 +143,38 @@ void reduce_scalar(void* out_v, const void* const* srcs_v, int n, size_t count) 
   }
 }
 
+DDP4J_AVX512 void copy_avx512(char* d, const char* s, size_t n) {
+  size_t i = 0;
+  for (; i + 256 <= n; i += 256) {
+    __m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64), c = _mm512_loadu_si512(s + i + 128),
+            e = _mm512_loadu_si512(s + i + 192);
+    _mm512_storeu_si512(d + i, a);
+    _mm512_storeu_si512(d + i + 64, b);
+    _mm512_storeu_si512(d + i + 128, c);
+    _mm512_storeu_si512(d + i + 192, e);
+  }
+  for (; i + 64 <= n; i += 64) _mm512_storeu_si512(d + i, _mm512_loadu_si512(s + i));
+  if (i < n) std::memcpy(d + i, s + i, n - i);  // < 64 bytes: below glibc's rep movsb threshold
+}
+
+void copy_avx2(char* d, const char* s, size_t n) {
+  size_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
+    __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 64));
+    __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 96));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), a);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 32), b);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 64), c);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 96), e);
+  }
+  for (; i + 32 <= n; i += 32) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+  }
+  if (i < n) std::memcpy(d + i, s + i, n - i);
+}
+
 using Kernel = void (*)(void*, const void* const*, int, size_t);
 
 enum class Isa { Scalar, Avx2, Avx512 };
@@ -199,6 +231,15 @@ void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, 
     float* p = static_cast<float*>(out);
     const float inv = 1.0f / static_cast<float>(nsrc);
     for (size_t i = 0; i < count; i++) p[i] *= inv;
+  }
+}
+
+void copy_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  switch (current_isa()) {
+    case Isa::Avx512: copy_avx512(static_cast<char*>(dst), static_cast<const char*>(src), bytes); break;
+    case Isa::Avx2: copy_avx2(static_cast<char*>(dst), static_cast<const char*>(src), bytes); break;
+    default: std::memcpy(dst, src, bytes);
   }
 }
 

@@ -272,7 +272,7 @@ void ShmTransport::reduce_small(const Op& op, const void* input, void* output, s
   const int s = static_cast<int>(step_ & 1);
   const size_t bytes = count * element_size(dtype);
   begin_step(op, s);
-  if (bytes > 0) std::memcpy(slot_data(local_rank_, s), input, bytes);
+  if (bytes > 0) copy_bytes(slot_data(local_rank_, s), input, bytes);
   post();
   const uint32_t a = posted_;
   if (root < 0 || root == local_rank_) {  // a reduce's other ranks are done once their data is out
@@ -309,8 +309,8 @@ void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output,
     const char* src = in + c0 * es;
     char* dst = out != nullptr ? out + c0 * es : nullptr;  // a reduce's non-roots may pass no output
     begin_step(op, s);
-    std::memcpy(mine, src, lo(me) * es);
-    std::memcpy(mine + hi(me) * es, src + hi(me) * es, (m - hi(me)) * es);
+    copy_bytes(mine, src, lo(me) * es);
+    copy_bytes(mine + hi(me) * es, src + hi(me) * es, (m - hi(me)) * es);
     post();
     const uint32_t a = posted_;
     wait_all(a, op);
@@ -322,11 +322,11 @@ void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output,
     post();
     const uint32_t b = posted_;
     if (root < 0 || root == me) {
-      std::memcpy(dst + lo(me) * es, mine + lo(me) * es, (hi(me) - lo(me)) * es);
+      copy_bytes(dst + lo(me) * es, mine + lo(me) * es, (hi(me) - lo(me)) * es);
       for (int k = 1; k < n; k++) {  // start with the next rank, so ranks do not all read one slot at once
         const int r = (me + k) % n;
         wait_peer(r, b, op);
-        std::memcpy(dst + lo(r) * es, slot_data(r, s) + lo(r) * es, (hi(r) - lo(r)) * es);
+        copy_bytes(dst + lo(r) * es, slot_data(r, s) + lo(r) * es, (hi(r) - lo(r)) * es);
       }
     }
     slot_free_[s] = b + 1;
@@ -349,13 +349,13 @@ void ShmTransport::broadcast(void* data, size_t bytes, int root) {
     const int s = static_cast<int>(step_ & 1);
     if (local_rank_ == root) {
       begin_step(op, s);
-      if (len > 0) std::memcpy(slot_data(root, s), p + off, len);
+      if (len > 0) copy_bytes(slot_data(root, s), p + off, len);
       post();
     } else {
       post();  // keeps the phase sequence equal on every rank; says "done with the previous step"
       wait_peer(root, posted_, op);
       check_desc(root, s, op);
-      if (len > 0) std::memcpy(p + off, slot_data(root, s), len);
+      if (len > 0) copy_bytes(p + off, slot_data(root, s), len);
     }
     slot_free_[s] = posted_ + 1;
     step_++;
@@ -378,7 +378,7 @@ void ShmTransport::allgather(const void* input, void* output, size_t bytes) {
     const size_t len = std::min(chunk_bytes_, bytes - off);
     const int s = static_cast<int>(step_ & 1);
     begin_step(op, s);
-    if (len > 0) std::memcpy(slot_data(local_rank_, s), in + off, len);
+    if (len > 0) copy_bytes(slot_data(local_rank_, s), in + off, len);
     post();
     const uint32_t a = posted_;
     if (len > 0 && out + local_rank_ * bytes + off != in + off) {
@@ -388,7 +388,7 @@ void ShmTransport::allgather(const void* input, void* output, size_t bytes) {
       const int r = (local_rank_ + k) % local_size_;
       wait_peer(r, a, op);
       check_desc(r, s, op);
-      if (len > 0) std::memcpy(out + r * bytes + off, slot_data(r, s), len);
+      if (len > 0) copy_bytes(out + r * bytes + off, slot_data(r, s), len);
     }
     slot_free_[s] = a + 1;
     step_++;
