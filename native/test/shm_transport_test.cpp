@@ -3,7 +3,8 @@
 //  - every op and dtype (allReduce and reduce) against a plain reference at 0, 1, an odd count and several MiB (beyond
 //    one chunk), in place and not; every rank's results hashed and compared across ranks;
 //    small chunks force the pipelined path at odd sizes; broadcast from every root; allGather
-//    (also in place); barrier; ranks that disagree on a collective fail instead of hanging;
+//    (also in place); barrier; ranks that disagree on a collective, or on the segment's size,
+//    fail at once instead of hanging;
 //  - kill -9 of a peer during a large allReduce: the survivors throw Error(Distributed) naming
 //    the dead rank, well within the timeout; a peer that never calls: Error(Timeout) within the
 //    bound, and the transport then fails at once;
@@ -403,6 +404,42 @@ void test_disagreement() {
   cleanup_dir();
 }
 
+/** Ranks that pass different chunk sizes (segment sizes) all fail fast with Error(Distributed). */
+void test_segment_disagreement() {
+  char tmpl[] = "/tmp/ddp4j-shm-test-XXXXXX";
+  g_dir = mkdtemp(tmpl);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 3; r++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      ddp4j::test::failure_count() = 0;
+      ShmOptions o;
+      o.timeout = std::chrono::seconds(10);
+      o.chunk_bytes = r == 2 ? 8192 : 4096;
+      const auto t0 = Clock::now();
+      try {
+        gloo::rendezvous::FileStore store(g_dir);
+        ShmTransport t(store, "seg", r, 3, {0, 1, 2}, o);
+        CHECK(false);
+      } catch (const Error& e) {
+        if (r == 0) std::printf("segment disagreement: %s\n", e.what());
+        CHECK(e.kind() == ErrorKind::Distributed);
+        CHECK(std::string(e.what()).find("different chunk sizes") != std::string::npos);
+      }
+      CHECK(Clock::now() - t0 < std::chrono::seconds(3));
+      std::fflush(stdout);
+      _exit(test_failures());
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t p : pids) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  cleanup_dir();
+}
+
 }  // namespace
 
 int main() {
@@ -425,6 +462,7 @@ int main() {
     cleanup_dir();
   }
   test_disagreement();
+  test_segment_disagreement();
   test_timeout();
   test_kill_during_allreduce(2);
   test_kill_during_allreduce(3);

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <random>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "ddp4j/errors.h"
@@ -30,8 +29,7 @@ struct SegmentHeader {
   uint64_t nonce;
   uint64_t bytes;
   uint32_t local_size;
-  std::atomic<uint32_t> attached;  // local ranks that have written their pid
-  int32_t pids[ShmSegment::kMaxLocalRanks];
+  int32_t pids[ShmSegment::kMaxLocalRanks];  // each rank writes its own before it says "ok"
 };
 static_assert(sizeof(SegmentHeader) <= kHeaderBytes, "segment header must fit its page");
 
@@ -57,82 +55,111 @@ ShmSegment::ShmSegment(gloo::rendezvous::Store& store, const std::string& prefix
     : local_rank_(local_rank), local_size_(local_size) {
   DDP4J_CHECK_ARG(local_size >= 1 && local_size <= kMaxLocalRanks && local_rank >= 0 && local_rank < local_size,
                   "shared memory: local rank ", local_rank, " of ", local_size, " (at most ", kMaxLocalRanks, ")");
-  const auto deadline = Clock::now() + timeout;
   const size_t data_bytes = (bytes + 4095) / 4096 * 4096;
   const size_t total = kHeaderBytes + data_bytes;
   const std::string key = prefix + "/segment";
+  auto attach_key = [&](int r) { return prefix + "/attached/" + std::to_string(r); };
+  auto set = [&](const std::string& k, const std::string& v) { store.set(k, std::vector<char>(v.begin(), v.end())); };
+  auto wait_keys = [&](const std::vector<std::string>& keys, const char* what) {
+    try {
+      store.wait(keys, timeout);
+    } catch (const std::exception& e) {
+      throw Error(ErrorKind::Timeout, detail::concat("shared memory: ", what, " within ", duration_str(timeout),
+                                                     " (keys under '", prefix, "/'): ", e.what()));
+    }
+  };
   int fd = -1;
-  SegmentHeader* h = nullptr;
 
+  // Every failure below is published before it is thrown, so that all local ranks fail together
+  // (and a process group falls back to Gloo on all of them) instead of waiting for the timeout.
+  std::string failure;
   if (local_rank == 0) {
     fd = static_cast<int>(memfd_create("ddp4j-shm", MFD_CLOEXEC));
-    DDP4J_CHECK(fd >= 0, Distributed, "shared memory: memfd_create failed: ", errno_str());
-    if (ftruncate(fd, static_cast<off_t>(total)) != 0 || (base_ = map_fd(fd, total)) == nullptr) {
-      const std::string why = errno_str();
+    if (fd < 0) {
+      failure = "memfd_create failed: " + errno_str();
+    } else if (ftruncate(fd, static_cast<off_t>(total)) != 0 || (base_ = map_fd(fd, total)) == nullptr) {
+      failure = detail::concat("cannot size or map a ", total, "-byte segment: ", errno_str());
       close(fd);
-      throw Error(ErrorKind::Distributed, detail::concat("shared memory: cannot size or map a ", total,
-                                                         "-byte segment: ", why));
+      fd = -1;
+    }
+    if (!failure.empty()) {
+      set(key, "fail " + failure);
+      throw Error(ErrorKind::Distributed, "shared memory: " + failure);
     }
     mapped_ = total;
-    h = static_cast<SegmentHeader*>(base_);
+    auto* h = static_cast<SegmentHeader*>(base_);
     h->magic = kMagic;
     h->nonce = random_nonce();
     h->bytes = data_bytes;
     h->local_size = static_cast<uint32_t>(local_size);
     h->pids[0] = static_cast<int32_t>(getpid());
-    h->attached.store(1, std::memory_order_release);
     std::ostringstream v;
-    v << getpid() << ' ' << fd << ' ' << data_bytes << ' ' << h->nonce;
-    const std::string s = v.str();
-    store.set(key, std::vector<char>(s.begin(), s.end()));
+    v << "ok " << getpid() << ' ' << fd << ' ' << data_bytes << ' ' << h->nonce;
+    set(key, v.str());
   } else {
-    try {
-      store.wait({key}, timeout);
-    } catch (const std::exception& e) {
-      throw Error(ErrorKind::Timeout, detail::concat("shared memory: local rank 0 did not publish the segment ('", key,
-                                                     "') within ", duration_str(timeout), ": ", e.what()));
-    }
+    wait_keys({key}, "local rank 0 did not publish the segment");
     std::vector<char> raw = store.get(key);
-    std::istringstream in(std::string(raw.begin(), raw.end()));
+    const std::string value(raw.begin(), raw.end());
+    if (value.rfind("fail ", 0) == 0) {
+      throw Error(ErrorKind::Distributed, "shared memory: local rank 0 could not create the segment: " + value.substr(5));
+    }
+    std::istringstream in(value);
+    std::string tag;
     long long pid = 0, cfd = 0;
     unsigned long long size = 0, nonce = 0;
-    DDP4J_CHECK(static_cast<bool>(in >> pid >> cfd >> size >> nonce), Distributed,
-                "shared memory: malformed segment key '", key, "'");
-    DDP4J_CHECK(size == data_bytes, Distributed, "shared memory: local rank 0 made a ", size,
-                "-byte segment, this rank expects ", data_bytes, " (ranks passed different chunk sizes or local sizes)");
-    const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(cfd);
-    fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    DDP4J_CHECK(fd >= 0, Distributed, "shared memory: cannot open local rank 0's segment ", path, ": ", errno_str(),
-                " (it exited, or runs as another user or undumpable)");
-    struct stat st {};
-    const bool ok = fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == total && (base_ = map_fd(fd, total));
-    close(fd);  // the mapping keeps the memory alive
-    fd = -1;
-    DDP4J_CHECK(ok, Distributed, "shared memory: ", path, " is not the expected ", total, "-byte segment");
-    mapped_ = total;
-    h = static_cast<SegmentHeader*>(base_);
-    if (h->magic != kMagic || h->nonce != nonce || h->local_size != static_cast<uint32_t>(local_size)) {
-      release();
-      throw Error(ErrorKind::Distributed, detail::concat("shared memory: ", path, " is not this group's segment (a stale '",
-                                                         key, "' from an earlier group, or a different local size)"));
+    if (!(in >> tag >> pid >> cfd >> size >> nonce) || tag != "ok") {
+      failure = "malformed segment key '" + key + "'";
+    } else if (size != data_bytes) {
+      failure = detail::concat("local rank 0 made a ", size, "-byte segment, local rank ", local_rank, " expects ",
+                               data_bytes, " (ranks passed different chunk sizes or local sizes)");
+    } else {
+      const std::string proc = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(cfd);
+      fd = open(proc.c_str(), O_RDWR | O_CLOEXEC);
+      struct stat st {};
+      if (fd < 0) {
+        failure = detail::concat("local rank ", local_rank, " cannot open ", proc, ": ", errno_str(),
+                                 " (local rank 0 exited, or runs as another user or undumpable)");
+      } else if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != total ||
+                 (base_ = map_fd(fd, total)) == nullptr) {
+        failure = detail::concat("local rank ", local_rank, ": ", proc, " is not the expected ", total,
+                                 "-byte segment");
+      } else {
+        mapped_ = total;
+        const auto* h = static_cast<const SegmentHeader*>(base_);
+        if (h->magic != kMagic || h->nonce != nonce || h->local_size != static_cast<uint32_t>(local_size)) {
+          failure = detail::concat(proc, " is not this group's segment (a stale '", key,
+                                   "' of an earlier group, or a different local size)");
+        }
+      }
+      if (fd >= 0) close(fd);  // the mapping keeps the memory alive
+      fd = -1;
     }
-    h->pids[local_rank] = static_cast<int32_t>(getpid());
-    h->attached.fetch_add(1, std::memory_order_acq_rel);
+    if (!failure.empty()) {
+      release();
+      set(attach_key(local_rank), "fail " + failure);
+      throw Error(ErrorKind::Distributed, "shared memory: " + failure);
+    }
+    static_cast<SegmentHeader*>(base_)->pids[local_rank] = static_cast<int32_t>(getpid());
   }
+  set(attach_key(local_rank), "ok");
 
-  // Every rank waits for all pids (the transport watches them); rank 0 keeps its descriptor open
-  // until then, since the others open the segment through it.
-  auto sleep = std::chrono::microseconds(20);
-  while (h->attached.load(std::memory_order_acquire) < static_cast<uint32_t>(local_size)) {
-    if (Clock::now() > deadline) {
-      const uint32_t n = h->attached.load();
-      if (fd >= 0) close(fd);
-      release();
-      throw Error(ErrorKind::Timeout, detail::concat("shared memory: only ", n, " of ", local_size,
-                                                     " local ranks mapped the segment within ", duration_str(timeout)));
+  // Every rank waits for every rank's verdict (the transport needs all pids); rank 0 keeps its
+  // descriptor open until then, since the others open the segment through it.
+  std::vector<std::string> keys;
+  for (int r = 0; r < local_size; r++) keys.push_back(attach_key(r));
+  try {
+    wait_keys(keys, "not every local rank mapped the segment");
+    for (int r = 0; r < local_size; r++) {
+      if (r == local_rank) continue;
+      std::vector<char> v = store.get(attach_key(r));
+      const std::string verdict(v.begin(), v.end());
+      DDP4J_CHECK(verdict == "ok", Distributed, "shared memory: ",
+                  verdict.rfind("fail ", 0) == 0 ? verdict.substr(5) : "local rank " + std::to_string(r) + " failed");
     }
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, std::chrono::microseconds(2000));
+  } catch (...) {
+    if (fd >= 0) close(fd);
+    release();
+    throw;
   }
   if (fd >= 0) close(fd);
   data_ = static_cast<char*>(base_) + kHeaderBytes;

@@ -24,16 +24,19 @@ namespace ddp4j::shm {
 /**
  * A shared mapping of `bytes` usable bytes (zero-filled, 4096-byte aligned), plus the pid of every
  * local rank. Construction is collective over the local ranks:
- *  - local rank 0 creates a memfd, sizes and maps it, and publishes "<pid> <fd> <bytes> <nonce>"
- *    under "<prefix>/segment" in the store;
+ *  - local rank 0 creates a memfd, sizes and maps it, and publishes "ok <pid> <fd> <bytes> <nonce>"
+ *    under "<prefix>/segment" in the store (or "fail <reason>");
  *  - the others wait for that key, open /proc/<pid>/fd/<fd>, map it and check its size and nonce
- *    (a stale key from an earlier group with the same prefix is refused, not mapped);
- *  - every rank writes its pid into the segment's header and waits until all local ranks have;
- *    then rank 0 closes its descriptor. From then on the memory lives exactly as long as the
- *    mappings, and nothing refers to it by name.
- * Throws Error(Timeout) when the key or a peer does not appear within `timeout`, Error(Distributed)
- * when the segment cannot be opened or disagrees in size (ranks passed different sizes), and
- * Error(InvalidArgument) for bad arguments. Not copyable; movable.
+ *    (a stale key from an earlier group with the same prefix is refused, not mapped), and write
+ *    their pid into the segment's header;
+ *  - every rank publishes its verdict, "ok" or "fail <reason>", under "<prefix>/attached/<local
+ *    rank>" and waits for everyone's; then rank 0 closes its descriptor. From then on the memory
+ *    lives exactly as long as the mappings, and nothing refers to it by name.
+ * All local ranks therefore succeed or fail together: a rank that cannot map the segment makes
+ * every rank throw Error(Distributed) with its reason (so a process group can fall back to Gloo on
+ * all of them), not wait for the timeout. Throws Error(Timeout) when a key does not appear within
+ * `timeout` (a local rank never constructed its segment), Error(InvalidArgument) for bad
+ * arguments. Not copyable; movable.
  */
 class ShmSegment {
  public:
