@@ -13,6 +13,7 @@
 #include "comm/shm/shm_transport.h"
 
 #include <immintrin.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -164,12 +165,20 @@ void ShmTransport::post() {
 void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
   Line& l = lines_[peer];
   if (reached(l.seq.load(std::memory_order_acquire), target)) return;
-  // Spin first: a peer already inside the collective answers within a microsecond or two.
-  const auto spin_end = Clock::now() + std::chrono::microseconds(options_.spin_us);
+  // Spin first: a peer already inside the collective answers within a microsecond or two. After
+  // the first few microseconds, yield between checks: when ranks outnumber free cores, the peer
+  // may be waiting for this very core, and a yield lets it run without a futex sleep and wake-up.
+  const auto t0 = Clock::now();
+  const auto yield_from = t0 + std::chrono::microseconds(std::min(options_.spin_us, 4));
+  const auto spin_end = t0 + std::chrono::microseconds(options_.spin_us);
   for (int i = 1;; i++) {
     _mm_pause();
     if (reached(l.seq.load(std::memory_order_acquire), target)) return;
-    if ((i & 63) == 0 && Clock::now() >= spin_end) break;
+    if ((i & 15) == 0) {
+      const auto now = Clock::now();
+      if (now >= spin_end) break;
+      if (now >= yield_from) sched_yield();
+    }
   }
   for (;;) {
     if (abort_->state.load(std::memory_order_acquire) != 0) {

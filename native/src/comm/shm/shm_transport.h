@@ -38,7 +38,7 @@ struct ShmOptions {
    * core with other work; 64 KiB keeps the extra reads cache-sized for 4-8 ranks.
    */
   size_t small_allreduce_bytes = 64 << 10;
-  /** How long a waiter spins before it sleeps on the futex (microseconds). */
+  /** How long a waiter spins (yielding after the first 4 us) before it sleeps on the futex, in microseconds. */
   int spin_us = 30;
   /** The futex sleep slice between checks of peers' liveness, the abort flag and the deadline. */
   std::chrono::milliseconds sleep_slice = std::chrono::milliseconds(2);
