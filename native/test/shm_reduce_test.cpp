@@ -1,6 +1,7 @@
 // ctest: the shared-memory transport's reduction kernels. The vector path picked at run time
 // (AVX-512 or AVX2) gives the same bits as the scalar path and as a plain left-to-right loop, for
-// every op, both dtypes, several source counts and lengths that exercise every tail.
+// every op, both dtypes, several source counts and lengths that exercise every tail, with and
+// without the second output.
 #include <cstdint>
 #include <cstdio>
 #include <algorithm>
@@ -50,7 +51,7 @@ void check_op(DType dtype, ReduceOp op, int nsrc, size_t count) {
   }
   std::vector<const void*> ptrs;
   for (auto& v : src) ptrs.push_back(v.data());
-  std::vector<T> expected(count), vec(count), scalar(count);
+  std::vector<T> expected(count), vec(count), vec2(count), scalar(count), scalar2(count);
   for (size_t i = 0; i < count; i++) {
     T a = src[0][i];
     for (int s = 1; s < nsrc; s++) a = plain(a, src[s][i], op);
@@ -59,12 +60,15 @@ void check_op(DType dtype, ReduceOp op, int nsrc, size_t count) {
     }
     expected[i] = a;
   }
-  shm::reduce_sources(vec.data(), ptrs.data(), nsrc, count, dtype, op);
+  shm::reduce_sources(vec.data(), ptrs.data(), nsrc, count, dtype, op, vec2.data());
   shm::force_scalar_reduce(true);
-  shm::reduce_sources(scalar.data(), ptrs.data(), nsrc, count, dtype, op);
+  shm::reduce_sources(scalar.data(), ptrs.data(), nsrc, count, dtype, op, count % 2 ? scalar2.data() : nullptr);
+  if (count % 2 == 0) scalar2 = expected;
   shm::force_scalar_reduce(false);
   const bool ok = std::memcmp(vec.data(), expected.data(), count * sizeof(T)) == 0 &&
-                  std::memcmp(scalar.data(), expected.data(), count * sizeof(T)) == 0;
+                  std::memcmp(scalar.data(), expected.data(), count * sizeof(T)) == 0 &&
+                  std::memcmp(vec2.data(), expected.data(), count * sizeof(T)) == 0 &&
+                  std::memcmp(scalar2.data(), expected.data(), count * sizeof(T)) == 0;
   if (!ok) std::fprintf(stderr, "mismatch: %s %s nsrc=%d count=%zu\n", dtype_name(dtype), reduce_op_name(op), nsrc, count);
   CHECK(ok);
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "ddp4j/errors.h"
 
@@ -43,6 +44,9 @@ struct MulI { static int64_t s(int64_t a, int64_t b) { return (int64_t)((uint64_
     static void store(T* p, R v) { _mm256_storeu_ps(p, v); }                            \
     static R op(R a, R b) { return EXPR; }                                              \
     static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
+    static R splat(float x) { return _mm256_set1_ps(x); }                               \
+    static R scale(R a, R m) { return _mm256_mul_ps(a, m); }                            \
+    static T scale_s(T a, float m) { return a * m; }                                    \
   };
 DDP4J_V256_F32(AddF256, _mm256_add_ps(a, b), AddS)
 DDP4J_V256_F32(MulF256, _mm256_mul_ps(a, b), MulS)
@@ -58,6 +62,9 @@ DDP4J_V256_F32(MaxF256, _mm256_max_ps(b, a), MaxS)
     static void store(T* p, R v) { _mm256_storeu_si256(reinterpret_cast<R*>(p), v); }   \
     static R op(R a, R b) { return EXPR; }                                              \
     static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
+    static R splat(float) { return _mm256_setzero_si256(); }                            \
+    static R scale(R a, R) { return a; }                                                \
+    static T scale_s(T a, float) { return a; }                                          \
   };
 DDP4J_V256_I64(AddI256, _mm256_add_epi64(a, b), AddI)
 DDP4J_V256_I64(MinI256, _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(a, b)), MinS)
@@ -72,6 +79,9 @@ DDP4J_V256_I64(MaxI256, _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(b, a)), MaxS
     DDP4J_AVX512 static void store(T* p, R v) { _mm512_storeu_ps(p, v); }               \
     DDP4J_AVX512 static R op(R a, R b) { return EXPR; }                                 \
     static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
+    DDP4J_AVX512 static R splat(float x) { return _mm512_set1_ps(x); }                  \
+    DDP4J_AVX512 static R scale(R a, R m) { return _mm512_mul_ps(a, m); }               \
+    static T scale_s(T a, float m) { return a * m; }                                    \
   };
 DDP4J_V512_F32(AddF512, _mm512_add_ps(a, b), AddS)
 DDP4J_V512_F32(MulF512, _mm512_mul_ps(a, b), MulS)
@@ -87,6 +97,9 @@ DDP4J_V512_F32(MaxF512, _mm512_max_ps(b, a), MaxS)
     DDP4J_AVX512 static void store(T* p, R v) { _mm512_storeu_si512(p, v); }            \
     DDP4J_AVX512 static R op(R a, R b) { return EXPR; }                                 \
     static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
+    DDP4J_AVX512 static R splat(float) { return _mm512_setzero_si512(); }               \
+    DDP4J_AVX512 static R scale(R a, R) { return a; }                                   \
+    static T scale_s(T a, float) { return a; }                                          \
   };
 DDP4J_V512_I64(AddI512, _mm512_add_epi64(a, b), AddI)
 DDP4J_V512_I64(MinI512, _mm512_min_epi64(a, b), MinS)
@@ -94,13 +107,18 @@ DDP4J_V512_I64(MaxI512, _mm512_max_epi64(a, b), MaxS)
 
 // ---- the kernel, once per ISA (a target attribute cannot be a template parameter) ----------------
 
+// out (and out2 when not null) = the sources combined left to right, times `inv` when `scale`
+// (AVG: the rounded sum, then one rounded multiplication, exactly as a separate pass would give).
 #define DDP4J_REDUCE_KERNEL(NAME, ATTR)                                                          \
   template <class V>                                                                             \
-  ATTR void NAME(void* out_v, const void* const* srcs_v, int n, size_t count) {                  \
+  ATTR void NAME(void* out_v, void* out2_v, const void* const* srcs_v, int n, size_t count, bool scale, \
+                 float inv) {                                                                    \
     using T = typename V::T;                                                                     \
     T* out = static_cast<T*>(out_v);                                                             \
+    T* out2 = static_cast<T*>(out2_v);                                                           \
     const T* const* src = reinterpret_cast<const T* const*>(srcs_v);                             \
     constexpr size_t W = V::kLanes;                                                              \
+    const auto m = V::splat(inv);                                                                \
     size_t i = 0;                                                                                \
     for (; i + 4 * W <= count; i += 4 * W) {                                                     \
       const T* p = src[0] + i;                                                                   \
@@ -112,20 +130,36 @@ DDP4J_V512_I64(MaxI512, _mm512_max_epi64(a, b), MaxS)
         a2 = V::op(a2, V::load(q + 2 * W));                                                      \
         a3 = V::op(a3, V::load(q + 3 * W));                                                      \
       }                                                                                          \
+      if (scale) {                                                                               \
+        a0 = V::scale(a0, m);                                                                    \
+        a1 = V::scale(a1, m);                                                                    \
+        a2 = V::scale(a2, m);                                                                    \
+        a3 = V::scale(a3, m);                                                                    \
+      }                                                                                          \
       V::store(out + i, a0);                                                                     \
       V::store(out + i + W, a1);                                                                 \
       V::store(out + i + 2 * W, a2);                                                             \
       V::store(out + i + 3 * W, a3);                                                             \
+      if (out2 != nullptr) {                                                                     \
+        V::store(out2 + i, a0);                                                                  \
+        V::store(out2 + i + W, a1);                                                              \
+        V::store(out2 + i + 2 * W, a2);                                                          \
+        V::store(out2 + i + 3 * W, a3);                                                          \
+      }                                                                                          \
     }                                                                                            \
     for (; i + W <= count; i += W) {                                                             \
       auto a = V::load(src[0] + i);                                                              \
       for (int s = 1; s < n; s++) a = V::op(a, V::load(src[s] + i));                             \
+      if (scale) a = V::scale(a, m);                                                             \
       V::store(out + i, a);                                                                      \
+      if (out2 != nullptr) V::store(out2 + i, a);                                                \
     }                                                                                            \
     for (; i < count; i++) {                                                                     \
       T a = src[0][i];                                                                           \
       for (int s = 1; s < n; s++) a = V::s(a, src[s][i]);                                        \
+      if (scale) a = V::scale_s(a, inv);                                                         \
       out[i] = a;                                                                                \
+      if (out2 != nullptr) out2[i] = a;                                                          \
     }                                                                                            \
   }
 
@@ -133,13 +167,18 @@ DDP4J_REDUCE_KERNEL(reduce_avx2, )
 DDP4J_REDUCE_KERNEL(reduce_avx512, DDP4J_AVX512)
 
 template <class T, class S>
-void reduce_scalar(void* out_v, const void* const* srcs_v, int n, size_t count) {
+void reduce_scalar(void* out_v, void* out2_v, const void* const* srcs_v, int n, size_t count, bool scale, float inv) {
   T* out = static_cast<T*>(out_v);
+  T* out2 = static_cast<T*>(out2_v);
   const T* const* src = reinterpret_cast<const T* const*>(srcs_v);
   for (size_t i = 0; i < count; i++) {
     T a = src[0][i];
     for (int s = 1; s < n; s++) a = S::s(a, src[s][i]);
+    if constexpr (std::is_same<T, float>::value) {
+      if (scale) a = a * inv;
+    }
     out[i] = a;
+    if (out2 != nullptr) out2[i] = a;
   }
 }
 
@@ -175,7 +214,7 @@ void copy_avx2(char* d, const char* s, size_t n) {
   if (i < n) std::memcpy(d + i, s + i, n - i);
 }
 
-using Kernel = void (*)(void*, const void* const*, int, size_t);
+using Kernel = void (*)(void*, void*, const void* const*, int, size_t, bool, float);
 
 enum class Isa { Scalar, Avx2, Avx512 };
 
@@ -220,18 +259,14 @@ Kernel pick(DType dtype, ReduceOp op, Isa isa) {
 
 }  // namespace
 
-void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op) {
+void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op, void* out2) {
   DDP4J_CHECK_ARG(op != ReduceOp::AVG || dtype == DType::Float32, "allReduce: ReduceOp.AVG needs float32, got ",
                   dtype_name(dtype));
   DDP4J_CHECK_ARG(nsrc >= 1, "reduce_sources: no sources");
   if (count == 0) return;
-  pick(dtype, op, current_isa())(out, srcs, nsrc, count);
-  if (op == ReduceOp::AVG) {
-    // As the Gloo path: the sum times the float reciprocal of the number of ranks.
-    float* p = static_cast<float*>(out);
-    const float inv = 1.0f / static_cast<float>(nsrc);
-    for (size_t i = 0; i < count; i++) p[i] *= inv;
-  }
+  // AVG as the Gloo path: the sum times the float reciprocal of the number of ranks.
+  pick(dtype, op, current_isa())(out, out2, srcs, nsrc, count, op == ReduceOp::AVG,
+                                 1.0f / static_cast<float>(nsrc));
 }
 
 void copy_bytes(void* dst, const void* src, size_t bytes) {

@@ -15,12 +15,18 @@ namespace ddp4j::shm {
  * path runs it, so any process of a host that reduces the same sources gets the same bits.
  * MIN/MAX follow the Gloo path's rule (`b < a ? b : a`, `b > a ? b : a` with a the running value).
  * AVG is SUM followed by a multiplication by 1.0f / nsrc (float32 only), as the Gloo path does.
- * int64 arithmetic wraps on overflow. `out` may alias one of the sources (element-wise in place).
+ * int64 arithmetic wraps on overflow.
+ *
+ * When `out2` is not null the result is also stored there (the shared-memory all-reduce writes its
+ * slice to the segment and to the caller's buffer in one pass). `out` and `out2` may be a source
+ * (same positions: each element is read from every source before it is stored), but must not
+ * otherwise overlap the sources.
  *
  * dtype: Float32 or Int64 (counts are in elements). nsrc >= 1. Throws Error(InvalidArgument) for
  * AVG on int64 or an unknown op.
  */
-void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op);
+void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op,
+                    void* out2 = nullptr);
 
 /**
  * Copies `bytes` bytes (non-overlapping) with plain vector loads and stores. Why not memcpy: glibc

@@ -327,11 +327,12 @@ void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output,
       if (r != me) check_desc(r, s, op);
       srcs[r] = r == me ? src + lo(me) * es : slot_data(r, s) + lo(me) * es;
     }
-    reduce_sources(mine + lo(me) * es, srcs, n, hi(me) - lo(me), dtype, rop);
+    const bool receives = root < 0 || root == me;
+    // My slice goes to my slot (for the others) and straight into my output, in one pass.
+    reduce_sources(mine + lo(me) * es, srcs, n, hi(me) - lo(me), dtype, rop, receives ? dst + lo(me) * es : nullptr);
     post();
     const uint32_t b = posted_;
-    if (root < 0 || root == me) {
-      copy_bytes(dst + lo(me) * es, mine + lo(me) * es, (hi(me) - lo(me)) * es);
+    if (receives) {
       for (int k = 1; k < n; k++) {  // start with the next rank, so ranks do not all read one slot at once
         const int r = (me + k) % n;
         wait_peer(r, b, op);
