@@ -38,8 +38,14 @@ struct ShmOptions {
    * core with other work; 64 KiB keeps the extra reads cache-sized for 4-8 ranks.
    */
   size_t small_allreduce_bytes = 64 << 10;
-  /** How long a waiter spins (yielding after the first 4 us) before it sleeps on the futex, in microseconds. */
-  int spin_us = 30;
+  /**
+   * How long a waiter spins (yielding after the first 4 us) before it sleeps on the futex, in
+   * microseconds. Not shorter: a futex wake-up makes the scheduler place the woken rank on the
+   * waker's core (wake-affine), and with 30 us two ranks of the idle 2-core test machine stayed
+   * glued to one core in half the runs (1 MiB all-reduce 400 us instead of 70 us); at 200 us they
+   * stay runnable long enough to be spread. The yields keep the spin cheap for other work.
+   */
+  int spin_us = 200;
   /** The futex sleep slice between checks of peers' liveness, the abort flag and the deadline. */
   std::chrono::milliseconds sleep_slice = std::chrono::milliseconds(2);
 };
