@@ -3,8 +3,10 @@
 // rank 0 and nccl-tests' bus bandwidth: algbw = bytes / time, busbw = algbw * 2 (n - 1) / n, in
 // GB/s (10^9 bytes per second), plus the load average (the figures are noisy on a busy machine).
 //
-//   shm_allreduce_bench [--ranks N] [--chunk BYTES] [--small BYTES] [--spin US] [--sizes B,B,...] [--iters N]
+//   shm_allreduce_bench [--ranks N] [--chunk BYTES] [--small BYTES] [--spin US] [--pin none|spread|same]
+//                       [--sizes B,B,...] [--iters N] [--segments K (repeat with K fresh segments)]
 #include <gloo/rendezvous/file_store.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +30,8 @@ using Clock = std::chrono::steady_clock;
 int main(int argc, char** argv) {
   int ranks = 2;
   int iters_arg = 0;
+  int segments = 1;  // > 1: measure again with a fresh transport (a new segment) each time
+  std::string pin = "none";  // none | spread (rank r on cpu r % ncpus) | same (all on cpu 0)
   shm::ShmOptions options;
   options.timeout = std::chrono::seconds(60);
   std::vector<size_t> sizes = {8, 4096, 65536, 1 << 20, 32 << 20};
@@ -38,6 +42,8 @@ int main(int argc, char** argv) {
     else if (a == "--small") options.small_allreduce_bytes = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--iters") iters_arg = std::atoi(argv[i + 1]);
     else if (a == "--spin") options.spin_us = std::atoi(argv[i + 1]);
+    else if (a == "--pin") pin = argv[i + 1];
+    else if (a == "--segments") segments = std::atoi(argv[i + 1]);
     else if (a == "--sizes") {
       sizes.clear();
       std::stringstream ss(argv[i + 1]);
@@ -54,8 +60,8 @@ int main(int argc, char** argv) {
     std::ifstream la("/proc/loadavg");
     std::string l1, l5, l15;
     la >> l1 >> l5 >> l15;
-    std::printf("# shm all-reduce, %d ranks, float32 SUM, chunk %zu B, kernel %s, load average %s %s %s, %ld cpus\n",
-                ranks, options.chunk_bytes, shm::reduce_isa(), l1.c_str(), l5.c_str(), l15.c_str(),
+    std::printf("# shm all-reduce, %d ranks, float32 SUM, chunk %zu B, kernel %s, pin %s, load average %s %s %s, %ld cpus\n",
+                ranks, options.chunk_bytes, shm::reduce_isa(), pin.c_str(), l1.c_str(), l5.c_str(), l15.c_str(),
                 sysconf(_SC_NPROCESSORS_ONLN));
     std::printf("%12s %10s %12s %12s %10s %10s\n", "bytes", "count", "median_us", "min_us", "algbw", "busbw");
   }
@@ -64,10 +70,17 @@ int main(int argc, char** argv) {
   for (int r = 0; r < ranks; r++) {
     pid_t pid = fork();
     if (pid == 0) {
+      if (pin != "none") {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(pin == "same" ? 0 : r % static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)), &set);
+        sched_setaffinity(0, sizeof(set), &set);
+      }
       gloo::rendezvous::FileStore store(dir);
       std::vector<int> globals;
       for (int g = 0; g < ranks; g++) globals.push_back(g);
-      shm::ShmTransport t(store, "bench", r, ranks, globals, options);
+      for (int seg = 0; seg < segments; seg++) {
+      shm::ShmTransport t(store, "bench" + std::to_string(seg), r, ranks, globals, options);
       for (size_t bytes : sizes) {
         const size_t count = std::max<size_t>(1, bytes / 4);
         std::vector<float> buf(count, 1.0f);
@@ -89,6 +102,7 @@ int main(int argc, char** argv) {
           std::printf("%12zu %10zu %12.2f %12.2f %10.3f %10.3f\n", count * 4, count, med, us[0], algbw, busbw);
           std::fflush(stdout);
         }
+      }
       }
       _exit(0);
     }
