@@ -40,10 +40,9 @@ struct ShmOptions {
   size_t small_allreduce_bytes = 64 << 10;
   /**
    * How long a waiter spins (yielding after the first 4 us) before it sleeps on the futex, in
-   * microseconds. Not shorter: a futex wake-up makes the scheduler place the woken rank on the
-   * waker's core (wake-affine), and with 30 us two ranks of the idle 2-core test machine stayed
-   * glued to one core in half the runs (1 MiB all-reduce 400 us instead of 70 us); at 200 us they
-   * stay runnable long enough to be spread. The yields keep the spin cheap for other work.
+   * microseconds. A step of a 1 MiB chunk lasts tens of microseconds (a 1 MiB all-reduce takes
+   * ~65 us on 2 ranks here), so a shorter spin would often sleep and pay a wake-up per step; the
+   * yields keep the spin cheap for other work on the core.
    */
   int spin_us = 200;
   /** The futex sleep slice between checks of peers' liveness, the abort flag and the deadline. */
