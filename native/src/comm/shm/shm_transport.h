@@ -51,7 +51,7 @@ struct ShmOptions {
 
 /**
  * Collectives among `local_size` processes of one host, run on the calling thread (no worker
- * thread: an 8-byte all-reduce costs a few cache-line transfers, ~1-2 us, rather than a thread
+ * thread: an 8-byte all-reduce costs a few cache-line transfers, 0.2-0.6 us on 2 idle cores, not a thread
  * wake-up).
  *
  * Construction is collective: every local rank constructs its transport with the same store
