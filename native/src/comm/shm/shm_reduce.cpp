@@ -1,0 +1,291 @@
+// Element-wise n-source reductions for the shared-memory all-reduce. One pass over the sources per
+// block of 4 vectors (rather than n-1 pairwise passes) so each output byte is written once and the
+// sources stream from cache. Functions that use AVX-512 carry target attributes, so the library
+// still loads and runs on AVX2-only CPUs (the AVX2 path is the build's baseline, -mavx2).
+#include "comm/shm/shm_reduce.h"
+
+#include <immintrin.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#include "ddp4j/errors.h"
+
+// GCC 12's avx512fintrin.h starts some int64 intrinsics from an "undefined" register and then
+// warns about it at -O3 (a false positive in the header, not in this file).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace ddp4j::shm {
+namespace {
+
+#define DDP4J_AVX512 __attribute__((target("avx512f")))
+
+// Scalar rules, shared by every path's tail: `a` is the running value, `b` the next source. MIN and
+// MAX are written as the Gloo path writes them, and as (v)minps/(v)maxps(b, a) behave (NaN: a).
+struct AddS { template <class T> static T s(T a, T b) { return a + b; } };
+struct MulS { template <class T> static T s(T a, T b) { return a * b; } };
+struct MinS { template <class T> static T s(T a, T b) { return b < a ? b : a; } };
+struct MaxS { template <class T> static T s(T a, T b) { return b > a ? b : a; } };
+// int64 sums and products wrap (no signed-overflow UB).
+struct AddI { static int64_t s(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); } };
+struct MulI { static int64_t s(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); } };
+
+// ---- vector traits: T (element), R (register), kLanes, load, store, op, s (scalar rule) ----------
+
+#define DDP4J_V256_F32(NAME, EXPR, SCALAR)                                              \
+  struct NAME {                                                                         \
+    using T = float;                                                                    \
+    using R = __m256;                                                                   \
+    static constexpr size_t kLanes = 8;                                                 \
+    static R load(const T* p) { return _mm256_loadu_ps(p); }                            \
+    static void store(T* p, R v) { _mm256_storeu_ps(p, v); }                            \
+    static R op(R a, R b) { return EXPR; }                                              \
+    static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
+    static R splat(float x) { return _mm256_set1_ps(x); }                               \
+    static R scale(R a, R m) { return _mm256_mul_ps(a, m); }                            \
+    static T scale_s(T a, float m) { return a * m; }                                    \
+  };
+DDP4J_V256_F32(AddF256, _mm256_add_ps(a, b), AddS)
+DDP4J_V256_F32(MulF256, _mm256_mul_ps(a, b), MulS)
+DDP4J_V256_F32(MinF256, _mm256_min_ps(b, a), MinS)
+DDP4J_V256_F32(MaxF256, _mm256_max_ps(b, a), MaxS)
+
+#define DDP4J_V256_I64(NAME, EXPR, SCALAR)                                              \
+  struct NAME {                                                                         \
+    using T = int64_t;                                                                  \
+    using R = __m256i;                                                                  \
+    static constexpr size_t kLanes = 4;                                                 \
+    static R load(const T* p) { return _mm256_loadu_si256(reinterpret_cast<const R*>(p)); } \
+    static void store(T* p, R v) { _mm256_storeu_si256(reinterpret_cast<R*>(p), v); }   \
+    static R op(R a, R b) { return EXPR; }                                              \
+    static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
+    static R splat(float) { return _mm256_setzero_si256(); }                            \
+    static R scale(R a, R) { return a; }                                                \
+    static T scale_s(T a, float) { return a; }                                          \
+  };
+DDP4J_V256_I64(AddI256, _mm256_add_epi64(a, b), AddI)
+DDP4J_V256_I64(MinI256, _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(a, b)), MinS)
+DDP4J_V256_I64(MaxI256, _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(b, a)), MaxS)
+
+#define DDP4J_V512_F32(NAME, EXPR, SCALAR)                                              \
+  struct NAME {                                                                         \
+    using T = float;                                                                    \
+    using R = __m512;                                                                   \
+    static constexpr size_t kLanes = 16;                                                \
+    DDP4J_AVX512 static R load(const T* p) { return _mm512_loadu_ps(p); }               \
+    DDP4J_AVX512 static void store(T* p, R v) { _mm512_storeu_ps(p, v); }               \
+    DDP4J_AVX512 static R op(R a, R b) { return EXPR; }                                 \
+    static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
+    DDP4J_AVX512 static R splat(float x) { return _mm512_set1_ps(x); }                  \
+    DDP4J_AVX512 static R scale(R a, R m) { return _mm512_mul_ps(a, m); }               \
+    static T scale_s(T a, float m) { return a * m; }                                    \
+  };
+DDP4J_V512_F32(AddF512, _mm512_add_ps(a, b), AddS)
+DDP4J_V512_F32(MulF512, _mm512_mul_ps(a, b), MulS)
+DDP4J_V512_F32(MinF512, _mm512_min_ps(b, a), MinS)
+DDP4J_V512_F32(MaxF512, _mm512_max_ps(b, a), MaxS)
+
+#define DDP4J_V512_I64(NAME, EXPR, SCALAR)                                              \
+  struct NAME {                                                                         \
+    using T = int64_t;                                                                  \
+    using R = __m512i;                                                                  \
+    static constexpr size_t kLanes = 8;                                                 \
+    DDP4J_AVX512 static R load(const T* p) { return _mm512_loadu_si512(p); }            \
+    DDP4J_AVX512 static void store(T* p, R v) { _mm512_storeu_si512(p, v); }            \
+    DDP4J_AVX512 static R op(R a, R b) { return EXPR; }                                 \
+    static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
+    DDP4J_AVX512 static R splat(float) { return _mm512_setzero_si512(); }               \
+    DDP4J_AVX512 static R scale(R a, R) { return a; }                                   \
+    static T scale_s(T a, float) { return a; }                                          \
+  };
+DDP4J_V512_I64(AddI512, _mm512_add_epi64(a, b), AddI)
+DDP4J_V512_I64(MinI512, _mm512_min_epi64(a, b), MinS)
+DDP4J_V512_I64(MaxI512, _mm512_max_epi64(a, b), MaxS)
+
+// ---- the kernel, once per ISA (a target attribute cannot be a template parameter) ----------------
+
+// out (and out2 when not null) = the sources combined left to right, times `inv` when `scale`
+// (AVG: the rounded sum, then one rounded multiplication, exactly as a separate pass would give).
+#define DDP4J_REDUCE_KERNEL(NAME, ATTR)                                                          \
+  template <class V>                                                                             \
+  ATTR void NAME(void* out_v, void* out2_v, const void* const* srcs_v, int n, size_t count, bool scale, \
+                 float inv) {                                                                    \
+    using T = typename V::T;                                                                     \
+    T* out = static_cast<T*>(out_v);                                                             \
+    T* out2 = static_cast<T*>(out2_v);                                                           \
+    const T* const* src = reinterpret_cast<const T* const*>(srcs_v);                             \
+    constexpr size_t W = V::kLanes;                                                              \
+    const auto m = V::splat(inv);                                                                \
+    size_t i = 0;                                                                                \
+    for (; i + 4 * W <= count; i += 4 * W) {                                                     \
+      const T* p = src[0] + i;                                                                   \
+      auto a0 = V::load(p), a1 = V::load(p + W), a2 = V::load(p + 2 * W), a3 = V::load(p + 3 * W); \
+      for (int s = 1; s < n; s++) {                                                              \
+        const T* q = src[s] + i;                                                                 \
+        a0 = V::op(a0, V::load(q));                                                              \
+        a1 = V::op(a1, V::load(q + W));                                                          \
+        a2 = V::op(a2, V::load(q + 2 * W));                                                      \
+        a3 = V::op(a3, V::load(q + 3 * W));                                                      \
+      }                                                                                          \
+      if (scale) {                                                                               \
+        a0 = V::scale(a0, m);                                                                    \
+        a1 = V::scale(a1, m);                                                                    \
+        a2 = V::scale(a2, m);                                                                    \
+        a3 = V::scale(a3, m);                                                                    \
+      }                                                                                          \
+      V::store(out + i, a0);                                                                     \
+      V::store(out + i + W, a1);                                                                 \
+      V::store(out + i + 2 * W, a2);                                                             \
+      V::store(out + i + 3 * W, a3);                                                             \
+      if (out2 != nullptr) {                                                                     \
+        V::store(out2 + i, a0);                                                                  \
+        V::store(out2 + i + W, a1);                                                              \
+        V::store(out2 + i + 2 * W, a2);                                                          \
+        V::store(out2 + i + 3 * W, a3);                                                          \
+      }                                                                                          \
+    }                                                                                            \
+    for (; i + W <= count; i += W) {                                                             \
+      auto a = V::load(src[0] + i);                                                              \
+      for (int s = 1; s < n; s++) a = V::op(a, V::load(src[s] + i));                             \
+      if (scale) a = V::scale(a, m);                                                             \
+      V::store(out + i, a);                                                                      \
+      if (out2 != nullptr) V::store(out2 + i, a);                                                \
+    }                                                                                            \
+    for (; i < count; i++) {                                                                     \
+      T a = src[0][i];                                                                           \
+      for (int s = 1; s < n; s++) a = V::s(a, src[s][i]);                                        \
+      if (scale) a = V::scale_s(a, inv);                                                         \
+      out[i] = a;                                                                                \
+      if (out2 != nullptr) out2[i] = a;                                                          \
+    }                                                                                            \
+  }
+
+DDP4J_REDUCE_KERNEL(reduce_avx2, )
+DDP4J_REDUCE_KERNEL(reduce_avx512, DDP4J_AVX512)
+
+template <class T, class S>
+void reduce_scalar(void* out_v, void* out2_v, const void* const* srcs_v, int n, size_t count, bool scale, float inv) {
+  T* out = static_cast<T*>(out_v);
+  T* out2 = static_cast<T*>(out2_v);
+  const T* const* src = reinterpret_cast<const T* const*>(srcs_v);
+  for (size_t i = 0; i < count; i++) {
+    T a = src[0][i];
+    for (int s = 1; s < n; s++) a = S::s(a, src[s][i]);
+    if constexpr (std::is_same<T, float>::value) {
+      if (scale) a = a * inv;
+    }
+    out[i] = a;
+    if (out2 != nullptr) out2[i] = a;
+  }
+}
+
+DDP4J_AVX512 void copy_avx512(char* d, const char* s, size_t n) {
+  size_t i = 0;
+  for (; i + 256 <= n; i += 256) {
+    __m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64), c = _mm512_loadu_si512(s + i + 128),
+            e = _mm512_loadu_si512(s + i + 192);
+    _mm512_storeu_si512(d + i, a);
+    _mm512_storeu_si512(d + i + 64, b);
+    _mm512_storeu_si512(d + i + 128, c);
+    _mm512_storeu_si512(d + i + 192, e);
+  }
+  for (; i + 64 <= n; i += 64) _mm512_storeu_si512(d + i, _mm512_loadu_si512(s + i));
+  if (i < n) std::memcpy(d + i, s + i, n - i);  // < 64 bytes: below glibc's rep movsb threshold
+}
+
+void copy_avx2(char* d, const char* s, size_t n) {
+  size_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
+    __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 64));
+    __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 96));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), a);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 32), b);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 64), c);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 96), e);
+  }
+  for (; i + 32 <= n; i += 32) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+  }
+  if (i < n) std::memcpy(d + i, s + i, n - i);
+}
+
+using Kernel = void (*)(void*, void*, const void* const*, int, size_t, bool, float);
+
+enum class Isa { Scalar, Avx2, Avx512 };
+
+Isa detect_isa() {
+  if (__builtin_cpu_supports("avx512f")) return Isa::Avx512;
+  if (__builtin_cpu_supports("avx2")) return Isa::Avx2;
+  return Isa::Scalar;
+}
+
+std::atomic<bool> g_force_scalar{false};
+
+Isa current_isa() {
+  static const Isa isa = detect_isa();
+  return g_force_scalar.load(std::memory_order_relaxed) ? Isa::Scalar : isa;
+}
+
+Kernel pick(DType dtype, ReduceOp op, Isa isa) {
+  const bool f = dtype == DType::Float32;
+  switch (op) {
+    case ReduceOp::SUM:
+    case ReduceOp::AVG:
+      if (isa == Isa::Avx512) return f ? reduce_avx512<AddF512> : reduce_avx512<AddI512>;
+      if (isa == Isa::Avx2) return f ? reduce_avx2<AddF256> : reduce_avx2<AddI256>;
+      return f ? reduce_scalar<float, AddS> : reduce_scalar<int64_t, AddI>;
+    case ReduceOp::PRODUCT:
+      // No 64-bit multiply in AVX2 or plain AVX-512F: int64 products stay scalar.
+      if (!f) return reduce_scalar<int64_t, MulI>;
+      if (isa == Isa::Avx512) return reduce_avx512<MulF512>;
+      if (isa == Isa::Avx2) return reduce_avx2<MulF256>;
+      return reduce_scalar<float, MulS>;
+    case ReduceOp::MIN:
+      if (isa == Isa::Avx512) return f ? reduce_avx512<MinF512> : reduce_avx512<MinI512>;
+      if (isa == Isa::Avx2) return f ? reduce_avx2<MinF256> : reduce_avx2<MinI256>;
+      return f ? reduce_scalar<float, MinS> : reduce_scalar<int64_t, MinS>;
+    case ReduceOp::MAX:
+      if (isa == Isa::Avx512) return f ? reduce_avx512<MaxF512> : reduce_avx512<MaxI512>;
+      if (isa == Isa::Avx2) return f ? reduce_avx2<MaxF256> : reduce_avx2<MaxI256>;
+      return f ? reduce_scalar<float, MaxS> : reduce_scalar<int64_t, MaxS>;
+  }
+  throw Error(ErrorKind::InvalidArgument, "allReduce: unknown ReduceOp");
+}
+
+}  // namespace
+
+void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op, void* out2) {
+  DDP4J_CHECK_ARG(op != ReduceOp::AVG || dtype == DType::Float32, "allReduce: ReduceOp.AVG needs float32, got ",
+                  dtype_name(dtype));
+  DDP4J_CHECK_ARG(nsrc >= 1, "reduce_sources: no sources");
+  if (count == 0) return;
+  // AVG as the Gloo path: the sum times the float reciprocal of the number of ranks.
+  pick(dtype, op, current_isa())(out, out2, srcs, nsrc, count, op == ReduceOp::AVG,
+                                 1.0f / static_cast<float>(nsrc));
+}
+
+void copy_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  switch (current_isa()) {
+    case Isa::Avx512: copy_avx512(static_cast<char*>(dst), static_cast<const char*>(src), bytes); break;
+    case Isa::Avx2: copy_avx2(static_cast<char*>(dst), static_cast<const char*>(src), bytes); break;
+    default: std::memcpy(dst, src, bytes);
+  }
+}
+
+const char* reduce_isa() {
+  switch (current_isa()) {
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx2: return "avx2";
+    default: return "scalar";
+  }
+}
+
+void force_scalar_reduce(bool scalar) { g_force_scalar.store(scalar, std::memory_order_relaxed); }
+
+}  // namespace ddp4j::shm

@@ -1,0 +1,427 @@
+// The shared-memory collectives (see shm_transport.h).
+//
+// Segment layout (after ShmSegment's own header page):
+//   abort area (4 KiB): who failed first and why, so peers stop waiting at once
+//   one 128-byte line per rank: its phase counter (the futex word), its sleepers count, and the
+//     descriptors of the op it last put in each of its two slots
+//   2 slots per rank, chunk_bytes each: double-buffered data
+//
+// Synchronisation: every rank posts the same sequence of phases (its counter only grows) and
+// waits for peers' counters to reach a phase. A slot alternates between steps; a rank rewrites
+// its slot s only once every peer has posted the phase after the step that last read it
+// (slot_free_), which they have almost always done already, so the check costs one read per peer.
+#include "comm/shm/shm_transport.h"
+
+#include <immintrin.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <utility>
+
+#include "comm/shm/shm_reduce.h"
+#include "ddp4j/errors.h"
+
+namespace ddp4j::shm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kAbortBytes = 4096;
+constexpr size_t kLineBytes = 128;  // two cache lines: adjacent-line prefetch must not couple ranks
+constexpr uint32_t kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4, kReduce = 5;
+
+/** The op a rank put into one of its slots; peers compare it with their own. */
+struct Desc {
+  uint64_t step;
+  uint64_t count;
+  uint32_t kind;
+  uint32_t arg;
+};
+
+inline bool reached(uint32_t value, uint32_t target) { return static_cast<int32_t>(value - target) >= 0; }
+
+size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
+
+size_t element_size(DType d) { return d == DType::Float32 ? 4 : 8; }
+
+}  // namespace
+
+struct alignas(kLineBytes) ShmTransport::Line {
+  std::atomic<uint32_t> seq;       // phases posted by the owner (futex word)
+  std::atomic<uint32_t> sleepers;  // peers asleep on seq: the owner wakes them only if non-zero
+  Desc desc[2];
+};
+
+struct ShmTransport::AbortArea {
+  std::atomic<uint32_t> state;  // 0 fine, 1 being written, 2 written
+  int32_t local_rank;
+  char message[1024];
+};
+
+struct ShmTransport::Op {
+  uint32_t kind;
+  uint32_t arg;    // allReduce: dtype << 8 | op; reduce: that | root << 16; broadcast: root
+  uint64_t count;  // allReduce: elements; broadcast / allGather: bytes
+  Clock::time_point deadline;
+};
+
+size_t shm_segment_bytes(int local_size, size_t chunk_bytes) {
+  return kAbortBytes + round_up(static_cast<size_t>(local_size) * kLineBytes, 4096) +
+         static_cast<size_t>(local_size) * 2 * round_up(chunk_bytes, 64);
+}
+
+namespace {
+ShmOptions checked(ShmOptions o, int local_rank, int local_size, const std::vector<int>& global_ranks) {
+  DDP4J_CHECK_ARG(local_size >= 1 && local_rank >= 0 && local_rank < local_size, "shared memory: local rank ",
+                  local_rank, " of ", local_size);
+  DDP4J_CHECK_ARG(global_ranks.size() == static_cast<size_t>(local_size), "shared memory: ", global_ranks.size(),
+                  " global ranks given for ", local_size, " local ranks");
+  DDP4J_CHECK_ARG(o.chunk_bytes >= 4096, "shared memory: chunk_bytes ", o.chunk_bytes, " is below 4096");
+  DDP4J_CHECK_ARG(o.timeout.count() > 0, "shared memory: the timeout must be positive");
+  o.chunk_bytes = round_up(o.chunk_bytes, 64);
+  if (o.sleep_slice.count() <= 0) o.sleep_slice = std::chrono::milliseconds(1);
+  return o;
+}
+}  // namespace
+
+ShmTransport::ShmTransport(gloo::rendezvous::Store& store, const std::string& prefix, int local_rank, int local_size,
+                           std::vector<int> global_ranks, ShmOptions options)
+    : local_rank_(local_rank),
+      local_size_(local_size),
+      global_ranks_(std::move(global_ranks)),
+      options_(checked(options, local_rank, local_size, global_ranks_)),
+      chunk_bytes_(options_.chunk_bytes),
+      segment_(store, prefix, local_rank, local_size, shm_segment_bytes(local_size, options_.chunk_bytes),
+               options_.timeout) {
+  static_assert(sizeof(Line) == kLineBytes, "one line per rank");
+  static_assert(sizeof(AbortArea) <= kAbortBytes, "abort area");
+  char* base = static_cast<char*>(segment_.data());
+  abort_ = reinterpret_cast<AbortArea*>(base);
+  lines_ = reinterpret_cast<Line*>(base + kAbortBytes);
+  slots_ = base + kAbortBytes + round_up(static_cast<size_t>(local_size) * kLineBytes, 4096);
+  pids_.resize(local_size);
+  std::vector<pid_t> watched(local_size, -1);
+  for (int r = 0; r < local_size; r++) {
+    pids_[r] = segment_.pid(r);
+    if (r != local_rank) watched[r] = pids_[r];
+  }
+  peers_ = PeerWatch(watched);
+}
+
+ShmTransport::~ShmTransport() = default;
+
+char* ShmTransport::slot_data(int rank, int slot) const {
+  return slots_ + (static_cast<size_t>(rank) * 2 + slot) * chunk_bytes_;
+}
+
+std::string ShmTransport::who(int local) const {
+  return detail::concat("rank ", global_ranks_[local], " (pid ", pids_[local], ")");
+}
+
+std::string ShmTransport::describe(const Op& op) const {
+  switch (op.kind) {
+    case kAllReduce:
+      return detail::concat("allReduce(", reduce_op_name(static_cast<ReduceOp>(op.arg & 0xff)), ") of ", op.count, " ",
+                            dtype_name(static_cast<DType>(op.arg >> 8)), " elements");
+    case kReduce:
+      return detail::concat("reduce(", reduce_op_name(static_cast<ReduceOp>(op.arg & 0xff)), ") of ", op.count, " ",
+                            dtype_name(static_cast<DType>((op.arg >> 8) & 0xff)), " elements to rank ",
+                            global_ranks_[op.arg >> 16]);
+    case kBroadcast:
+      return detail::concat("broadcast of ", op.count, " bytes from rank ", global_ranks_[op.arg]);
+    case kAllGather: return detail::concat("allGather of ", op.count, " bytes per rank");
+    default: return "barrier";
+  }
+}
+
+void ShmTransport::check_usable(const Op& op) const {
+  DDP4J_CHECK(broken_.empty(), Distributed, "shared-memory transport unusable after an earlier failure (",
+              broken_, "); ", describe(op), " not started");
+}
+
+void ShmTransport::fail(const Op& op, ErrorKind kind, const std::string& message) {
+  broken_ = message;
+  // First failure of the group wins the abort area; peers waiting anywhere stop at once.
+  uint32_t expected = 0;
+  if (abort_->state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    abort_->local_rank = local_rank_;
+    std::snprintf(abort_->message, sizeof(abort_->message), "%s", message.c_str());
+    abort_->state.store(2, std::memory_order_release);
+  }
+  for (int r = 0; r < local_size_; r++) futex_wake_all(&lines_[r].seq);
+  throw Error(kind, message);
+}
+
+void ShmTransport::post() {
+  posted_++;
+  Line& me = lines_[local_rank_];
+  // seq_cst store then seq_cst load, against the waiter's sleepers increment then seq load: either
+  // we see its increment and wake it, or it sees our value and does not sleep.
+  me.seq.store(posted_, std::memory_order_seq_cst);
+  if (me.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(&me.seq);
+}
+
+void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
+  Line& l = lines_[peer];
+  if (reached(l.seq.load(std::memory_order_acquire), target)) return;
+  // Spin first: a peer already inside the collective answers within a microsecond or two. After
+  // the first few microseconds, yield between checks: when ranks outnumber free cores, the peer
+  // may be waiting for this very core, and a yield lets it run without a futex sleep and wake-up.
+  const auto t0 = Clock::now();
+  const auto yield_from = t0 + std::chrono::microseconds(std::min(options_.spin_us, 4));
+  const auto spin_end = t0 + std::chrono::microseconds(options_.spin_us);
+  for (int i = 1;; i++) {
+    _mm_pause();
+    if (reached(l.seq.load(std::memory_order_acquire), target)) return;
+    if ((i & 15) == 0) {
+      const auto now = Clock::now();
+      if (now >= spin_end) break;
+      if (now >= yield_from) sched_yield();
+    }
+  }
+  for (;;) {
+    if (abort_->state.load(std::memory_order_acquire) != 0) {
+      const int r = abort_->local_rank;
+      const bool written = abort_->state.load(std::memory_order_acquire) == 2;
+      fail(op, ErrorKind::Distributed,
+           detail::concat("shared memory: ", describe(op), " abandoned: ",
+                          written ? who(r) + " failed: " + std::string(abort_->message) : "a peer failed"));
+    }
+    const int dead = peers_.first_dead();
+    if (dead >= 0) {
+      fail(op, ErrorKind::Distributed, detail::concat(who(dead), " died during ", describe(op), " (shared memory)"));
+    }
+    const auto now = Clock::now();
+    if (now >= op.deadline) {
+      fail(op, ErrorKind::Timeout,
+           detail::concat("shared memory: ", describe(op), " timed out after ", duration_str(options_.timeout),
+                          " waiting for ", who(peer)));
+    }
+    const int64_t left_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(op.deadline - now).count();
+    const int64_t slice_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.sleep_slice).count();
+    l.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t v = l.seq.load(std::memory_order_seq_cst);
+    if (!reached(v, target)) futex_wait(&l.seq, v, std::max<int64_t>(1000, std::min(left_ns, slice_ns)));
+    l.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (reached(l.seq.load(std::memory_order_acquire), target)) return;
+  }
+}
+
+void ShmTransport::wait_all(uint32_t target, const Op& op) {
+  for (int r = 0; r < local_size_; r++) {
+    if (r != local_rank_) wait_peer(r, target, op);
+  }
+}
+
+void ShmTransport::begin_step(const Op& op, int slot) {
+  wait_all(slot_free_[slot], op);
+  Desc& d = lines_[local_rank_].desc[slot];
+  d.step = step_;
+  d.count = op.count;
+  d.kind = op.kind;
+  d.arg = op.arg;
+}
+
+void ShmTransport::check_desc(int peer, int slot, const Op& op) {
+  const Desc& d = lines_[peer].desc[slot];
+  if (d.step == step_ && d.kind == op.kind && d.arg == op.arg && d.count == op.count) return;
+  Op theirs{d.kind, d.arg, d.count, op.deadline};
+  const bool known = d.kind >= kAllReduce && d.kind <= kReduce &&
+                     (d.kind != kBroadcast || d.arg < static_cast<uint32_t>(local_size_)) &&
+                     (d.kind != kAllReduce || ((d.arg >> 8) <= 1 && (d.arg & 0xff) < kNumReduceOps)) &&
+                     (d.kind != kReduce || (((d.arg >> 8) & 0xff) <= 1 && (d.arg & 0xff) < kNumReduceOps &&
+                                            (d.arg >> 16) < static_cast<uint32_t>(local_size_)));
+  fail(op, ErrorKind::Distributed,
+       detail::concat("shared memory: ranks disagree on the collective: this rank (", global_ranks_[local_rank_],
+                      ") called ", describe(op), " but ", who(peer), " called ",
+                      known ? describe(theirs) : std::string("something else"),
+                      d.step != step_ ? " (at a different point of the sequence)" : ""));
+}
+
+// ---- allreduce ----------------------------------------------------------------------------------
+
+void ShmTransport::allreduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DDP4J_CHECK_ARG(dtype == DType::Float32 || dtype == DType::Int64, "allReduce: dtype ", dtype_name(dtype));
+  const Op op{kAllReduce, (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop), count,
+              Clock::now() + options_.timeout};
+  reduce_any(op, input, output, count, dtype, rop, -1);
+}
+
+void ShmTransport::reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DDP4J_CHECK_ARG(dtype == DType::Float32 || dtype == DType::Int64, "reduce: dtype ", dtype_name(dtype));
+  DDP4J_CHECK_ARG(root >= 0 && root < local_size_, "reduce: root ", root, " is not a local rank of ", local_size_);
+  const Op op{kReduce,
+              (static_cast<uint32_t>(root) << 16) | (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop),
+              count, Clock::now() + options_.timeout};
+  reduce_any(op, input, output, count, dtype, rop, root);
+}
+
+void ShmTransport::reduce_any(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop,
+                              int root) {
+  DDP4J_CHECK_ARG(rop != ReduceOp::AVG || dtype == DType::Float32, describe(op), ": ReduceOp.AVG needs float32");
+  check_usable(op);
+  const size_t bytes = count * element_size(dtype);
+  if (local_size_ == 1) {
+    if (input != output && bytes > 0) std::memmove(output, input, bytes);  // AVG over one rank: x * 1.0f == x
+    return;
+  }
+  if (bytes <= std::min(options_.small_allreduce_bytes, chunk_bytes_)) {
+    reduce_small(op, input, output, count, dtype, rop, root);
+  } else {
+    reduce_chunked(op, input, output, count, dtype, rop, root);
+  }
+}
+
+// One step: every rank publishes its whole buffer and reduces all of them itself, in rank order.
+void ShmTransport::reduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype,
+                                ReduceOp rop, int root) {
+  const int s = static_cast<int>(step_ & 1);
+  const size_t bytes = count * element_size(dtype);
+  begin_step(op, s);
+  if (bytes > 0) copy_bytes(slot_data(local_rank_, s), input, bytes);
+  post();
+  const uint32_t a = posted_;
+  if (root < 0 || root == local_rank_) {  // a reduce's other ranks are done once their data is out
+    wait_all(a, op);
+    const void* srcs[ShmSegment::kMaxLocalRanks];
+    for (int r = 0; r < local_size_; r++) {
+      if (r != local_rank_) check_desc(r, s, op);
+      srcs[r] = r == local_rank_ ? input : slot_data(r, s);
+    }
+    reduce_sources(output, srcs, local_size_, count, dtype, rop);
+  }
+  slot_free_[s] = a + 1;
+  step_++;
+}
+
+// Per chunk: publish (all but my own slice), reduce my slice of every rank's chunk in rank order
+// into my slot, then copy every other rank's reduced slice out (only the root, for a reduce).
+void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output, size_t count, DType dtype,
+                                  ReduceOp rop, int root) {
+  const size_t es = element_size(dtype);
+  const size_t chunk_elems = chunk_bytes_ / es;
+  const int n = local_size_, me = local_rank_;
+  const char* in = static_cast<const char*>(input);
+  char* out = static_cast<char*>(output);
+  const void* srcs[ShmSegment::kMaxLocalRanks];
+  for (size_t c0 = 0; c0 < count; c0 += chunk_elems) {
+    const size_t m = std::min(chunk_elems, count - c0);
+    // Slices of whole cache lines, so no two ranks write the same line.
+    const size_t part = round_up((m + n - 1) / n, 64 / es);
+    auto lo = [&](int r) { return std::min(static_cast<size_t>(r) * part, m); };
+    auto hi = [&](int r) { return std::min(static_cast<size_t>(r + 1) * part, m); };
+    const int s = static_cast<int>(step_ & 1);
+    char* mine = slot_data(me, s);
+    const char* src = in + c0 * es;
+    char* dst = out != nullptr ? out + c0 * es : nullptr;  // a reduce's non-roots may pass no output
+    begin_step(op, s);
+    copy_bytes(mine, src, lo(me) * es);
+    copy_bytes(mine + hi(me) * es, src + hi(me) * es, (m - hi(me)) * es);
+    post();
+    const uint32_t a = posted_;
+    wait_all(a, op);
+    for (int r = 0; r < n; r++) {
+      if (r != me) check_desc(r, s, op);
+      srcs[r] = r == me ? src + lo(me) * es : slot_data(r, s) + lo(me) * es;
+    }
+    const bool receives = root < 0 || root == me;
+    // My slice goes to my slot (for the others) and straight into my output, in one pass.
+    reduce_sources(mine + lo(me) * es, srcs, n, hi(me) - lo(me), dtype, rop, receives ? dst + lo(me) * es : nullptr);
+    post();
+    const uint32_t b = posted_;
+    if (receives) {
+      for (int k = 1; k < n; k++) {  // start with the next rank, so ranks do not all read one slot at once
+        const int r = (me + k) % n;
+        wait_peer(r, b, op);
+        copy_bytes(dst + lo(r) * es, slot_data(r, s) + lo(r) * es, (hi(r) - lo(r)) * es);
+      }
+    }
+    slot_free_[s] = b + 1;
+    step_++;
+  }
+}
+
+// ---- broadcast, allgather, barrier --------------------------------------------------------------
+
+void ShmTransport::broadcast(void* data, size_t bytes, int root) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DDP4J_CHECK_ARG(root >= 0 && root < local_size_, "broadcast: root ", root, " is not a local rank of ", local_size_);
+  const Op op{kBroadcast, static_cast<uint32_t>(root), bytes, Clock::now() + options_.timeout};
+  check_usable(op);
+  if (local_size_ == 1) return;
+  char* p = static_cast<char*>(data);
+  size_t off = 0;
+  do {
+    const size_t len = std::min(chunk_bytes_, bytes - off);
+    const int s = static_cast<int>(step_ & 1);
+    if (local_rank_ == root) {
+      begin_step(op, s);
+      if (len > 0) copy_bytes(slot_data(root, s), p + off, len);
+      post();
+    } else {
+      post();  // keeps the phase sequence equal on every rank; says "done with the previous step"
+      wait_peer(root, posted_, op);
+      check_desc(root, s, op);
+      if (len > 0) copy_bytes(p + off, slot_data(root, s), len);
+    }
+    slot_free_[s] = posted_ + 1;
+    step_++;
+    off += len;
+  } while (off < bytes);
+}
+
+void ShmTransport::allgather(const void* input, void* output, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Op op{kAllGather, 0, bytes, Clock::now() + options_.timeout};
+  check_usable(op);
+  const char* in = static_cast<const char*>(input);
+  char* out = static_cast<char*>(output);
+  if (local_size_ == 1) {
+    if (in != out && bytes > 0) std::memmove(out, in, bytes);
+    return;
+  }
+  size_t off = 0;
+  do {
+    const size_t len = std::min(chunk_bytes_, bytes - off);
+    const int s = static_cast<int>(step_ & 1);
+    begin_step(op, s);
+    if (len > 0) copy_bytes(slot_data(local_rank_, s), in + off, len);
+    post();
+    const uint32_t a = posted_;
+    if (len > 0 && out + local_rank_ * bytes + off != in + off) {
+      std::memmove(out + local_rank_ * bytes + off, in + off, len);
+    }
+    for (int k = 1; k < local_size_; k++) {
+      const int r = (local_rank_ + k) % local_size_;
+      wait_peer(r, a, op);
+      check_desc(r, s, op);
+      if (len > 0) copy_bytes(out + r * bytes + off, slot_data(r, s), len);
+    }
+    slot_free_[s] = a + 1;
+    step_++;
+    off += len;
+  } while (off < bytes);
+}
+
+void ShmTransport::barrier() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Op op{kBarrier, 0, 0, Clock::now() + options_.timeout};
+  check_usable(op);
+  if (local_size_ == 1) return;
+  const int s = static_cast<int>(step_ & 1);
+  begin_step(op, s);
+  post();
+  const uint32_t a = posted_;
+  for (int r = 0; r < local_size_; r++) {
+    if (r == local_rank_) continue;
+    wait_peer(r, a, op);
+    check_desc(r, s, op);
+  }
+  slot_free_[s] = a + 1;
+  step_++;
+}
+
+}  // namespace ddp4j::shm

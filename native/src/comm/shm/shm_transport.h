@@ -1,0 +1,169 @@
+// shm_transport.h: synchronous collectives among the ranks of one host through one shared-memory
+// segment. A process group calls it for its local ranks (the whole group on one host, or the
+// intra-host stages of a hierarchical all-reduce); it knows nothing of tensors or Work.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/shm/shm_segment.h"
+#include "comm/shm/shm_sync.h"
+#include "ddp4j/process_group.h"
+#include "ddp4j/tensor.h"
+
+namespace gloo::rendezvous {
+class Store;
+}
+
+namespace ddp4j::shm {
+
+/** Tuning of a ShmTransport; every local rank must pass the same values. */
+struct ShmOptions {
+  /** Bound of every collective (and of the construction's rendezvous). */
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  /**
+   * Bytes of each of a rank's two slots: large buffers move through the segment in steps of this
+   * many bytes per rank (rounded up to 64). The segment holds 2 x local_size slots.
+   */
+  size_t chunk_bytes = size_t{1} << 20;
+  /**
+   * All-reduces of at most this many bytes (and at most chunk_bytes) take one step in which every
+   * rank reduces the whole buffer itself, instead of reduce-scatter + gather (two steps). One step
+   * moves more bytes (every rank reads all n buffers) but waits once: on 2 ranks of the 2-core
+   * test machine it was as fast or faster up to 256 KiB, and much faster when the ranks share a
+   * core with other work; 64 KiB keeps the extra reads cache-sized for 4-8 ranks.
+   */
+  size_t small_allreduce_bytes = 64 << 10;
+  /**
+   * How long a waiter spins (yielding after the first 4 us) before it sleeps on the futex, in
+   * microseconds. A step of a 1 MiB chunk lasts tens of microseconds (a 1 MiB all-reduce takes
+   * ~65 us on 2 ranks here), so a shorter spin would often sleep and pay a wake-up per step; the
+   * yields keep the spin cheap for other work on the core.
+   */
+  int spin_us = 200;
+  /** The futex sleep slice between checks of peers' liveness, the abort flag and the deadline. */
+  std::chrono::milliseconds sleep_slice = std::chrono::milliseconds(2);
+};
+
+/**
+ * Collectives among `local_size` processes of one host, run on the calling thread (no worker
+ * thread: an 8-byte all-reduce costs a few cache-line transfers, 0.2-0.6 us on 2 idle cores, not a thread
+ * wake-up).
+ *
+ * Construction is collective: every local rank constructs its transport with the same store
+ * prefix, local size and options; local rank 0 creates the segment (see ShmSegment: a memfd, so
+ * nothing is ever left in /dev/shm). The store is used only during construction.
+ *
+ * Every local rank must call the same collectives in the same order with the same sizes (and
+ * dtype, op, root); a disagreement is detected at the step where it shows and throws
+ * Error(Distributed). Calls on one transport are serialised by a mutex, but callers on several
+ * threads must still agree on the order across ranks.
+ *
+ * Failures: every wait is bounded by `timeout` (Error(Timeout) naming the op, its size, the
+ * timeout and the rank waited for) and notices a peer that exited (Error(Distributed): "rank 1
+ * (pid 1234) died during allReduce of 8388608 float32 elements"). A failing rank marks the segment
+ * aborted, so peers waiting on it fail at once (Error(Distributed) quoting its message) instead of
+ * running into the timeout. After any failure the transport is broken: every later call throws
+ * Error(Distributed) at once.
+ */
+class ShmTransport {
+ public:
+  /**
+   * @param store        rendezvous only (Gloo's FileStore, HashStore, or the Java store adapter)
+   * @param prefix       key prefix unique to this group and its local ranks, e.g. "ddp4j/shm/<host index>"
+   * @param local_rank   0 .. local_size-1
+   * @param local_size   processes of this group on this host (1 is allowed: ops are local copies)
+   * @param global_ranks global_ranks[local_rank] = the group rank, for messages (size local_size)
+   * @param options      timeout and chunking; must be equal on every local rank
+   * Throws Error(Timeout) / Error(Distributed) from the rendezvous (see ShmSegment),
+   * Error(InvalidArgument) for inconsistent arguments.
+   */
+  ShmTransport(gloo::rendezvous::Store& store, const std::string& prefix, int local_rank, int local_size,
+               std::vector<int> global_ranks, ShmOptions options = {});
+  ~ShmTransport();
+  ShmTransport(const ShmTransport&) = delete;
+  ShmTransport& operator=(const ShmTransport&) = delete;
+
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+
+  /**
+   * Element-wise reduction of `count` elements across the local ranks: output = input[0] op
+   * input[1] op ... op input[n-1] in local-rank order, bit-identical on every rank. `input` and
+   * `output` are this process's buffers of count elements of `dtype` (Float32 or Int64); they may
+   * be the same buffer (in place) but must not otherwise overlap. AVG (float32 only) is SUM times
+   * 1.0f / local_size; for a hierarchical AVG use SUM here and divide by the world size once.
+   */
+  void allreduce(const void* input, void* output, size_t count, DType dtype, ReduceOp op);
+
+  /**
+   * Like allreduce, but only local rank `root` receives the result in `output` (the intra-host
+   * stage of a hierarchical all-reduce, before the leaders' Gloo all-reduce). Other ranks' `output`
+   * is not touched (it may be null there) and they return as soon as their data is consumed.
+   */
+  void reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp op, int root);
+
+  /** Copies local rank `root`'s `bytes` bytes at `data` into every other local rank's `data`. */
+  void broadcast(void* data, size_t bytes, int root);
+
+  /**
+   * Gathers every local rank's `bytes` bytes at `input` into `output` (local_size * bytes bytes),
+   * local rank r's block at offset r * bytes. `input` may be this rank's own block of `output`.
+   */
+  void allgather(const void* input, void* output, size_t bytes);
+
+  /** Returns once every local rank has entered the barrier. */
+  void barrier();
+
+  /** Whether an earlier failure made this transport unusable (every call then throws). */
+  bool broken() const { return !broken_.empty(); }
+
+ private:
+  struct Op;  // what the current call is, for checks and messages
+  struct Line;
+  struct AbortArea;
+
+  void check_usable(const Op& op) const;
+  [[noreturn]] void fail(const Op& op, ErrorKind kind, const std::string& message);
+  void post();
+  void wait_peer(int peer, uint32_t target, const Op& op);
+  void wait_all(uint32_t target, const Op& op);
+  void begin_step(const Op& op, int slot);
+  void check_desc(int peer, int slot, const Op& op);
+  char* slot_data(int rank, int slot) const;
+  std::string describe(const Op& op) const;
+  std::string who(int local) const;
+
+  void reduce_any(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root);
+  // root < 0: every rank receives the result (allreduce); otherwise only local rank root (reduce).
+  void reduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root);
+  void reduce_chunked(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop,
+                      int root);
+
+  const int local_rank_;
+  const int local_size_;
+  const std::vector<int> global_ranks_;
+  const ShmOptions options_;
+  size_t chunk_bytes_ = 0;
+  ShmSegment segment_;
+  PeerWatch peers_;
+  std::vector<pid_t> pids_;
+  AbortArea* abort_ = nullptr;
+  Line* lines_ = nullptr;
+  char* slots_ = nullptr;
+
+  std::mutex mutex_;
+  uint32_t posted_ = 0;           // phases this rank has posted (all ranks post the same sequence)
+  uint32_t slot_free_[2] = {0, 0};  // my slot s may be rewritten once every peer posted this many
+  uint64_t step_ = 0;             // steps so far; slot = step_ & 1
+  std::string broken_;
+};
+
+/** The segment bytes a transport of `local_size` ranks with `chunk_bytes` slots maps. */
+size_t shm_segment_bytes(int local_size, size_t chunk_bytes);
+
+}  // namespace ddp4j::shm
