@@ -14,6 +14,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "comm/host_collectives.h"
 #include "comm/peer_errors.h"
 #include "comm/small_allreduce.h"
 
@@ -65,9 +66,18 @@ gloo::AllreduceOptions::Func reduce_function(ReduceOp op) {
   throw Error(ErrorKind::InvalidArgument, "allReduce: unknown ReduceOp");
 }
 
-/** Gloo's own (ring) all-reduce, in place. */
-void run_ring_allreduce(const std::shared_ptr<gloo::Context>& context, const Tensor& t, size_t n, ReduceOp op,
-                        uint32_t tag, Millis timeout) {
+void check_collective_tensor(const char* op, const char* what, const Tensor& t) {
+  DDP4J_CHECK_ARG(t.defined(), op, ": the ", what, " tensor is missing");
+  DDP4J_CHECK_ARG(t.device().type == DeviceType::CPU, op, ": the gloo backend works on CPU tensors, but the ", what,
+                  " is ", t.describe(), "; move it with to(Device.CPU) or use the nccl backend for CUDA tensors");
+  DDP4J_CHECK_ARG(t.dtype() == DType::Float32 || t.dtype() == DType::Int64, op, ": unsupported dtype of ", what, " ",
+                  t.describe());
+}
+
+}  // namespace
+
+void gloo_detail::ring_allreduce(const std::shared_ptr<gloo::Context>& context, const Tensor& t, size_t n,
+                                 ReduceOp op, uint32_t tag, Millis timeout) {
   gloo::AllreduceOptions opts(context);
   opts.setTag(tag);
   opts.setTimeout(timeout);
@@ -80,16 +90,6 @@ void run_ring_allreduce(const std::shared_ptr<gloo::Context>& context, const Ten
   }
   gloo::allreduce(opts);
 }
-
-void check_collective_tensor(const char* op, const char* what, const Tensor& t) {
-  DDP4J_CHECK_ARG(t.defined(), op, ": the ", what, " tensor is missing");
-  DDP4J_CHECK_ARG(t.device().type == DeviceType::CPU, op, ": the gloo backend works on CPU tensors, but the ", what,
-                  " is ", t.describe(), "; move it with to(Device.CPU) or use the nccl backend for CUDA tensors");
-  DDP4J_CHECK_ARG(t.dtype() == DType::Float32 || t.dtype() == DType::Int64, op, ": unsupported dtype of ", what, " ",
-                  t.describe());
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Construction: device, rendezvous, full mesh.
@@ -163,6 +163,7 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
                   detail::concat("rank ", rank, " of ", size, ": setting up the connections failed (", m, ")"));
     }
   }
+  host_ = HostCollectives::create(store, device, rank, size, options_.timeout, options_.shm, options_.shm_host_id);
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -224,12 +225,20 @@ GlooProcessGroup::~GlooProcessGroup() {
                                                      " closed its process group first"))));
   }
   if (worker_.joinable()) worker_.join();
+  host_.reset();     // unmaps the segment, closes the leaders' connections
   small_.reset();    // unregisters its buffers from the pairs
   context_.reset();  // closes the pairs and stops Gloo's network thread
 }
 
 // ---------------------------------------------------------------------------------------------
 // Submission (caller's thread): validate, describe, queue.
+
+bool GlooProcessGroup::shm_only() const { return host_ && host_->single_host(); }
+
+// A small op costs microseconds through shared memory; a hand-off to the worker would cost tens.
+bool GlooProcessGroup::shm_inline(size_t bytes) const { return shm_only() && bytes <= host_->inline_bytes(); }
+
+std::string GlooProcessGroup::transport() const { return host_ ? host_->transport() : "gloo"; }
 
 std::string GlooProcessGroup::describe(const Header& h) {
   switch (h.kind) {
@@ -287,8 +296,13 @@ std::function<void(uint32_t)> GlooProcessGroup::allreduce_fn(const Tensor& tenso
   const Millis timeout = options_.timeout;
   const int world = size();
   std::shared_ptr<SmallAllreduce> small = small_;
-  return [t, op, context, timeout, world, small](uint32_t tag) {
+  std::shared_ptr<HostCollectives> host = host_;
+  return [t, op, context, timeout, world, small, host](uint32_t tag) {
     if (t.numel() == 0) return;
+    if (host) {
+      host->allreduce(t, op, tag);
+      return;
+    }
     const size_t n = static_cast<size_t>(t.numel());
     if (small && t.nbytes() <= small->capacity) {
       if (t.dtype() == DType::Float32) {
@@ -297,7 +311,7 @@ std::function<void(uint32_t)> GlooProcessGroup::allreduce_fn(const Tensor& tenso
         small->run<int64_t>(t.data<int64_t>(), n, reduce_function<int64_t>(op));
       }
     } else {
-      run_ring_allreduce(context, t, n, op, tag, timeout);
+      gloo_detail::ring_allreduce(context, t, n, op, tag, timeout);
     }
     if (op == ReduceOp::AVG) {
       float* p = t.data<float>();
@@ -310,13 +324,13 @@ std::function<void(uint32_t)> GlooProcessGroup::allreduce_fn(const Tensor& tenso
 std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
   Header h;
   auto run = allreduce_fn(tensor, op, &h);
-  return enqueue(h, {tensor}, std::move(run));
+  return enqueue(h, {tensor}, std::move(run), /*check=*/!shm_only(), shm_inline(tensor.nbytes()));
 }
 
 std::shared_ptr<Work> GlooProcessGroup::allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline) {
   Header h;
   auto run = allreduce_fn(tensor, op, &h);
-  return enqueue(h, {tensor}, std::move(run), /*check=*/false, run_inline);
+  return enqueue(h, {tensor}, std::move(run), /*check=*/false, run_inline || shm_inline(tensor.nbytes()));
 }
 
 std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root) {
@@ -326,6 +340,13 @@ std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root
   Tensor t = tensor;
   auto context = context_;
   const Millis timeout = options_.timeout;
+  if (host_) {
+    std::shared_ptr<HostCollectives> host = host_;
+    // The header check stays on even on one host: the transport's broadcast root only publishes and
+    // never reads its peers, so two ranks that both think they are the root would not notice.
+    return enqueue(h, {tensor}, [t, root, host](uint32_t tag) { host->broadcast(t, root, tag); }, true,
+                   shm_inline(t.nbytes()));
+  }
   return enqueue(h, {tensor}, [t, root, context, timeout](uint32_t tag) {
     if (t.numel() == 0) return;
     gloo::BroadcastOptions opts(context);
@@ -349,6 +370,11 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Te
   Tensor out = output;
   auto context = context_;
   const Millis timeout = options_.timeout;
+  if (shm_only()) {
+    std::shared_ptr<HostCollectives> host = host_;
+    return enqueue(h, {input, output}, [in, out, host](uint32_t) { host->allgather(in.raw_data(), out.raw_data(), in.nbytes()); },
+                   false, shm_inline(out.nbytes()));
+  }
   return enqueue(h, {input, output}, [in, out, context, timeout](uint32_t tag) {
     if (in.numel() == 0) return;
     gloo::AllgatherOptions opts(context);
@@ -371,27 +397,37 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& out
   auto context = context_;
   const Millis timeout = options_.timeout;
   const int world = size();
-  return enqueue(h, std::move(keep), [in, outs, context, timeout, world](uint32_t tag) {
+  std::shared_ptr<HostCollectives> host = shm_only() ? host_ : nullptr;
+  const bool inline_ok = shm_inline(in.nbytes() * static_cast<size_t>(world));
+  return enqueue(h, std::move(keep), [in, outs, context, timeout, world, host](uint32_t tag) {
     if (in.numel() == 0) return;
     // Gather into one flat buffer (Gloo's layout), then copy each rank's block out. The flat buffer
     // also keeps this correct when an output aliases the input.
     Tensor flat = Tensor::empty({in.numel() * world}, in.dtype(), in.device());
-    gloo::AllgatherOptions opts(context);
-    opts.setTag(tag);
-    opts.setTimeout(timeout);
-    opts.setInput<uint8_t>(static_cast<uint8_t*>(in.raw_data()), in.nbytes());
-    opts.setOutput<uint8_t>(static_cast<uint8_t*>(flat.raw_data()), flat.nbytes());
-    gloo::allgather(opts);
+    if (host) {
+      host->allgather(in.raw_data(), flat.raw_data(), in.nbytes());
+    } else {
+      gloo::AllgatherOptions opts(context);
+      opts.setTag(tag);
+      opts.setTimeout(timeout);
+      opts.setInput<uint8_t>(static_cast<uint8_t*>(in.raw_data()), in.nbytes());
+      opts.setOutput<uint8_t>(static_cast<uint8_t*>(flat.raw_data()), flat.nbytes());
+      gloo::allgather(opts);
+    }
     const size_t block = in.nbytes();
     for (size_t r = 0; r < outs.size(); r++) {
       std::memcpy(outs[r].raw_data(), static_cast<const char*>(flat.raw_data()) + r * block, block);
     }
-  });
+  }, !host, host && inline_ok);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::barrier() {
   // The header exchange is an allgather, which no rank leaves before every rank has entered it:
-  // that is the barrier.
+  // that is the barrier. On one host the shared-memory barrier replaces it.
+  if (shm_only()) {
+    std::shared_ptr<HostCollectives> host = host_;
+    return enqueue(Header{kBarrier, 0, 0, 0}, {}, [host](uint32_t) { host->barrier(); }, false, true);
+  }
   return enqueue(Header{kBarrier, 0, 0, 0}, {}, nullptr);
 }
 
@@ -428,10 +464,18 @@ void GlooProcessGroup::run_op(Op& op) {
                        "); destroy it and create a new one (Distributed.destroyProcessGroup, then initProcessGroup)")));
   } else {
     try {
-      if ((op.check && options_.check_collectives) || op.header.kind == kBarrier) exchange_headers(op, header_tag);
+      if ((op.check && options_.check_collectives) || (op.header.kind == kBarrier && !op.run)) {
+        exchange_headers(op, header_tag);
+      }
       if (op.run) op.run(data_tag);
     } catch (const Error& e) {
       error = std::current_exception();  // a disagreement between ranks: the connections are intact
+      if (host_ && host_->broken()) {
+        // The shared-memory transport fails for good (its peers see the segment aborted); the
+        // other hosts' ranks must not wait for this one until their timeout either.
+        broken_ = e.what();
+        close_connections();
+      }
     } catch (const std::exception& e) {
       Error translated = translate_gloo_error(op.work->description(), strip_location(e.what()), options_.timeout,
                                              rank(), peer_addresses_);
@@ -439,14 +483,19 @@ void GlooProcessGroup::run_op(Op& op) {
       error = std::make_exception_ptr(translated);
       // Gloo leaves the other connections open; close them so that peers blocked on this rank
       // fail now instead of at their timeout (Gloo does the same itself after a timeout).
-      try {
-        context_->closeConnections();
-        if (small_) small_->context->closeConnections();
-      } catch (const std::exception&) {
-      }
+      close_connections();
     }
   }
   op.work->finish(error);
+}
+
+void GlooProcessGroup::close_connections() {
+  try {
+    context_->closeConnections();
+    if (small_) small_->context->closeConnections();
+  } catch (const std::exception&) {
+  }
+  if (host_) host_->close_connections();
 }
 
 void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {

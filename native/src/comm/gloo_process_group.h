@@ -25,6 +25,13 @@ class Store;
 namespace ddp4j {
 
 class SmallAllreduce;
+class HostCollectives;
+
+namespace gloo_detail {
+/** Gloo's own (ring) all-reduce of the first n elements of t, in place (AVG reduces as SUM). */
+void ring_allreduce(const std::shared_ptr<gloo::Context>& context, const Tensor& t, size_t n, ReduceOp op,
+                    uint32_t tag, std::chrono::milliseconds timeout);
+}  // namespace gloo_detail
 
 /**
  * How a GlooProcessGroup connects and how long its operations may take. Plain values: the Java
@@ -62,6 +69,14 @@ struct GlooOptions {
    * in Java turns it off).
    */
   bool small_allreduce_sync_reads = true;
+  /**
+   * Ranks that share a host run collectives through shared memory (HostCollectives): the whole
+   * group when it is on one host, the intra-host stages of a hierarchical all-reduce and broadcast
+   * otherwise. Off on any rank turns it off for the whole group (DDP4J_SHM=0 in Java).
+   */
+  bool shm = true;
+  /** This rank's host identity for that decision; empty: shm::host_identity() (DDP4J_SHM_HOST_ID in Java). */
+  std::string shm_host_id;
 };
 
 /**
@@ -84,6 +99,8 @@ class GlooProcessGroup : public ProcessGroup {
   ~GlooProcessGroup() override;
 
   std::string backend() const override { return "gloo"; }
+  /** "shm" (all ranks on one host, shared memory), "shm+gloo" (hierarchical) or "gloo". */
+  std::string transport() const;
   const GlooOptions& options() const { return options_; }
 
   std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op) override;
@@ -128,9 +145,15 @@ class GlooProcessGroup : public ProcessGroup {
   void worker_loop();
   void run_op(Op& op);
   void exchange_headers(const Op& op, uint32_t tag);
+  void close_connections();  // after a failure: peers blocked on this rank fail now, not at their timeout
+  /** Every rank on this host: the transport checks the ranks agree, so the Gloo header is skipped. */
+  bool shm_only() const;
+  /** Whether a shared-memory op of `bytes` may run on the caller's thread when the queue is idle. */
+  bool shm_inline(size_t bytes) const;
 
   GlooOptions options_;
   std::shared_ptr<gloo::Context> context_;
+  std::shared_ptr<HostCollectives> host_;  // shared memory; null: plain Gloo (see GlooOptions::shm)
   std::shared_ptr<SmallAllreduce> small_;  // the small all-reduce (see GlooOptions); null when off. Only
                                            // the op that holds running_ uses it
   std::vector<std::vector<std::string>> peer_addresses_;  // by rank, as Gloo's error messages print them (peer_errors.h)

@@ -32,7 +32,8 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_create(JNIEnv* env, 
                                                                    jint size, jlong timeoutMs, jstring hostname,
                                                                    jstring socketIfname, jboolean checkCollectives,
                                                                    jlong smallAllReduceBytes,
-                                                                   jboolean smallAllReduceSyncReads) {
+                                                                   jboolean smallAllReduceSyncReads, jboolean shm,
+                                                                   jstring shmHostId) {
   return guarded(env, [&]() -> jlong {
     DDP4J_CHECK_ARG(timeoutMs > 0, "process group timeout must be positive, got ", timeoutMs, " ms");
     JavaStore java_store(env, store);
@@ -43,7 +44,17 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_create(JNIEnv* env, 
     options.check_collectives = checkCollectives;
     options.small_allreduce_bytes = static_cast<size_t>(smallAllReduceBytes);
     options.small_allreduce_sync_reads = smallAllReduceSyncReads;
+    options.shm = shm;
+    options.shm_host_id = string_of(env, shmHostId);
     return group_handle(new GlooProcessGroup(java_store, rank, size, options));
+  });
+}
+
+JNIEXPORT jstring JNICALL Java_org_ddp4j_internal_GlooNatives_transport(JNIEnv* env, jclass, jlong handle) {
+  return guarded(env, [&]() -> jstring {
+    auto* gloo = dynamic_cast<GlooProcessGroup*>(&group_of(handle));
+    DDP4J_CHECK(gloo != nullptr, IllegalState, "not a Gloo process group");
+    return env->NewStringUTF(gloo->transport().c_str());
   });
 }
 

@@ -17,9 +17,14 @@ import java.util.Map;
  *     non-negative integer is an {@link IllegalStateException} naming the variable
  * @param smallAllReduceSyncReads DDP4J_GLOO_SMALL_SYNC: false for "0", which makes Gloo's network
  *     thread read the one-round path's sockets instead of the waiting thread
+ * @param shm DDP4J_SHM: false for "0" or "false", which keeps ranks that share a host on Gloo's
+ *     TCP transport instead of shared memory (off on any rank turns it off for the whole group)
+ * @param shmHostId DDP4J_SHM_HOST_ID: this rank's host identity for the shared-memory decision,
+ *     or null for the real one (boot id, hostname, network and pid namespace); tests use it to
+ *     pretend that ranks on one machine run on several hosts
  */
 record GlooOptions(String hostname, String socketIfname, boolean checkCollectives, long smallAllReduceBytes,
-        boolean smallAllReduceSyncReads) {
+        boolean smallAllReduceSyncReads, boolean shm, String shmHostId) {
 
     /** The default of {@link #smallAllReduceBytes}: 256 KiB, as the native GlooOptions. */
     static final long DEFAULT_SMALL_ALLREDUCE_BYTES = 256 << 10;
@@ -29,10 +34,19 @@ record GlooOptions(String hostname, String socketIfname, boolean checkCollective
         String check = env.get("DDP4J_GLOO_CHECK_COLLECTIVES");
         String small = env.get("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES");
         String sync = env.get("DDP4J_GLOO_SMALL_SYNC");
+        String shm = env.get("DDP4J_SHM");
         return new GlooOptions(env.get("DDP4J_GLOO_HOSTNAME"), env.get("GLOO_SOCKET_IFNAME"),
                 check == null || !(check.equals("0") || check.equals("false")),
                 small == null ? DEFAULT_SMALL_ALLREDUCE_BYTES : parseBytes("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES", small),
-                sync == null || !sync.equals("0"));
+                sync == null || !sync.equals("0"),
+                shm == null || !(shm.trim().equals("0") || shm.trim().equalsIgnoreCase("false")),
+                env.get("DDP4J_SHM_HOST_ID"));
+    }
+
+    /** These options with shared memory on or off and the given host identity (null: the real one). */
+    GlooOptions withShm(boolean on, String hostId) {
+        return new GlooOptions(hostname, socketIfname, checkCollectives, smallAllReduceBytes, smallAllReduceSyncReads,
+                on, hostId);
     }
 
     /**

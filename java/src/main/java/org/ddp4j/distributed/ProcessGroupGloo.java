@@ -54,6 +54,7 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(30);
 
     private final String hostname;
+    private final String transport;
 
     /**
      * Joins the group of {@code size} ranks that rendezvous through {@code store}, binding this
@@ -92,7 +93,25 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
         this.hostname = hostname != null ? hostname : defaultHostname(null, options);
         setHandle(GlooNatives.create(store, rank, size, millis(timeout), hostname,
                 Objects.requireNonNullElse(options.socketIfname(), ""), options.checkCollectives(),
-                options.smallAllReduceBytes(), options.smallAllReduceSyncReads()));
+                options.smallAllReduceBytes(), options.smallAllReduceSyncReads(), options.shm(),
+                Objects.requireNonNullElse(options.shmHostId(), "")));
+        this.transport = GlooNatives.transport(handle("transport"));
+    }
+
+    /**
+     * How this group moves data, decided once at construction by all ranks together:
+     * <ul>
+     *   <li>{@code "shm"}: every rank runs on this host; all collectives go through one shared-memory
+     *       segment (small ones on the calling thread, in microseconds);
+     *   <li>{@code "shm+gloo"}: several hosts, some with two or more ranks; all-reduce and broadcast
+     *       are hierarchical (shared memory inside each host, Gloo among one leader per host),
+     *       allGather and barrier use Gloo;
+     *   <li>{@code "gloo"}: Gloo's TCP transport only (one rank per host, {@code DDP4J_SHM=0} on
+     *       some rank, or a host where shared memory could not be set up).
+     * </ul>
+     */
+    public String transport() {
+        return transport;
     }
 
     /** {@code "gloo"}. */
@@ -114,7 +133,7 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
 
     @Override
     public String toString() {
-        return "ProcessGroupGloo(rank " + rank() + " of " + size() + ", " + hostname + (isClosed() ? ", closed" : "") + ")";
+        return "ProcessGroupGloo(rank " + rank() + " of " + size() + ", " + hostname + ", " + transport + (isClosed() ? ", closed" : "") + ")";
     }
 
     /**

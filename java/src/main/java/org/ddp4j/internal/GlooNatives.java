@@ -26,8 +26,18 @@ public final class GlooNatives {
      * @param checkCollectives exchange a header before each collective so that ranks that disagree fail cleanly
      * @param smallAllReduceBytes all-reduces up to this many bytes take the one-round path (groups of 2 to 8 ranks); 0: never
      * @param smallAllReduceSyncReads the one-round path's connections in Gloo's sync mode
+     * @param shm let ranks that share a host use shared memory (false on any rank: off for the group)
+     * @param shmHostId this rank's host identity for that decision; empty: boot id, hostname and namespaces
      * @return the group handle, for {@link ProcessGroupNatives}
      */
     public static native long create(Store store, int rank, int size, long timeoutMs, String hostname,
-            String socketIfname, boolean checkCollectives, long smallAllReduceBytes, boolean smallAllReduceSyncReads);
+            String socketIfname, boolean checkCollectives, long smallAllReduceBytes, boolean smallAllReduceSyncReads,
+            boolean shm, String shmHostId);
+
+    /**
+     * The transport the group chose at construction: {@code "shm"}, {@code "shm+gloo"} or {@code "gloo"}.
+     *
+     * @throws IllegalStateException for a closed group
+     */
+    public static native String transport(long handle);
 }

@@ -140,7 +140,7 @@ class ProcessGroupGlooTest {
     @Test
     void wrongSizeAllReduceFailsCleanlyAndTheGroupStaysUsable() throws Exception {
         long start = System.nanoTime();
-        Ranks.withGroups(2, Duration.ofSeconds(5), (rank, group) -> {
+        Ranks.withGlooGroups(2, Duration.ofSeconds(5), (rank, group) -> {
             Tensor t = Tensor.zeros(rank == 0 ? 10 : 12);
             Work w = group.allReduce(t, ReduceOp.SUM);
             var e = assertThrows(DistributedException.class, w::await);
@@ -185,7 +185,7 @@ class ProcessGroupGlooTest {
         HashStore store = new HashStore(Duration.ofSeconds(10));
         CountDownLatch left = new CountDownLatch(1);
         Ranks.run(2, rank -> {
-            try (ProcessGroupGloo group = new ProcessGroupGloo(store, rank, 2, Duration.ofSeconds(5), "127.0.0.1")) {
+            try (ProcessGroupGloo group = Ranks.glooOnly(store, rank, 2, Duration.ofSeconds(5))) {
                 group.barrier().await();
                 if (rank == leaver) {
                     group.close();
@@ -216,7 +216,7 @@ class ProcessGroupGlooTest {
         CountDownLatch left = new CountDownLatch(1);
         long start = System.nanoTime();
         List<String> messages = Ranks.run(world, rank -> {
-            try (ProcessGroupGloo group = new ProcessGroupGloo(store, rank, world, Duration.ofSeconds(20), "127.0.0.1")) {
+            try (ProcessGroupGloo group = Ranks.glooOnly(store, rank, world, Duration.ofSeconds(20))) {
                 group.barrier().await();
                 if (rank == leaver) {
                     group.close();
@@ -240,7 +240,7 @@ class ProcessGroupGlooTest {
         HashStore store = new HashStore(Duration.ofSeconds(10));
         CountDownLatch done = new CountDownLatch(1);
         Ranks.run(2, rank -> {
-            try (ProcessGroupGloo group = new ProcessGroupGloo(store, rank, 2, Duration.ofMillis(500), "127.0.0.1")) {
+            try (ProcessGroupGloo group = Ranks.glooOnly(store, rank, 2, Duration.ofMillis(500))) {
                 if (rank == 1) {
                     assertTrue(done.await(10, TimeUnit.SECONDS)); // never takes part
                     return null;

@@ -117,4 +117,24 @@ final class Ranks {
             }
         });
     }
+
+    /**
+     * A group on Gloo's TCP transport only (shared memory off), for tests of Gloo's own failure
+     * behaviour: a thread-rank that closes its group does not exit, so shared memory sees no dead
+     * peer and waits for the timeout, and small shared-memory ops complete on the calling thread.
+     */
+    static ProcessGroupGloo glooOnly(HashStore store, int rank, int world, Duration timeout) {
+        return new ProcessGroupGloo(store, rank, world, timeout, "127.0.0.1", null,
+                GlooOptions.fromEnvironment(System.getenv()).withShm(false, null));
+    }
+
+    /** {@link #withGroups} on Gloo's TCP transport only (see {@link #glooOnly}). */
+    static <T> List<T> withGlooGroups(int world, Duration timeout, GroupBody<T> body) throws Exception {
+        HashStore store = new HashStore(Duration.ofSeconds(20));
+        return run(world, rank -> {
+            try (ProcessGroupGloo group = glooOnly(store, rank, world, timeout)) {
+                return body.run(rank, group);
+            }
+        });
+    }
 }

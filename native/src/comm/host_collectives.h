@@ -1,0 +1,93 @@
+// host_collectives.h: how a Gloo process group uses shared memory. Decides at construction which
+// ranks share a host and whether the whole group agrees to use shared memory, then runs the
+// collectives that shared memory serves: everything on one host, or the hierarchical all-reduce
+// and broadcast (shared memory inside each host, Gloo among one leader per host) across hosts.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ddp4j/process_group.h"
+#include "ddp4j/tensor.h"
+
+namespace gloo {
+class Context;
+namespace rendezvous {
+class Store;
+}
+namespace transport {
+class Device;
+}
+}  // namespace gloo
+
+namespace ddp4j {
+namespace shm {
+class ShmTransport;
+}
+
+/**
+ * The shared-memory side of one GlooProcessGroup. create() is collective over the whole group and
+ * returns null when the group runs on plain Gloo (shared memory off on some rank, every host with
+ * one rank, or a host whose transport could not be set up): all ranks decide the same way.
+ *
+ * Layouts: single_host() (every rank on one host) runs allreduce, broadcast, allgather and barrier
+ * through the ShmTransport, which compares the ranks' op descriptors itself. Otherwise allreduce
+ * and broadcast are hierarchical (shm reduce to the host leader = local rank 0, Gloo among the
+ * leaders, shm broadcast back); allgather and barrier stay on the group's plain Gloo context.
+ *
+ * Every call is synchronous on the calling thread, bounded by the group's timeout. Errors:
+ * Error(Distributed / Timeout) from the transport (then broken() is true and every later call
+ * fails at once), std::exception from Gloo among the leaders (the caller translates it).
+ */
+class HostCollectives {
+ public:
+  /**
+   * @param store    the group's store (construction only; keys under "ddp4j/shm/")
+   * @param device   Gloo's TCP device, for the leaders' context
+   * @param enabled  this rank's shm setting (DDP4J_SHM); one rank off turns it off for all
+   * @param host_id  this rank's host identity; empty: shm::host_identity()
+   * Throws Error(Timeout) when not every rank publishes within `timeout`, and connection errors
+   * of the leaders' context.
+   */
+  static std::unique_ptr<HostCollectives> create(gloo::rendezvous::Store& store,
+                                                 const std::shared_ptr<gloo::transport::Device>& device, int rank,
+                                                 int size, std::chrono::milliseconds timeout, bool enabled,
+                                                 const std::string& host_id);
+  ~HostCollectives();
+
+  /** "shm" (one host) or "shm+gloo" (hierarchical). */
+  const char* transport() const { return hosts_ == 1 ? "shm" : "shm+gloo"; }
+  bool single_host() const { return hosts_ == 1; }
+  /** Ops of at most this many bytes are cheap enough to run on the caller's thread (single host). */
+  size_t inline_bytes() const { return inline_bytes_; }
+  bool broken() const;
+
+  /** In place; AVG (float32) divides by the world size once. */
+  void allreduce(const Tensor& t, ReduceOp op, uint32_t tag);
+  /** In place from group rank `root`. */
+  void broadcast(const Tensor& t, int root, uint32_t tag);
+  /** single_host() only: `bytes` per rank, group rank r's block at r * bytes of `out`. */
+  void allgather(const void* in, void* out, size_t bytes);
+  /** single_host() only. */
+  void barrier();
+  /** Closes the leaders' connections so that other hosts' leaders fail now, not at their timeout. */
+  void close_connections();
+
+ private:
+  HostCollectives() = default;
+
+  int world_ = 1;
+  int rank_ = 0;
+  int hosts_ = 1;
+  int host_index_ = 0;                   // this rank's host, in order of the hosts' lowest ranks
+  std::vector<int> host_of_;             // group rank -> host index
+  std::vector<int> local_index_;         // group rank -> local rank on its host
+  std::unique_ptr<shm::ShmTransport> shm_;   // null when this host has one rank
+  std::shared_ptr<gloo::Context> leaders_;   // leaders only, hierarchical only
+  std::chrono::milliseconds timeout_{0};
+  size_t inline_bytes_ = 0;
+};
+
+}  // namespace ddp4j
