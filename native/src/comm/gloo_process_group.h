@@ -91,6 +91,10 @@ struct GlooOptions {
  * Error(Timeout) naming the op, its element count and the timeout. After a network error or a
  * timeout the group is unusable (Gloo closes its connections) and every later collective fails
  * fast saying so; a disagreement detected by the header check leaves the group usable.
+ *
+ * Ranks that share a host may run collectives through shared memory (GlooOptions::shm,
+ * HostCollectives; transport() says which); a failure there (dead peer, timeout, disagreement the
+ * transport detects) also makes the group unusable.
  */
 class GlooProcessGroup : public ProcessGroup {
  public:

@@ -44,6 +44,11 @@ import org.ddp4j.tensor.Tensor;
  * latencies are in benchmarks/RESULTS.md. {@code DDP4J_GLOO_SMALL_ALLREDUCE_BYTES=0} turns it off.
  * Every Gloo environment variable is read by {@link GlooOptions}.
  *
+ * <p>Ranks that share a host (same boot id, hostname, network and pid namespace) use shared memory
+ * instead of TCP, decided by all ranks together at construction; {@link #transport()} says which
+ * path the group took and {@code DDP4J_SHM=0} turns it off. A failure on the shared-memory path
+ * (a dead peer, a timeout, ranks that disagree) makes the group unusable, like a network error.
+ *
  * <p>Network address: the address this rank binds and advertises to its peers is, in order,
  * {@code DDP4J_GLOO_HOSTNAME}; the first IPv4 address of the interface named by
  * {@code GLOO_SOCKET_IFNAME}; 127.0.0.1 when the master address is a loopback address; the local

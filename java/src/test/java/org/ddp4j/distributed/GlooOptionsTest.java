@@ -33,6 +33,17 @@ class GlooOptionsTest {
     }
 
     @Test
+    void sharedMemoryIsOnUnlessSetToZeroOrFalse() {
+        GlooOptions o = GlooOptions.fromEnvironment(Map.of());
+        assertTrue(o.shm());
+        assertNull(o.shmHostId());
+        assertFalse(GlooOptions.fromEnvironment(Map.of("DDP4J_SHM", "0")).shm());
+        assertFalse(GlooOptions.fromEnvironment(Map.of("DDP4J_SHM", "false")).shm());
+        assertTrue(GlooOptions.fromEnvironment(Map.of("DDP4J_SHM", "1")).shm());
+        assertEquals("hostA", GlooOptions.fromEnvironment(Map.of("DDP4J_SHM_HOST_ID", "hostA")).shmHostId());
+    }
+
+    @Test
     void aByteCountThatIsNotOneIsNamed() {
         for (String bad : new String[] {"lots", "-1", "64k", ""}) {
             var e = assertThrows(IllegalStateException.class,
