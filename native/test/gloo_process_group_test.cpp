@@ -113,6 +113,9 @@ void test_unchecked_inline() {
 void test_size_mismatch() {
   GlooOptions options;
   options.timeout = std::chrono::seconds(5);
+  // Gloo's own behaviour: on shared memory a mismatch breaks the group, and a thread-rank that
+  // leaves is no dead process (the transport would wait for the timeout).
+  options.shm = false;
   run_ranks(2, options, [&](int rank, ProcessGroup& pg) {
     Tensor t = filled(rank == 0 ? 10 : 12, 1.0f);
     bool threw = false;
@@ -136,6 +139,9 @@ void test_peer_leaves_unchecked() {
   gloo::rendezvous::HashStore store;
   GlooOptions options;
   options.timeout = std::chrono::seconds(5);
+  // Gloo's own behaviour: on shared memory a mismatch breaks the group, and a thread-rank that
+  // leaves is no dead process (the transport would wait for the timeout).
+  options.shm = false;
   std::mutex m;
   std::condition_variable cv;
   bool left = false;
@@ -184,6 +190,9 @@ void test_peer_leaves() {
   gloo::rendezvous::HashStore store;
   GlooOptions options;
   options.timeout = std::chrono::seconds(5);
+  // Gloo's own behaviour: on shared memory a mismatch breaks the group, and a thread-rank that
+  // leaves is no dead process (the transport would wait for the timeout).
+  options.shm = false;
   std::mutex m;
   std::condition_variable cv;
   bool left = false;
@@ -268,6 +277,7 @@ void bench_size(int64_t numel, int iterations) {
       o.timeout = std::chrono::seconds(60);
       o.check_collectives = false;
       o.small_allreduce_bytes = 0;
+      o.shm = false;  // this benchmark compares Gloo's paths
       GlooProcessGroup g_off(store_off, r, 2, o);
       o.check_collectives = true;
       GlooProcessGroup g_ring(store_ring, r, 2, o);
