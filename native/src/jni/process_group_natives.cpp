@@ -13,6 +13,17 @@ using namespace ddp4j::jni;
 
 namespace {
 
+/**
+ * The handle of a work just returned by a collective, or 0 when it already finished successfully
+ * (it ran on the calling thread, e.g. a small shared-memory op): Java then uses a completed Work,
+ * which saves the handle, its Cleaner and two JNI calls. A failed work keeps its handle, so the
+ * error surfaces at await as for any other.
+ */
+jlong handle_unless_done(std::shared_ptr<Work> work) {
+  if (work->is_completed() && !work->error()) return 0;
+  return work_handle(std::move(work));
+}
+
 ReduceOp reduce_op_of(jint op) {
   DDP4J_CHECK_ARG(op >= 0 && op < kNumReduceOps, "allReduce: unknown ReduceOp ", op);
   return static_cast<ReduceOp>(op);
@@ -24,7 +35,7 @@ extern "C" {
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduce(JNIEnv* env, jclass, jlong pg,
                                                                               jlong tensor, jint op) {
-  return guarded(env, [&] { return work_handle(group_of(pg).allreduce(mutable_tensor_of(tensor), reduce_op_of(op))); });
+  return guarded(env, [&] { return handle_unless_done(group_of(pg).allreduce(mutable_tensor_of(tensor), reduce_op_of(op))); });
 }
 
 // 0 when the op already finished (it ran inline): saves the Work handle and its JNI calls.
@@ -43,25 +54,25 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduceUnc
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_broadcast(JNIEnv* env, jclass, jlong pg,
                                                                               jlong tensor, jint root) {
-  return guarded(env, [&] { return work_handle(group_of(pg).broadcast(mutable_tensor_of(tensor), root)); });
+  return guarded(env, [&] { return handle_unless_done(group_of(pg).broadcast(mutable_tensor_of(tensor), root)); });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allGather(JNIEnv* env, jclass, jlong pg,
                                                                               jlong output, jlong input) {
   return guarded(env, [&] {
-    return work_handle(group_of(pg).allgather(mutable_tensor_of(output), mutable_tensor_of(input)));
+    return handle_unless_done(group_of(pg).allgather(mutable_tensor_of(output), mutable_tensor_of(input)));
   });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allGatherList(JNIEnv* env, jclass, jlong pg,
                                                                                   jlongArray outputs, jlong input) {
   return guarded(env, [&] {
-    return work_handle(group_of(pg).allgather(tensors_of(env, outputs), mutable_tensor_of(input)));
+    return handle_unless_done(group_of(pg).allgather(tensors_of(env, outputs), mutable_tensor_of(input)));
   });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_barrier(JNIEnv* env, jclass, jlong pg) {
-  return guarded(env, [&] { return work_handle(group_of(pg).barrier()); });
+  return guarded(env, [&] { return handle_unless_done(group_of(pg).barrier()); });
 }
 
 // The virtual destructor runs the backend's shutdown (Gloo: fail queued ops, join the worker;

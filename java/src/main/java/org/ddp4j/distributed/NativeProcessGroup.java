@@ -78,7 +78,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
     public synchronized Work allReduce(Tensor tensor, ReduceOp op) {
         Objects.requireNonNull(op, "op");
         checkTensor("allReduce", "tensor", tensor);
-        return new NativeWork(ProcessGroupNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()),
+        return work(ProcessGroupNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()),
                 "allReduce");
     }
 
@@ -87,13 +87,13 @@ abstract class NativeProcessGroup extends ProcessGroup {
         checkTensor("allReduce", "tensor", tensor);
         long work = ProcessGroupNatives.allReduceUnchecked(handle("allReduce"), tensor.nativeHandle(), op.ordinal(),
                 runInline);
-        return work == 0 ? Work.COMPLETED : new NativeWork(work, "allReduce");
+        return work(work, "allReduce");
     }
 
     @Override
     public synchronized Work broadcast(Tensor tensor, int src) {
         checkTensor("broadcast", "tensor", tensor);
-        return new NativeWork(ProcessGroupNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src), "broadcast");
+        return work(ProcessGroupNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src), "broadcast");
     }
 
     @Override
@@ -106,7 +106,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
             checkTensor("allGather", "output " + i, out);
             handles[i] = out.nativeHandle();
         }
-        return new NativeWork(ProcessGroupNatives.allGatherList(handle("allGather"), handles, input.nativeHandle()),
+        return work(ProcessGroupNatives.allGatherList(handle("allGather"), handles, input.nativeHandle()),
                 "allGather");
     }
 
@@ -114,13 +114,18 @@ abstract class NativeProcessGroup extends ProcessGroup {
     public synchronized Work allGatherIntoTensor(Tensor output, Tensor input) {
         checkTensor("allGatherIntoTensor", "output", output);
         checkTensor("allGatherIntoTensor", "input", input);
-        return new NativeWork(ProcessGroupNatives.allGather(handle("allGatherIntoTensor"), output.nativeHandle(),
+        return work(ProcessGroupNatives.allGather(handle("allGatherIntoTensor"), output.nativeHandle(),
                 input.nativeHandle()), "allGatherIntoTensor");
     }
 
     @Override
     public synchronized Work barrier() {
-        return new NativeWork(ProcessGroupNatives.barrier(handle("barrier")), "barrier");
+        return work(ProcessGroupNatives.barrier(handle("barrier")), "barrier");
+    }
+
+    /** A Work for a native work handle; 0 means the collective already finished successfully. */
+    private static Work work(long handle, String op) {
+        return handle == 0 ? Work.COMPLETED : new NativeWork(handle, op);
     }
 
     /** Whether {@link #close()} has been called. */

@@ -17,6 +17,9 @@ public final class ProcessGroupNatives {
 
     private ProcessGroupNatives() {}
 
+    // Every collective returns a work handle, or 0 when the collective already finished
+    // successfully on the calling thread (a small shared-memory op): no handle to wait on or free.
+
     /** Queues an in-place all-reduce of the tensor ({@code all_reduce}). Returns a work handle. */
     public static native long allReduce(long group, long tensor, int op);
 
