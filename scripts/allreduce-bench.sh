@@ -90,7 +90,7 @@ if missing:
 PY
 echo
 echo "date: $(date -u +%Y-%m-%d) machine: $(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
-  "load $(cut -d' ' -f1-3 /proc/loadavg); ranks: $ranks; ddp4j backend: $backend (DDP4J_SHM=${DDP4J_SHM:-unset}); PyTorch runs: $torch_runs"
+  "load $(cut -d' ' -f1-3 /proc/loadavg); ranks: $ranks; ddp4j backend: $backend, transport: $([[ "${DDP4J_SHM:-1}" =~ ^(0|false|FALSE|False)$ ]] && echo "gloo (DDP4J_SHM=0)" || echo "shared memory between local ranks (DDP4J_SHM=0 turns it off)"); PyTorch runs: $torch_runs"
 java -Djava.awt.headless=true -cp "$root/benchmarks/target/benchmarks.jar" org.ddp4j.benchmarks.collective.BusBandwidthPlot \
   "$out/busbw.tsv" "$plot" "all-reduce busbw, float32 SUM, $ranks ranks: ddp4j ($backend) vs PyTorch 1.13 (Gloo)"
 echo "JMH JSON: $json"

@@ -47,6 +47,11 @@ class Work {
  public:
   /** `description` names the op for messages, e.g. "allReduce(SUM) of 10 float32 elements". */
   explicit Work(std::string description, std::vector<Tensor> keep_alive = {});
+  /**
+   * As above, with the description made only when a message or description() first needs it: a
+   * microsecond collective should not spend a microsecond formatting a string nobody reads.
+   */
+  Work(std::function<std::string()> describe, std::vector<Tensor> keep_alive);
   virtual ~Work() = default;
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;
@@ -74,13 +79,16 @@ class Work {
   /** The op's error, or null if it succeeded or is still running. */
   std::exception_ptr error() const;
 
-  const std::string& description() const { return description_; }
+  /** The op's description; made on first use when the Work was given a describe function. Thread-safe. */
+  const std::string& description() const;
 
   /** Marks the op finished (error null on success), releases its tensors and wakes waiters. Backends only. */
   void finish(std::exception_ptr error = nullptr);
 
  private:
-  const std::string description_;
+  std::function<std::string()> describe_;
+  mutable std::once_flag described_;
+  mutable std::string description_;
   std::vector<Tensor> keep_alive_;
   mutable std::mutex mutex_;
   std::condition_variable done_cv_;

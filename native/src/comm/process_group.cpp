@@ -34,6 +34,16 @@ std::string duration_str(std::chrono::milliseconds d) {
 Work::Work(std::string description, std::vector<Tensor> keep_alive)
     : description_(std::move(description)), keep_alive_(std::move(keep_alive)) {}
 
+Work::Work(std::function<std::string()> describe, std::vector<Tensor> keep_alive)
+    : describe_(std::move(describe)), keep_alive_(std::move(keep_alive)) {}
+
+const std::string& Work::description() const {
+  std::call_once(described_, [this] {
+    if (describe_) description_ = describe_();
+  });
+  return description_;
+}
+
 bool Work::is_completed() {
   std::lock_guard<std::mutex> lock(mutex_);
   return done_;
@@ -49,7 +59,7 @@ void Work::wait(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) {
     done_cv_.wait(lock, [this] { return done_; });
   } else if (!done_cv_.wait_for(lock, timeout, [this] { return done_; })) {
-    throw Error(ErrorKind::Timeout, detail::concat(description_, " did not complete within ", duration_str(timeout),
+    throw Error(ErrorKind::Timeout, detail::concat(description(), " did not complete within ", duration_str(timeout),
                                                    " (the wait's timeout); it is still running: a peer may be slow,"
                                                    " stuck, or calling a different collective"));
   }
