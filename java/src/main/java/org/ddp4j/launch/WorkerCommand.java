@@ -15,7 +15,8 @@ import java.util.Optional;
  * from the launcher's own class path), each worker is a new JVM:
  * {@code <this java> -cp <java.class.path> <jvm flags> MainClass args...}, where the JVM flags are a
  * default that keeps native-lib-loader from deleting a sibling worker's extracted libraries, the
- * worker defaults of {@link #memoryDefaults}, then the words of {@code DDP4J_JAVA_OPTS}. Otherwise
+ * worker defaults of {@link #memoryDefaults} and {@link #jitDefaults}, then the words of
+ * {@code DDP4J_JAVA_OPTS}. Otherwise
  * the arguments are run as a command as they are.
  */
 final class WorkerCommand {
@@ -36,6 +37,15 @@ final class WorkerCommand {
      * on the node.
      */
     static final String DEFAULT_GC_FLAG = "-XX:+UseSerialGC";
+
+    /**
+     * The JIT of worker JVMs unless DDP4J_JAVA_OPTS picks one: C1 only. A worker's hot work runs in
+     * native kernels, so C2's faster Java buys little, while its compiler threads compete with
+     * the ranks for the node's cores, and in lockstep training every rank waits for the slowest.
+     * Measured on 2 cores, 2 ranks (benchmarks/RESULTS.md): linear demo 285 -> 70 µs per step over
+     * 2000 epochs and 73 -> 29 µs in steady state; ConvNet images/s unchanged.
+     */
+    static final String DEFAULT_JIT_FLAG = "-XX:TieredStopAtLevel=1";
 
     private WorkerCommand() {}
 
@@ -65,6 +75,7 @@ final class WorkerCommand {
         argv.add(LEFTOVER_AGE_FLAG);
         List<String> userOptions = splitOptions(env.getOrDefault(JAVA_OPTS_ENV, ""));
         argv.addAll(memoryDefaults(userOptions, localWorkers));
+        argv.addAll(jitDefaults(userOptions));
         argv.addAll(userOptions);
         argv.addAll(command);
         return List.copyOf(argv);
@@ -92,6 +103,18 @@ final class WorkerCommand {
             flags.add(String.format(Locale.ROOT, "-XX:MaxRAMPercentage=%.1f", percent));
         }
         return flags;
+    }
+
+    /**
+     * {@link #DEFAULT_JIT_FLAG} unless DDP4J_JAVA_OPTS decides the JIT itself
+     * ({@code -XX:TieredStopAtLevel}, {@code -XX:[+-]TieredCompilation}, {@code -Xint},
+     * {@code -Xcomp}); {@code -XX:TieredStopAtLevel=4} restores the JVM's default.
+     */
+    static List<String> jitDefaults(List<String> userOptions) {
+        boolean jitChosen = userOptions.stream().anyMatch(o -> o.startsWith("-XX:TieredStopAtLevel")
+                || o.equals("-XX:+TieredCompilation") || o.equals("-XX:-TieredCompilation") || o.equals("-Xint")
+                || o.equals("-Xcomp"));
+        return jitChosen ? List.of() : List.of(DEFAULT_JIT_FLAG);
     }
 
     /** Whether {@code name} has the shape of a class name: a '.' inside, no '/', no blanks. */

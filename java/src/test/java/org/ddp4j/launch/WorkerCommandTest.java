@@ -29,8 +29,18 @@ class WorkerCommandTest {
         assertTrue(argv.get(0).endsWith("java"), argv.get(0));
         assertEquals("-cp", argv.get(1));
         assertEquals(System.getProperty("java.class.path"), argv.get(2));
-        assertEquals(List.of(WorkerCommand.LEFTOVER_AGE_FLAG, WorkerCommand.DEFAULT_GC_FLAG, "-Xmx1g", "-Dx=a b",
-                LaunchTestWorker.class.getName(), "env", "/tmp"), argv.subList(3, argv.size()));
+        assertEquals(List.of(WorkerCommand.LEFTOVER_AGE_FLAG, WorkerCommand.DEFAULT_GC_FLAG,
+                WorkerCommand.DEFAULT_JIT_FLAG, "-Xmx1g", "-Dx=a b", LaunchTestWorker.class.getName(), "env", "/tmp"),
+                argv.subList(3, argv.size()));
+    }
+
+    @Test
+    void workersRunC1OnlyUnlessTheOptionsChooseTheJit() {
+        assertEquals(List.of("-XX:TieredStopAtLevel=1"), WorkerCommand.jitDefaults(List.of("-Xmx1g")));
+        for (String chosen : List.of("-XX:TieredStopAtLevel=4", "-XX:+TieredCompilation", "-XX:-TieredCompilation",
+                "-Xint", "-Xcomp")) {
+            assertEquals(List.of(), WorkerCommand.jitDefaults(List.of(chosen)), chosen);
+        }
     }
 
     @Test
@@ -42,7 +52,7 @@ class WorkerCommandTest {
         assertEquals(List.of(), WorkerCommand.memoryDefaults(List.of("-XX:+UseParallelGC", "-XX:MaxRAMPercentage=60"), 8));
         List<String> argv = WorkerCommand.argv(List.of(LaunchTestWorker.class.getName()), Map.of(), 2);
         assertEquals(List.of(WorkerCommand.LEFTOVER_AGE_FLAG, "-XX:+UseSerialGC", "-XX:MaxRAMPercentage=25.0",
-                LaunchTestWorker.class.getName()), argv.subList(3, argv.size()));
+                "-XX:TieredStopAtLevel=1", LaunchTestWorker.class.getName()), argv.subList(3, argv.size()));
     }
 
     @Test
