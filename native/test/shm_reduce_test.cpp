@@ -13,16 +13,11 @@
 #include "ddp4j/errors.h"
 #include "test_util.h"
 
+using ddp4j::test::mix;
+
 using namespace ddp4j;
 
 namespace {
-
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 template <class T>
 T plain(T a, T b, ReduceOp op) {

@@ -2,9 +2,18 @@
 // plain program: CHECK records failures and main returns test_failures() (non-zero on failure).
 #pragma once
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 namespace ddp4j::test {
+/** SplitMix64's finaliser: a well-spread pseudo-random value from an index, for test data. */
+inline uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 inline int& failure_count() {
   static int n = 0;
   return n;
