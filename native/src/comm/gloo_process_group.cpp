@@ -225,6 +225,8 @@ GlooProcessGroup::~GlooProcessGroup() {
                                                      " closed its process group first"))));
   }
   if (worker_.joinable()) worker_.join();
+  // Peers still waiting in the segment for this rank fail now, naming it, instead of at their timeout.
+  if (host_) host_->abort(detail::concat("rank ", rank(), " closed its process group"));
   host_.reset();     // unmaps the segment, closes the leaders' connections
   small_.reset();    // unregisters its buffers from the pairs
   context_.reset();  // closes the pairs and stops Gloo's network thread
@@ -500,7 +502,11 @@ void GlooProcessGroup::close_connections() {
     if (small_) small_->context->closeConnections();
   } catch (const std::exception&) {
   }
-  if (host_) host_->close_connections();
+  if (host_) {
+    host_->close_connections();
+    // A leader whose Gloo step failed must release its host's other ranks too, not only its sockets.
+    host_->abort(detail::concat("rank ", rank(), "'s process group failed: ", broken_));
+  }
 }
 
 void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {

@@ -176,6 +176,10 @@ void HostCollectives::allgather(const void* in, void* out, size_t bytes) {
 
 void HostCollectives::barrier() { shm_->barrier(); }
 
+void HostCollectives::abort(const std::string& reason) {
+  if (shm_) shm_->abort(reason);
+}
+
 void HostCollectives::close_connections() {
   if (!leaders_) return;
   try {

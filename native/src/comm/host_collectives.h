@@ -74,6 +74,12 @@ class HostCollectives {
   void barrier();
   /** Closes the leaders' connections so that other hosts' leaders fail now, not at their timeout. */
   void close_connections();
+  /**
+   * Breaks the host's shared-memory transport (ShmTransport::abort) so that this host's other
+   * ranks stop waiting at once, quoting `reason`. Call only from the thread that runs the group's
+   * ops, or once it has stopped.
+   */
+  void abort(const std::string& reason);
 
  private:
   HostCollectives() = default;

@@ -38,17 +38,13 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduce(JN
   return guarded(env, [&] { return handle_unless_done(group_of(pg).allreduce(mutable_tensor_of(tensor), reduce_op_of(op))); });
 }
 
-// 0 when the op already finished (it ran inline): saves the Work handle and its JNI calls.
+// 0 when the op already finished successfully (it ran inline); a failure surfaces at await, as for
+// every collective, so DDP's end-of-backward wait sees it and resets its buckets.
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduceUnchecked(JNIEnv* env, jclass, jlong pg,
                                                                                        jlong tensor, jint op,
                                                                                        jboolean runInline) {
-  return guarded(env, [&]() -> jlong {
-    auto work = group_of(pg).allreduce_unchecked(mutable_tensor_of(tensor), reduce_op_of(op), runInline);
-    if (work->is_completed()) {
-      work->wait();  // rethrows its error
-      return 0;
-    }
-    return work_handle(std::move(work));
+  return guarded(env, [&] {
+    return handle_unless_done(group_of(pg).allreduce_unchecked(mutable_tensor_of(tensor), reduce_op_of(op), runInline));
   });
 }
 

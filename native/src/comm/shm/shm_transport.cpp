@@ -141,6 +141,15 @@ void ShmTransport::check_usable(const Op& op) const {
 }
 
 void ShmTransport::fail(const Op& op, ErrorKind kind, const std::string& message) {
+  mark_aborted(message);
+  throw Error(kind, message);
+}
+
+void ShmTransport::abort(const std::string& reason) {
+  if (broken_.empty()) mark_aborted(reason);
+}
+
+void ShmTransport::mark_aborted(const std::string& message) {
   broken_ = message;
   // First failure of the group wins the abort area; peers waiting anywhere stop at once.
   uint32_t expected = 0;
@@ -150,7 +159,6 @@ void ShmTransport::fail(const Op& op, ErrorKind kind, const std::string& message
     abort_->state.store(2, std::memory_order_release);
   }
   for (int r = 0; r < local_size_; r++) futex_wake_all(&lines_[r].seq);
-  throw Error(kind, message);
 }
 
 void ShmTransport::post() {
@@ -181,6 +189,9 @@ void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
     }
   }
   for (;;) {
+    // What we wait for first: a peer that posted, then aborted (it closed its group) or exited, has
+    // still done its part of this step.
+    if (reached(l.seq.load(std::memory_order_acquire), target)) return;
     if (abort_->state.load(std::memory_order_acquire) != 0) {
       const int r = abort_->local_rank;
       const bool written = abort_->state.load(std::memory_order_acquire) == 2;

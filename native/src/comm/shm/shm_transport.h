@@ -122,6 +122,14 @@ class ShmTransport {
   /** Whether an earlier failure made this transport unusable (every call then throws). */
   bool broken() const { return !broken_.empty(); }
 
+  /**
+   * Breaks the transport from outside a call, e.g. when the process group failed elsewhere (a
+   * leader's Gloo step) or is being destroyed: peers waiting in the segment stop at once with
+   * Error(Distributed) quoting `reason`, instead of waiting for their timeout. Does nothing if
+   * already broken. Call only while no other thread is inside a call on this transport.
+   */
+  void abort(const std::string& reason);
+
  private:
   struct Op;  // what the current call is, for checks and messages
   struct Line;
@@ -129,6 +137,7 @@ class ShmTransport {
 
   void check_usable(const Op& op) const;
   [[noreturn]] void fail(const Op& op, ErrorKind kind, const std::string& message);
+  void mark_aborted(const std::string& message);
   void post();
   void wait_peer(int peer, uint32_t target, const Op& op);
   void wait_all(uint32_t target, const Op& op);

@@ -217,7 +217,13 @@ final class Reducer implements AutoCloseable {
         }
         GradientBucket bucket = bucketOf.get(parameter);
         if (bucket.markReady() && overlap) {
-            launchReadyBuckets();
+            try {
+                launchReadyBuckets();
+            } catch (RuntimeException e) {
+                // Backward stops here and its queued callbacks are dropped: start the next one clean.
+                resetForNextBackward();
+                throw e;
+            }
         }
         if (!finishQueued) {
             finishQueued = true;
@@ -252,13 +258,18 @@ final class Reducer implements AutoCloseable {
                 b.work.await();
             }
         } finally {
-            for (GradientBucket b : buckets) {
-                b.reset();
-            }
-            nextToLaunch = 0;
-            finishQueued = false;
+            resetForNextBackward();
             readyOrderComplete = readyOrder != null;
         }
+    }
+
+    /** Every bucket's gradients outstanding again, nothing launched, no end-of-backward queued. */
+    private void resetForNextBackward() {
+        for (GradientBucket b : buckets) {
+            b.reset();
+        }
+        nextToLaunch = 0;
+        finishQueued = false;
     }
 
     /** Frees the buckets, which are the parameters' gradients. */

@@ -26,8 +26,8 @@ public final class ProcessGroupNatives {
     /**
      * An all-reduce without the per-collective agreement check (for callers that verified their
      * collectives agree across ranks). With {@code runInline} and an idle group a backend may run it
-     * on the calling thread. Returns 0 when the collective has already finished successfully (throws
-     * if it failed), else a work handle.
+     * on the calling thread. Returns 0 when the collective has already finished successfully, else a
+     * work handle (whose await throws if it failed).
      */
     public static native long allReduceUnchecked(long group, long tensor, int op, boolean runInline);
 
