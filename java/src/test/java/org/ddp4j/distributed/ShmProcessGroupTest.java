@@ -196,6 +196,25 @@ class ShmProcessGroupTest {
         });
     }
 
+    /** A rank that closes its group aborts the segment: its host peer fails at once, naming it. */
+    @Test
+    void aRankThatClosesItsGroupReleasesItsHostPeersAtOnce() throws Exception {
+        List<Long> millis = withLayout("shm", 2, (rank, group) -> {
+            if (rank == 0) {
+                group.close();
+                return 0L;
+            }
+            Thread.sleep(200); // rank 0 has closed by now
+            long start = System.nanoTime();
+            Tensor t = Tensor.zeros(8);
+            var e = assertThrows(DistributedException.class, () -> group.allReduce(t, ReduceOp.SUM).await());
+            assertTrue(e.getMessage().contains("rank 0 closed its process group"), e.getMessage());
+            return (System.nanoTime() - start) / 1_000_000;
+        });
+        assertTrue(millis.get(1) < TIMEOUT.toMillis() / 2, "rank 1 waited " + millis.get(1) + " ms, the timeout is "
+                + TIMEOUT.toMillis() + " ms");
+    }
+
     /** Ranks that disagree: the transport compares descriptors (no Gloo header on one host). */
     @ParameterizedTest(name = "{0}")
     @CsvSource({"op", "dtype", "count", "root", "kind"})
