@@ -514,7 +514,11 @@ void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
   if (n == 1) return;
   const Header mine = op.header;
   std::vector<Header> all(static_cast<size_t>(n));
-  if (small_) {
+  if (shm_only()) {
+    // Through the segment: a peer inside any other shared-memory collective is seen at once (the
+    // transport compares call descriptors) instead of both waiting for the timeout.
+    host_->allgather(&mine, all.data(), sizeof(Header));
+  } else if (small_) {
     // One message to each peer over the small all-reduce's connections.
     const int parity = small_->exchange(&mine, sizeof(Header));
     for (int r = 0; r < n; r++) std::memcpy(&all[static_cast<size_t>(r)], small_->payload(parity, r), sizeof(Header));

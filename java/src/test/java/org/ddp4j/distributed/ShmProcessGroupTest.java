@@ -219,6 +219,7 @@ class ShmProcessGroupTest {
     @ParameterizedTest(name = "{0}")
     @CsvSource({"op", "dtype", "count", "root", "kind"})
     void disagreeingRanksFailWithDistributedException(String what) throws Exception {
+        long start = System.nanoTime();
         List<Throwable> errors = withLayout("shm", 2, (rank, group) -> {
             Tensor t = switch (what) {
                 case "dtype" -> rank == 0 ? Tensor.zeros(8) : Tensor.ofLongs(new long[8], 8);
@@ -245,5 +246,8 @@ class ShmProcessGroupTest {
             assertNotNull(e);
             assertInstanceOf(DistributedException.class, e, "rank " + r + ": " + e);
         }
+        // Seen at once, not at the timeout: a broadcast's header goes through the segment too.
+        long millis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(millis < TIMEOUT.toMillis() / 2, what + " mismatch took " + millis + " ms");
     }
 }
