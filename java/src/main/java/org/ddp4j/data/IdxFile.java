@@ -72,11 +72,14 @@ public record IdxFile(int[] dims, byte[] data) {
             if (dims[i] < 0) {
                 throw new IOException(path + ": IDX dimension " + i + " is negative (" + dims[i] + ")");
             }
-            count *= dims[i];
-        }
-        if (count > Integer.MAX_VALUE - 8) {
-            throw new IOException(path + ": IDX dimensions " + Arrays.toString(dims) + " hold " + count
-                    + " bytes, more than one Java array can");
+            count *= dims[i]; // at most (2^31)^2 before the check below: no long overflow
+            if (count > Integer.MAX_VALUE - 8) {
+                // Later dimensions are still unread: name the header as far as it was read.
+                throw new IOException(path + ": IDX header " + Arrays.toString(Arrays.copyOf(dims, i + 1))
+                        + (i + 1 < ndim ? " (first " + (i + 1) + " of " + ndim + " dimensions)" : "") + " holds more than "
+                        + (Integer.MAX_VALUE - 8) + " bytes, more than one Java array can: a corrupt header, or not an"
+                        + " IDX file of single bytes");
+            }
         }
         byte[] data = in.readNBytes((int) count);
         if (data.length < count) {

@@ -68,6 +68,12 @@ public final class ConvNetDemo implements Callable<Integer> {
     @Override
     public Integer call() {
         Device device = deviceOption.resolve(System.getenv());
+        // Before the rendezvous: every rank fails at once, none waits for the others.
+        MnistDataset train = new MnistDataset(data, true, limit);
+        if (train.size() == 0) {
+            throw new IllegalArgumentException("the training set in " + data + " holds no images, so there is nothing to"
+                    + " train on: point --data at a folder with Fashion-MNIST's (or MNIST's) IDX files");
+        }
         Distributed.initProcessGroup(DeviceOption.backendFor(device));
         int rank = Distributed.getRank();
         int world = Distributed.getWorldSize();
@@ -75,7 +81,6 @@ public final class ConvNetDemo implements Callable<Integer> {
             System.out.println("| rank " + rank + " trains on " + DeviceOption.describe(device, System.getenv()));
         }
 
-        MnistDataset train = new MnistDataset(data, true, limit);
         DistributedSampler sampler = new DistributedSampler(train.size(), world, rank, true, seed, false);
         DataLoader loader = new DataLoader(train, batchSize, sampler, false);
         DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, new Generator(seed)).to(device));

@@ -75,6 +75,22 @@ class MnistDatasetTest {
                 && e.getMessage().contains("need 12") && e.getMessage().contains("found 7"), e.getMessage());
     }
 
+    /** Dimensions whose product cannot fit one array (or even a long): the file and the header are named. */
+    @Test
+    void oversizedHeaderNamesFileAndDimensions() throws IOException {
+        writeSet("train", false);
+        Path images = dir.resolve("train-images-idx3-ubyte");
+        // Three dimensions of 2^31 - 1 overflow a long; the first alone is already too large.
+        write(images, idx(new int[] {Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE}, new byte[0]), false);
+        var e = assertThrows(UncheckedIOException.class, () -> new MnistDataset(dir, true));
+        assertTrue(e.getMessage().contains(images.toString())
+                && e.getMessage().contains("[" + Integer.MAX_VALUE + "] (first 1 of 3 dimensions)")
+                && e.getMessage().contains("corrupt header"), e.getMessage());
+        write(images, idx(new int[] {60000, 1000000, 1000}, new byte[0]), false);
+        e = assertThrows(UncheckedIOException.class, () -> new MnistDataset(dir, true));
+        assertTrue(e.getMessage().contains("[60000, 1000000] (first 2 of 3 dimensions)"), e.getMessage());
+    }
+
     @Test
     void corruptGzipIsReported() throws IOException {
         writeSet("train", true);
