@@ -96,7 +96,7 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
             GlooOptions options) {
         super(store, rank, size, timeout, resources);
         this.hostname = hostname != null ? hostname : defaultHostname(null, options);
-        setHandle(GlooNatives.create(store, rank, size, millis(timeout), hostname,
+        setHandle(GlooNatives.create(store, rank, size, millis(timeout), this.hostname,
                 Objects.requireNonNullElse(options.socketIfname(), ""), options.checkCollectives(),
                 options.smallAllReduceBytes(), options.smallAllReduceSyncReads(), options.shm(),
                 Objects.requireNonNullElse(options.shmHostId(), "")));
