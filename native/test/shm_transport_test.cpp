@@ -142,19 +142,23 @@ uint64_t fnv(const void* p, size_t n, uint64_t h = 1469598103934665603ULL) {
   return h;
 }
 
+/** Element i of the reduction over every rank's input, in rank order, as the transport must give it. */
+template <class T>
+T reference(size_t i, int world, ReduceOp op, uint64_t seed) {
+  T a = input_value<T>(0, i, op, seed);
+  for (int r = 1; r < world; r++) a = combine(a, input_value<T>(r, i, op, seed), op);
+  if constexpr (std::is_same<T, float>::value) {
+    if (op == ReduceOp::AVG) a *= 1.0f / static_cast<float>(world);
+  }
+  return a;
+}
+
 template <class T>
 void check_allreduce(ShmTransport& t, int rank, int world, DType dtype, ReduceOp op, size_t count, bool in_place,
                      uint64_t seed, uint64_t& hash) {
   std::vector<T> in(count), out(count, T(0)), expected(count);
   for (size_t i = 0; i < count; i++) in[i] = input_value<T>(rank, i, op, seed);
-  for (size_t i = 0; i < count; i++) {
-    T a = input_value<T>(0, i, op, seed);
-    for (int r = 1; r < world; r++) a = combine(a, input_value<T>(r, i, op, seed), op);
-    if constexpr (std::is_same<T, float>::value) {
-      if (op == ReduceOp::AVG) a *= 1.0f / static_cast<float>(world);
-    }
-    expected[i] = a;
-  }
+  for (size_t i = 0; i < count; i++) expected[i] = reference<T>(i, world, op, seed);
   if (in_place) {
     t.allreduce(in.data(), in.data(), count, dtype, op);
     out = in;
@@ -176,14 +180,7 @@ void check_reduce(ShmTransport& t, int rank, int world, DType dtype, ReduceOp op
                   uint64_t seed) {
   std::vector<T> in(count), out(count, T(42)), expected(count);
   for (size_t i = 0; i < count; i++) in[i] = input_value<T>(rank, i, op, seed);
-  for (size_t i = 0; i < count; i++) {
-    T a = input_value<T>(0, i, op, seed);
-    for (int r = 1; r < world; r++) a = combine(a, input_value<T>(r, i, op, seed), op);
-    if constexpr (std::is_same<T, float>::value) {
-      if (op == ReduceOp::AVG) a *= 1.0f / static_cast<float>(world);
-    }
-    expected[i] = rank == root ? a : T(42);
-  }
+  for (size_t i = 0; i < count; i++) expected[i] = rank == root ? reference<T>(i, world, op, seed) : T(42);
   t.reduce(in.data(), out.data(), count, dtype, op, root);
   const bool ok = std::memcmp(out.data(), expected.data(), count * sizeof(T)) == 0;
   if (!ok) {
