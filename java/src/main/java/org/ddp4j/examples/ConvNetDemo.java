@@ -64,7 +64,8 @@ public final class ConvNetDemo implements Callable<Integer> {
 
     @Option(names = "--resume", paramLabel = "FILE",
             description = "Start from a checkpoint written by --save: the model, the optimizer's momentum and the epoch"
-                    + " counter; --epochs stays the total.")
+                    + " counter; --epochs stays the total. Every rank reads FILE and its .optim twin (copy them to each"
+                    + " node).")
     Path resume;
 
     @Option(names = "--report-allocations",
