@@ -15,9 +15,8 @@ import java.net.Socket;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.ddp4j.distributed.DistributedException;
@@ -36,8 +35,10 @@ import org.ddp4j.distributed.DistributedException;
  */
 final class TcpStoreServer implements AutoCloseable {
     private static final AtomicInteger SERVERS = new AtomicInteger();
-    /** Refused connections waiting for their refusal to be sent; beyond this they are just closed. */
-    private static final int REFUSAL_QUEUE = 16;
+    /** Refused connections kept open briefly so that their refusal is read before the close; beyond this, closed at once. */
+    private static final int MAX_LINGERING = 256;
+    /** How long a refused connection stays open after its refusal was sent. */
+    private static final long LINGER_MS = 1_000;
 
     private final ServerSocket serverSocket;
     private final String where;
@@ -47,7 +48,8 @@ final class TcpStoreServer implements AutoCloseable {
     private final StoreHandshake.Limits limits;
     private final RefusalLog refusals;
     private final AtomicInteger open = new AtomicInteger();
-    private final ThreadPoolExecutor refuser;
+    private final ScheduledThreadPoolExecutor closer;
+    private final AtomicInteger lingering = new AtomicInteger();
     private final Set<Socket> connections = ConcurrentHashMap.newKeySet();
     private final Set<Thread> threads = ConcurrentHashMap.newKeySet();
     private final Thread acceptThread;
@@ -105,12 +107,11 @@ final class TcpStoreServer implements AutoCloseable {
         this.state = new HashStore(Duration.ZERO, where);
         this.refusals = new RefusalLog(where);
         int id = SERVERS.incrementAndGet();
-        this.refuser = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(REFUSAL_QUEUE),
-                r -> {
-                    Thread t = new Thread(r, "ddp4j-tcpstore-" + id + "-refuser");
-                    t.setDaemon(true);
-                    return t;
-                }, (r, pool) -> ((Refusal) r).dropNow());
+        this.closer = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "ddp4j-tcpstore-" + id + "-closer");
+            t.setDaemon(true);
+            return t;
+        });
         this.acceptThread = new Thread(this::acceptLoop, "ddp4j-tcpstore-" + id + "-accept-" + ss.getLocalPort());
         acceptThread.setDaemon(true);
         acceptThread.start();
@@ -157,7 +158,7 @@ final class TcpStoreServer implements AutoCloseable {
                         + TcpStoreOptions.MAX_CONNECTIONS_ENV + "=" + options.maxConnections()
                         + " on the store's host): raise it there if the job needs more";
                 refusals.refused("refused a connection from", s.getRemoteSocketAddress(), reason);
-                refuser.execute(new Refusal(s, reason));
+                refuse(s, reason);
                 continue;
             }
             open.incrementAndGet();
@@ -169,33 +170,36 @@ final class TcpStoreServer implements AutoCloseable {
         }
     }
 
-    /** Tells a connection over the cap why it is refused, after reading its hello so that closing sends no reset. */
-    private final class Refusal implements Runnable {
-        private final Socket socket;
-        private final String reason;
-
-        Refusal(Socket socket, String reason) {
-            this.socket = socket;
-            this.reason = reason;
+    /**
+     * Tells a connection over the cap why it is refused, without a thread: the few bytes fit the
+     * socket's empty send buffer, and the socket is closed a second later, once the client has
+     * read them (closing at once, with its hello unread, would send a reset that loses them).
+     */
+    private void refuse(Socket s, String reason) {
+        if (lingering.incrementAndGet() > MAX_LINGERING) {
+            lingering.decrementAndGet();
+            StoreSupport.closeQuietly(s);
+            return;
         }
-
-        @Override
-        public void run() {
-            try (socket) {
-                socket.setSoTimeout(1000);
-                DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
-                in.readFully(new byte[8 + NONCE_BYTES]);
-                DataOutputStream out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
-                StoreHandshake.refuse(out, reason);
-                socket.shutdownOutput();
-            } catch (IOException e) {
-                // a stranger that sent no hello: it gets no explanation
-            }
+        try {
+            DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
+            StoreHandshake.refuse(out, reason);
+            s.shutdownOutput();
+            closer.schedule(() -> closeRefused(s), LINGER_MS, TimeUnit.MILLISECONDS);
+        } catch (IOException | RuntimeException e) {
+            closeRefused(s);
         }
+    }
 
-        void dropNow() {
-            StoreSupport.closeQuietly(socket);
+    private void closeRefused(Socket s) {
+        try {
+            var in = s.getInputStream();
+            in.skip(in.available()); // the unread hello would turn the close into a reset
+        } catch (IOException e) {
+            // closing anyway
         }
+        StoreSupport.closeQuietly(s);
+        lingering.decrementAndGet();
     }
 
     private void serve(Socket socket) {
@@ -376,7 +380,9 @@ final class TcpStoreServer implements AutoCloseable {
         }
         closed = true;
         StoreSupport.closeQuietly(serverSocket);
-        refuser.shutdownNow();
+        for (Runnable r : closer.shutdownNow()) {
+            r.run(); // close the lingering refused connections now
+        }
         state.shutDown();
         for (Socket s : connections) {
             StoreSupport.closeQuietly(s);
