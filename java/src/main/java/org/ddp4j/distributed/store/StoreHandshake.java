@@ -60,11 +60,11 @@ final class StoreHandshake {
         int magic = in.readInt();
         int version = in.readInt();
         if (magic != MAGIC) {
-            throw new NotAStoreException("the service at " + where + " is not a ddp4j TcpStore; another program holds"
+            throw new NotAStoreException("The service at " + where + " is not a ddp4j TcpStore; another program holds"
                     + " that port: check --master-port / MASTER_PORT");
         }
         if (version != VERSION) {
-            throw new NotAStoreException("the service at " + where + " is a ddp4j TcpStore of another version (protocol "
+            throw new NotAStoreException("The service at " + where + " is a ddp4j TcpStore of another version (protocol "
                     + version + ", expected " + VERSION + "): run the same ddp4j version on every host");
         }
         if (in.readByte() != OK) {

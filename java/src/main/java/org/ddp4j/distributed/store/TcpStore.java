@@ -56,7 +56,7 @@ public final class TcpStore implements Store {
     private final long requestMs;
     private StoreHandshake.Limits limits;
     private final Object io = new Object();
-    private Socket socket;
+    private volatile Socket socket;
     private DataInputStream in;
     private DataOutputStream out;
     private volatile boolean closed;
@@ -151,9 +151,7 @@ public final class TcpStore implements Store {
      * hosts know this process by, as far as the store can tell.
      */
     public String localAddress() {
-        synchronized (io) {
-            return socket.getLocalAddress().getHostAddress();
-        }
+        return socket.getLocalAddress().getHostAddress();
     }
 
     /** The server side, for tests of its defences; null for a client. */
@@ -206,7 +204,9 @@ public final class TcpStore implements Store {
                         if (d.expired()) {
                             throw handshakeTimeout(handshakeMs);
                         }
-                        throw e;
+                        throw new DistributedException("Connected to " + host + ":" + port + " but it did not answer as a"
+                                + " ddp4j TcpStore (" + e + "); another program may hold that port: check --master-port /"
+                                + " MASTER_PORT", e);
                     }
                 }
                 socket = s;
