@@ -179,6 +179,7 @@ public final class TcpStore implements Store {
         long deadline = StoreSupport.deadlineNanos(timeout);
         long sleepMs = 10;
         Exception last = null;
+        Exception refusal = null; // the server's own reason outranks a later connect timeout
         while (true) {
             Socket s = new Socket();
             try {
@@ -213,8 +214,12 @@ public final class TcpStore implements Store {
                 in = din;
                 out = dout;
                 return;
-            } catch (IOException | StoreHandshake.RefusedException e) {
-                StoreSupport.closeQuietly(s); // refused, reset or closed: the server may come up (or free up) soon
+            } catch (StoreHandshake.RefusedException e) {
+                StoreSupport.closeQuietly(s); // e.g. too many connections: they may free up
+                refusal = e;
+                last = e;
+            } catch (IOException e) {
+                StoreSupport.closeQuietly(s); // not listening yet: the server may come up soon
                 last = e;
             } catch (RuntimeException e) {
                 StoreSupport.closeQuietly(s);
@@ -222,7 +227,8 @@ public final class TcpStore implements Store {
             }
             long left = deadline - System.nanoTime();
             if (left <= 0) {
-                String why = last instanceof StoreHandshake.RefusedException ? last.getMessage() : "last error: " + last;
+                String why = refusal == null ? "last error: " + last
+                        : refusal.getMessage() + (last == refusal ? "" : "; last error: " + last);
                 throw new DistributedTimeoutException("Could not connect to the TcpStore at " + host + ":" + port
                         + " within " + StoreSupport.formatDuration(timeout) + " (" + why
                         + "): the master (rank 0, or node 0's launcher) may not be up, or --master-addr/MASTER_ADDR"
