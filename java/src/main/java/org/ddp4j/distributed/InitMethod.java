@@ -2,6 +2,7 @@ package org.ddp4j.distributed;
 
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -117,8 +118,38 @@ final class InitMethod {
                     client), rank, world, host, client, client.localAddress());
         }
         // Rank 0 listens on the master address only (see StoreBindAddress for the exceptions).
-        TcpStore store = rank == 0 ? TcpStore.server(host, port, timeout) : TcpStore.client(host, port, timeout);
+        TcpStore store;
+        try {
+            store = rank == 0 ? TcpStore.server(host, port, timeout) : TcpStore.client(host, port, timeout);
+        } catch (DistributedException e) {
+            throw rank == 0 && String.valueOf(e.getMessage()).contains("already in use") ? secondRankZero(host, port, e) : e;
+        }
         return new Membership(store, rank, world, host, store, store.localAddress());
+    }
+
+    /**
+     * Rank 0 could not listen on the master port. If a store of this job already serves it and
+     * holds a rank 0 claim, this process is a second RANK 0: say so, naming both claims.
+     */
+    private static DistributedException secondRankZero(String host, int port, DistributedException portInUse) {
+        try (TcpStore other = TcpStore.client(host, port, Duration.ofSeconds(2))) {
+            long init = other.add(InitKeySpace.countKey(0), 0);
+            String key = InitKeySpace.claimKey(init, 0);
+            if (init > 0 && other.check(List.of(key))) {
+                ProcessIdentity first = ProcessIdentity.decode(new String(other.get(key), StandardCharsets.UTF_8));
+                ProcessIdentity me = ProcessIdentity.current(other.localAddress());
+                String msg = "RANK 0 was claimed twice: by " + first.description() + ", which hosts the store at " + host
+                        + ":" + port + ", and by " + me.description() + "; give each process its own RANK, or start them"
+                        + " with scripts/ddp4j-run, which assigns the ranks";
+                if (!other.check(List.of(InitKeySpace.doneKey(init, 0)))) {
+                    other.compareSet(InitKeySpace.conflictKey(init), new byte[0], msg.getBytes(StandardCharsets.UTF_8));
+                }
+                return new DistributedException(msg, portInUse);
+            }
+        } catch (RuntimeException probeFailed) {
+            portInUse.addSuppressed(probeFailed); // not a store of ours (or not reachable): the port is simply taken
+        }
+        return portInUse;
     }
 
     private static boolean isLaunchersStore(String host, int port, Map<String, String> env) {

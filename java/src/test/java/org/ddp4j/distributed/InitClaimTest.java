@@ -154,6 +154,48 @@ class InitClaimTest {
     }
 
     @Test
+    void aSecondRankZeroFindsTheFirstOnThePortAndBothFail() throws Exception {
+        // Without the launcher rank 0 hosts the store: the second rank 0 finds the port taken by the first.
+        List<Process> ps = new ArrayList<>();
+        int port = DistributedTest.freePort();
+        try {
+            ps.add(startHosting(port, 0, 2));
+            try (TcpStore probe = TcpStore.client("127.0.0.1", port, Duration.ofSeconds(60))) {
+                awaitCounter(probe, InitKeySpace.countKey(0), 1);
+                while (!probe.check(List.of(InitKeySpace.claimKey(1, 0)))) {
+                    Thread.sleep(20);
+                }
+            }
+            ps.add(startHosting(port, 0, 2));
+            String expected = "RANK 0 was claimed twice: by pid " + ps.get(0).pid() + " on host \\S+ \\(127\\.0\\.0\\.1\\),"
+                    + " which hosts the store at 127\\.0\\.0\\.1:" + port + ", and by pid " + ps.get(1).pid()
+                    + " on host \\S+ \\(127\\.0\\.0\\.1\\); give each process its own RANK, or start them with"
+                    + " scripts/ddp4j-run, which assigns the ranks";
+            for (Process p : List.of(ps.get(1), ps.get(0))) {
+                String msg = failure(p);
+                assertTrue(msg.matches(expected), msg);
+            }
+        } finally {
+            ps.forEach(Process::destroyForcibly);
+        }
+    }
+
+    private static Process startHosting(int port, int rank, int world) throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder pb = new ProcessBuilder(java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp",
+                System.getProperty("java.class.path"), InitClaimMain.class.getName());
+        Map<String, String> env = pb.environment();
+        env.remove("DDP4J_AGENT_STORE");
+        env.put("MASTER_ADDR", "127.0.0.1");
+        env.put("MASTER_PORT", Integer.toString(port));
+        env.put("WORLD_SIZE", Integer.toString(world));
+        env.put("RANK", Integer.toString(rank));
+        env.put("DDP4J_TIMEOUT_SECONDS", Long.toString(TIMEOUT.toSeconds()));
+        pb.redirectErrorStream(true);
+        return pb.start();
+    }
+
+    @Test
     void processesStartedWithWorldSizesTwoAndThreeBothFailNamingBoth() throws Exception {
         List<Process> ps = new ArrayList<>();
         try (TcpStore agent = TcpStore.server("127.0.0.1", 0, TIMEOUT)) {
