@@ -67,15 +67,20 @@ public final class TcpStore implements Store {
      * Mirrors {@code torch.distributed.TCPStore(host_name, port, is_master=isServer, timeout=timeout)}.
      *
      * <p>As a server it binds {@code host:port} ({@code "0.0.0.0"} listens on every interface;
-     * port 0 picks a free port, see {@link #port()}) and serves from daemon threads until
-     * {@link #close()}. As a client it retries refused connections until {@code timeout} passes,
-     * since the server may start after its clients.
+     * port 0 picks a free port, see {@link #port()}; {@code DDP4J_STORE_BIND_ADDR} overrides the
+     * address, and a host name that resolves to loopback here listens everywhere, see
+     * {@link StoreBindAddress}) and serves from daemon threads until {@link #close()}. As a client
+     * it retries refused connections until {@code timeout} passes, since the server may start
+     * after its clients. Both read the secret and limits from the environment
+     * ({@link TcpStoreOptions#fromEnvironment()}).
      *
      * @param host the master's address (MASTER_ADDR); for a server, an address of this machine
      * @param port the master's port (MASTER_PORT); 0 with {@code isServer} picks a free one
      * @param isServer whether this instance hosts the store
      * @param timeout how long to keep trying to connect, and the default wait of blocking calls
-     * @throws DistributedException if the port is already in use or the host is not an address of this machine (server)
+     * @throws DistributedException if the port is already in use or the host is not an address of this machine (server),
+     *     the secret cannot be found (see {@link StoreSecret}), or the server and this process have different secrets
+     *     (the message says how to give every host the same one)
      * @throws DistributedTimeoutException if the server cannot be reached within {@code timeout} (client)
      * @throws IllegalArgumentException if the port is outside 0..65535 (0 only for a server) or the timeout is negative
      */
