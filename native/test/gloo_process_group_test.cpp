@@ -352,6 +352,45 @@ void bench(int argc, char** argv) {
 
 }  // namespace
 
+/**
+ * Issue 10 part 3 on plain Gloo: rank 0 runs DDP's all-reduce of bucket 2 of 3 (AVG) while rank 1
+ * all-reduces a 1-element metric (SUM). Up to the small all-reduce's capacity the fingerprint rides
+ * in the message; above it rank 0 sends it ahead of Gloo's ring and rank 1, seeing it, breaks the
+ * ring's connections. Either way both ranks fail at once, each naming its own call and the peer's.
+ */
+void test_ddp_bucket_against_metric() {
+  for (int64_t n : {int64_t{300}, int64_t{200000}}) {
+    GlooOptions options;
+    options.timeout = std::chrono::seconds(10);
+    options.shm = false;
+    run_ranks(2, options, [&](int rank, ProcessGroup& pg) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Tensor t = rank == 0 ? filled(n, 1.0f) : filled(1, 0.5f);
+      std::string message;
+      try {
+        if (rank == 0) {
+          pg.allreduce_unchecked(t, ReduceOp::AVG, true, 1, 3)->wait();
+        } else {
+          pg.allreduce(t, ReduceOp::SUM)->wait();
+        }
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Distributed);
+        message = e.what();
+      }
+      if (rank == 0) std::printf("bucket of %lld vs metric: rank 0: %s\n", static_cast<long long>(n), message.c_str());
+      const std::string elems = n == 300 ? "300" : "200,000";
+      const std::string bucket = "allReduce(AVG) of " + elems + " float32 elements (#1, DDP bucket 2 of 3)";
+      const std::string metric = "allReduce(SUM) of 1 float32 element (#1)";
+      const std::string mine = rank == 0 ? bucket : metric;
+      const std::string theirs = rank == 0 ? metric : bucket;
+      CHECK(message.rfind(mine + " on rank " + std::to_string(rank) + ": a peer called a different collective: rank " +
+                              std::to_string(1 - rank) + " called " + theirs,
+                          0) == 0);
+      CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+    });
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--bench") == 0) {
     bench(argc, argv);
@@ -360,6 +399,7 @@ int main(int argc, char** argv) {
   test_collectives();
   test_unchecked_inline();
   test_size_mismatch();
+  test_ddp_bucket_against_metric();
   test_peer_leaves();
   test_peer_leaves_unchecked();
   test_gpu_tensor_is_refused();
