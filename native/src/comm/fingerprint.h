@@ -1,8 +1,8 @@
 // fingerprint.h: what a rank says about the collective it is running. It travels with the data
-// (in the small all-reduce's message header, in the shared-memory transport's slot descriptor, or
-// in a message sent on the small all-reduce's connections ahead of Gloo's ring), never in an extra
-// round trip, so that ranks that called different collectives fail, each naming its own call and
-// the peer's, instead of mixing their data (issue 10, part 3).
+// where ddp4j moves the data itself (in the small all-reduce's message header, in the
+// shared-memory transport's slot descriptor), and in one small message ahead of Gloo's own
+// collectives, so that ranks that called different collectives fail, each naming its own call
+// and the peer's, instead of mixing their data (issue 10, part 3).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,13 +20,13 @@ struct Fingerprint {
   uint32_t dtype = 0;   // DType
   int32_t bucket = -1;  // DDP's bucket index (0-based), -1 for any other collective
   int32_t buckets = 0;  // DDP's number of buckets (0 for any other collective)
-  uint32_t late = 0;    // 1: the sender moves its data elsewhere first (Gloo's ring) and checks the peers' afterwards
+  uint32_t reserved = 0;  // keeps the size a multiple of 8; always 0
 
   bool present() const { return kind != kNone; }
 };
 static_assert(sizeof(Fingerprint) == 40, "a fixed wire and shared-memory layout");
 
-/** Whether two ranks called the same collective (everything but `late`). */
+/** Whether two ranks called the same collective. */
 bool same_call(const Fingerprint& a, const Fingerprint& b);
 
 /**

@@ -276,8 +276,8 @@ std::shared_ptr<Work> GlooProcessGroup::enqueue(const Fingerprint& fp, std::vect
   return work;
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, ReduceOp op, bool checked,
-                                                      bool run_inline, int bucket, int buckets) {
+std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket,
+                                                      int buckets) {
   check_collective_tensor("allReduce", "input", tensor);
   DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, "allReduce: unknown ReduceOp ",
                   static_cast<int>(op));
@@ -304,15 +304,15 @@ std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, Redu
   const bool inline_ok = run_inline || shm_inline(tensor.nbytes());
 
   if (host_) {
-    // One host: the transport compares fingerprints in every step. Hierarchical: among this
-    // host's ranks likewise, across hosts before (checked) or after (DDP) the leaders' ring.
+    // One host: the transport compares fingerprints in every step. Hierarchical: the ranks
+    // exchange them first, since the leaders' ring follows (see below).
     std::shared_ptr<HostCollectives> host = host_;
-    const Check check = shm_only() ? Check::kAlong : checked || !small_ ? Check::kBefore : Check::kAfter;
+    const Check check = shm_only() ? Check::kAlong : Check::kBefore;
     return enqueue(fp, {tensor}, [t, op, host](uint32_t tag, const Fingerprint& f) { host->allreduce(t, op, tag, &f); },
                    check, inline_ok);
   }
   if (small_ && t.nbytes() <= small_->capacity) {
-    // The fingerprint rides in the message's header: no round trip of its own, checked or not.
+    // The fingerprint rides in the message's header: no message of its own.
     std::shared_ptr<SmallAllreduce> small = small_;
     GlooProcessGroup* self = this;  // ops run before the destructor returns (it joins the worker)
     return enqueue(fp, {tensor}, [t, op, small, self, divide_if_avg](uint32_t, const Fingerprint& f) {
@@ -328,23 +328,26 @@ std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, Redu
       divide_if_avg();
     }, Check::kAlong, inline_ok);
   }
+  // Gloo's ring: fingerprints first (one small message each way, on the small all-reduce's
+  // connections when the group has them). Not after the ring: ranks that enter it with different
+  // sizes make Gloo abort the process (an enforce in its network thread when a peer's chunk
+  // exceeds the posted receive), e.g. DDP bucket 1 on one rank against bucket 2 on another.
   auto context = context_;
   const Millis timeout = options_.timeout;
-  const Check check = checked || !small_ ? Check::kBefore : Check::kAfter;
   return enqueue(fp, {tensor}, [t, op, context, timeout, divide_if_avg](uint32_t tag, const Fingerprint&) {
     if (t.numel() == 0) return;
     gloo_detail::ring_allreduce(context, t, static_cast<size_t>(t.numel()), op, tag, timeout);
     divide_if_avg();
-  }, check, inline_ok);
+  }, Check::kBefore, inline_ok);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
-  return allreduce_any(tensor, op, /*checked=*/true, /*run_inline=*/false, -1, 0);
+  return allreduce_any(tensor, op, /*run_inline=*/false, -1, 0);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline,
                                                             int bucket, int buckets) {
-  return allreduce_any(tensor, op, /*checked=*/false, run_inline, bucket, buckets);
+  return allreduce_any(tensor, op, run_inline, bucket, buckets);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root) {
@@ -490,50 +493,25 @@ void GlooProcessGroup::run_op(Op& op) {
         ErrorKind::Distributed,
         detail::concat(op.work->description(), " cannot run: this process group failed earlier (", broken_,
                        "); destroy it and create a new one (Distributed.destroyProcessGroup, then initProcessGroup)")));
-    op.work->finish(error);
-    return;
-  }
-  // kAfter: our fingerprint leaves now, ahead of the data; the peers' are compared once it moved.
-  int late_parity = -1;
-  Fingerprint fp = op.fp;
-  if (op.check == Check::kAfter) fp.late = 1;
-  try {
-    if (op.check == Check::kBefore || (fp.kind == Fingerprint::kBarrier && !op.run)) {
-      exchange_headers(op, header_tag);
-    } else if (op.check == Check::kAfter) {
-      late_parity = small_->post(fp, nullptr, 0);
-    }
-    if (op.run) op.run(data_tag, fp);
-    if (late_parity >= 0) {
-      const int parity = late_parity;
-      late_parity = -1;  // from here on, a failure is in the comparison itself
-      small_->complete(parity, seq);
-      check_peers(fp, parity);
-    }
-  } catch (const Error& e) {
-    error = std::current_exception();  // a disagreement between ranks: the connections are intact
-    if (late_parity >= 0 && e.kind() != ErrorKind::Timeout) {
-      // The data movement failed (a peer that saw the mismatch first broke it): its fingerprint says
-      // why. Not after a timeout: a peer stuck elsewhere may never send one.
-      if (auto mismatch = late_mismatch(fp, late_parity)) error = mismatch;
-    }
-    if (!broken_.empty()) {
-      // check_peers broke the group already (a peer, or this rank, was moving data elsewhere).
-    } else if (host_ && host_->broken()) {
-      // The shared-memory transport fails for good (its peers see the segment aborted); the
-      // other hosts' ranks must not wait for this one until their timeout either.
-      broken_ = e.what();
-      close_connections();
-    }
-  } catch (const std::exception& e) {
-    const std::string message = strip_location(e.what());
-    std::exception_ptr mismatch;
-    if (late_parity >= 0 && !is_gloo_timeout(message)) mismatch = late_mismatch(fp, late_parity);
-    if (mismatch) {
-      error = mismatch;  // late_mismatch broke the group, keeping the exchange's connections
-    } else {
-      Error translated = translate_gloo_error(op.work->description(), message, options_.timeout, rank(),
-                                             peer_addresses_);
+  } else {
+    try {
+      if (op.check == Check::kBefore || (op.fp.kind == Fingerprint::kBarrier && !op.run)) {
+        exchange_headers(op, header_tag);
+      }
+      if (op.run) op.run(data_tag, op.fp);
+    } catch (const Error& e) {
+      // A disagreement between ranks, found before any data moved (every rank finds it in the
+      // same exchange): the connections are intact.
+      error = std::current_exception();
+      if (host_ && host_->broken()) {
+        // The shared-memory transport fails for good (its peers see the segment aborted); the
+        // other hosts' ranks must not wait for this one until their timeout either.
+        broken_ = e.what();
+        close_connections();
+      }
+    } catch (const std::exception& e) {
+      Error translated = translate_gloo_error(op.work->description(), strip_location(e.what()), options_.timeout,
+                                             rank(), peer_addresses_);
       broken_ = translated.what();
       error = std::make_exception_ptr(translated);
       // Gloo leaves the other connections open; close them so that peers blocked on this rank
@@ -545,45 +523,12 @@ void GlooProcessGroup::run_op(Op& op) {
 }
 
 void GlooProcessGroup::check_peers(const Fingerprint& mine, int parity) {
-  const int n = size();
-  for (int r = 0; r < n; r++) {
+  for (int r = 0; r < size(); r++) {
     if (r == rank()) continue;
     const Fingerprint theirs = small_->fingerprint(parity, r);
-    if (same_call(mine, theirs)) continue;
-    const std::string message = mismatch_message(mine, rank(), detail::concat("rank ", r), theirs);
-    // A rank moving its data elsewhere (Gloo's ring, the segment) waits there for this one: break
-    // those connections so it fails now, reads this rank's fingerprint and names the mismatch too.
-    bool late = mine.late != 0;
-    for (int q = 0; q < n; q++) late = late || small_->fingerprint(parity, q).late != 0;
-    if (late && broken_.empty()) close_data_connections(message);
-    throw Error(ErrorKind::Distributed, message);
-  }
-}
-
-std::exception_ptr GlooProcessGroup::late_mismatch(const Fingerprint& mine, int parity) {
-  try {
-    small_->complete(parity, mine.seq);
-    check_peers(mine, parity);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::Distributed && std::strstr(e.what(), "a peer called a different collective")) {
-      if (broken_.empty()) close_data_connections(e.what());
-      return std::current_exception();
+    if (!same_call(mine, theirs)) {
+      throw Error(ErrorKind::Distributed, mismatch_message(mine, rank(), detail::concat("rank ", r), theirs));
     }
-  } catch (const std::exception&) {
-    // The exchange's connections failed too: no fingerprints to compare; report the first error.
-  }
-  return nullptr;
-}
-
-void GlooProcessGroup::close_data_connections(const std::string& why) {
-  broken_ = why;
-  try {
-    context_->closeConnections();
-  } catch (const std::exception&) {
-  }
-  if (host_) {
-    host_->close_connections();
-    host_->abort(detail::concat("rank ", rank(), "'s process group failed: ", why));
   }
 }
 

@@ -46,10 +46,13 @@ struct GlooOptions {
   /** Network interface to bind instead of a hostname (GLOO_SOCKET_IFNAME in Java); used when hostname is empty. */
   std::string iface;
   /**
-   * Before each collective, exchange a 32-byte header (op, dtype, element count, root / reduce op)
-   * with every rank and fail cleanly on a mismatch. Gloo itself aborts the process (std::terminate
-   * in its network thread) when ranks pass different sizes, so turning this off is only safe for
-   * programs known to be correct (DDP4J_GLOO_CHECK_COLLECTIVES=0 in Java).
+   * Before each collective that Gloo runs (ring all-reduce, broadcast, all-gather), exchange the
+   * 40-byte Fingerprint (collective number, op, dtype, element count, root, DDP bucket) with
+   * every rank and fail cleanly on a mismatch. Gloo itself aborts the process (std::terminate in
+   * its network thread) when ranks pass different sizes, so turning this off is only safe for
+   * programs known to be correct (DDP4J_GLOO_CHECK_COLLECTIVES=0 in Java). The fingerprints
+   * that travel inside ddp4j's own messages (small all-reduce, shared memory) stay on: they cost
+   * nothing extra.
    */
   bool check_collectives = true;
   /**
@@ -92,8 +95,7 @@ struct GlooOptions {
  * Error(Timeout) naming the op, its element count and the timeout. After a network error or a
  * timeout the group is unusable (Gloo closes its connections) and every later collective fails
  * fast saying so. Ranks that called different collectives fail with Error(Distributed) naming
- * their own call and a peer's (see Fingerprint); that leaves the group usable unless one of them
- * was already moving its data (a DDP bucket on Gloo's ring), which breaks it.
+ * their own call and a peer's (see Fingerprint, allreduce_unchecked); that leaves the group usable.
  *
  * Ranks that share a host may run collectives through shared memory (GlooOptions::shm,
  * HostCollectives; transport() says which); a failure there (dead peer, timeout, disagreement the
@@ -117,18 +119,19 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> barrier() override;
 
   /**
-   * DDP's all-reduce of bucket `bucket` (0-based) of `buckets` (-1 / 0: not a bucket). It skips
-   * the fingerprint round trip of a checked op: on one host the shared-memory transport compares
-   * fingerprints in its slots; up to small_allreduce_bytes the fingerprint travels in the small
-   * all-reduce's message; above that (and on the hierarchical path) it is sent to every peer on
-   * the small all-reduce's connections before Gloo's ring starts and the peers' are compared after
-   * it ends, before the Work completes. So a rank whose peers called something else fails with
-   * Error(Distributed) naming both calls (mismatch_message), and never returns a wrong result.
-   * Without the small all-reduce's connections (groups of more than 8 ranks, or
-   * small_allreduce_bytes 0) the fingerprints are exchanged first, as for allreduce. With
-   * `run_inline` and nothing queued or running, the collective runs on the calling thread and the
-   * returned Work is already complete: that saves the two thread hand-offs of the worker queue
-   * when the caller would wait at once anyway.
+   * DDP's all-reduce of bucket `bucket` (0-based) of `buckets` (-1 / 0: not a bucket): allreduce
+   * with the bucket in its fingerprint and so in its messages, and with `run_inline`: when nothing
+   * is queued or running, the collective runs on the calling thread and the returned Work is
+   * already complete (that saves the two thread hand-offs of the worker queue when the caller
+   * would wait at once anyway).
+   *
+   * How every all-reduce compares its Fingerprint with the peers': on one host the shared-memory
+   * transport compares them in its slot descriptors; up to small_allreduce_bytes they ride in
+   * the small all-reduce's message; neither costs a message of its own. Gloo's ring (larger
+   * tensors, and the leaders' stage of the hierarchical path) exchanges them first, one small
+   * message each way, because ranks that enter the ring with different sizes make Gloo abort the
+   * process. A mismatch fails every rank with Error(Distributed) naming its own call and a peer's
+   * (mismatch_message) before any data moved; the group stays usable (shared memory: broken).
    */
   std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket = -1,
                                             int buckets = 0) override;
@@ -136,9 +139,8 @@ class GlooProcessGroup : public ProcessGroup {
  private:
   /** When an op compares its fingerprint with the peers'. */
   enum class Check {
-    kBefore,  // exchange fingerprints first (one round trip), then move the data
+    kBefore,  // exchange fingerprints first (one small message each way), then move the data
     kAlong,   // the data movement carries and compares them (small all-reduce, shared memory)
-    kAfter,   // send ours ahead of the data (Gloo's ring), compare the peers' after it
     kNone,    // not at all (check_collectives off)
   };
   struct Op {
@@ -152,23 +154,13 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> enqueue(const Fingerprint& fp, std::vector<Tensor> keep_alive,
                                 std::function<void(uint32_t, const Fingerprint&)> run, Check check,
                                 bool run_inline = false);
-  std::shared_ptr<Work> allreduce_any(const Tensor& tensor, ReduceOp op, bool checked, bool run_inline, int bucket,
-                                      int buckets);
+  std::shared_ptr<Work> allreduce_any(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket, int buckets);
   void worker_loop();
   void run_op(Op& op);
   void exchange_headers(const Op& op, uint32_t tag);
   /** Throws Error(Distributed) (mismatch_message) if a peer's fingerprint in the exchange `parity` differs. */
   void check_peers(const Fingerprint& mine, int parity);
-  /** After a kAfter op's data movement failed: the peers' fingerprints, if they differ, as the error to report. */
-  std::exception_ptr late_mismatch(const Fingerprint& mine, int parity);
   void close_connections();  // after a failure: peers blocked on this rank fail now, not at their timeout
-  /**
-   * After a fingerprint mismatch with a rank that moves data outside the small exchange (kAfter):
-   * closes the data connections and breaks the shared-memory segment so that ranks inside a ring
-   * or a segment wait fail now, but keeps the small exchange's connections, on which they then
-   * read this rank's fingerprint and report the mismatch themselves.
-   */
-  void close_data_connections(const std::string& why);
   /** Every rank on this host: the transport checks the ranks agree, so the Gloo header is skipped. */
   bool shm_only() const;
   /** Whether a shared-memory op of `bytes` may run on the caller's thread when the queue is idle. */

@@ -18,8 +18,7 @@ namespace ddp4j {
  * One-round all-reduce for small tensors over Gloo's bound buffers, registered once per group:
  * every message starts with the sender's Fingerprint of its call, so the receiver can compare it
  * with its own before it uses the data (the process group does; see GlooProcessGroup). The
- * group's other ops send one such message too (a fingerprint with no payload), so every op uses
- * this exchange exactly once.
+ * group's fingerprint exchange before its other collectives is one such message with no payload.
  * every rank sends its bytes to every peer, which receive them straight into a registered block
  * (no rendezvous message first, unlike unbound buffers), and each rank reduces the blocks in rank
  * order. Two sets of buffers alternate: a peer can only be one op ahead (it starts op k+2 only
@@ -46,11 +45,6 @@ class SmallAllreduce {
     complete(parity, fp.seq);
     return parity;
   }
-
-  /** The first half of exchange: sends this rank's message and returns at once. */
-  int post(const Fingerprint& fp, const void* data, size_t bytes);
-  /** The second half: waits until every peer's message of this parity has arrived and ours has left. */
-  void complete(int parity, uint64_t seq);
 
   /** Rank r's fingerprint of the exchange that returned `parity`. */
   Fingerprint fingerprint(int parity, int r) const {
@@ -81,6 +75,10 @@ class SmallAllreduce {
   int size;
 
  private:
+  /** The first half of exchange: sends this rank's message and returns at once. */
+  int post(const Fingerprint& fp, const void* data, size_t bytes);
+  /** The second half: waits until every peer's message of this parity has arrived and ours has left. */
+  void complete(int parity, uint64_t seq);
   uint64_t sequence_in(int parity, int r) const { return fingerprint(parity, r).seq; }
 
   uint64_t ops = 0;  // exchanges so far; parity = ops & 1

@@ -26,8 +26,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  *
  * <p>Layouts: "shm" (one host, shared memory), "gloo" (DDP4J_SHM=0: plain Gloo), "hosts" (two
  * pretend hosts: ranks 0-1 on A, 2 on B, shared memory inside A and Gloo between the hosts).
- * Bucket sizes: 68 floats (inside the small all-reduce's message on Gloo) and 131,328 floats
- * (513 KiB: Gloo's ring, with the fingerprint sent ahead on the small all-reduce's connections).
+ * Bucket sizes: 68 floats (inside the small all-reduce's message on Gloo) and 131,076 floats
+ * (512 KiB: Gloo's ring, after one small fingerprint message each way).
  */
 @Timeout(value = 240, unit = TimeUnit.SECONDS) // backstop above Ranks' limit, which names a hung rank first
 class CollectiveFingerprintTest {
@@ -180,6 +180,46 @@ class CollectiveFingerprintTest {
             int own = m.indexOf(ddpBucket);
             int called = m.indexOf(" called ");
             assertTrue(own >= 0 && called >= 0 && (r == 0 ? own < called : own > called), "rank " + r + ": " + m);
+        }
+    }
+
+    /**
+     * Two DDP models on every rank, their backwards run in opposite orders: bucket all-reduces of
+     * different sizes meet. On Gloo's ring this used to abort the JVM (Gloo's "enforce fail ...
+     * op.preamble.length <= op.nbytes" in its network thread); now both ranks fail naming both buckets.
+     */
+    @ParameterizedTest(name = "{0}, Linear({1}, 4) and Linear(2 x {1}, 4)")
+    @CsvSource({"shm, 16", "gloo, 16", "gloo, 16384"}) // 16384: 65,540 and 131,076 floats, both on the ring
+    void twoModelsBackwardInOppositeOrdersFailOnEveryRank(String layout, int in) throws Exception {
+        HashStore store = new HashStore(TIMEOUT);
+        List<Ranks.Outcome<String>> outcomes = Ranks.collect(2, LIMIT, rank -> {
+            try (ProcessGroupGloo g = group(store, rank, 2, layout);
+                    DistributedDataParallel a = new DistributedDataParallel(
+                            new Linear(in, 4, true, new Generator(rank)), g, 25L << 20);
+                    DistributedDataParallel b = new DistributedDataParallel(
+                            new Linear(2 * in, 4, true, new Generator(rank)), g, 25L << 20)) {
+                try (var scope = Tensors.scope()) {
+                    if (rank == 0) {
+                        a.forward(Tensor.ones(2, in)).sum().backward();
+                    } else {
+                        b.forward(Tensor.ones(2, 2 * in)).sum().backward();
+                    }
+                } catch (RuntimeException e) {
+                    DistributedException d = distributed(e);
+                    assertNotNull(d, "rank " + rank + ": " + e);
+                    return d.getMessage();
+                }
+                return fail("rank " + rank + " went on after the models' backwards were swapped");
+            }
+        });
+        String small = String.format("allReduce(AVG) of %,d float32 elements (#", 4L * in + 4);
+        String large = String.format("allReduce(AVG) of %,d float32 elements (#", 8L * in + 4);
+        for (int r = 0; r < 2; r++) {
+            assertTrue(outcomes.get(r).error() == null, "rank " + r + ": " + outcomes.get(r).error());
+            String m = outcomes.get(r).value();
+            System.out.println(layout + " two models, rank " + r + ": " + m);
+            assertTrue(m.startsWith(r == 0 ? small : large), "rank " + r + ": " + m);
+            assertTrue(m.contains(" called " + (r == 0 ? large : small)), "rank " + r + ": " + m);
         }
     }
 
