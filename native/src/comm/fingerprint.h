@@ -9,11 +9,11 @@
 
 namespace ddp4j {
 
-/** One rank's description of one collective of a process group; compared byte for byte (see same_call). */
+/** One rank's description of one collective of a process group; ranks compare theirs field by field (same_call). */
 struct Fingerprint {
   enum Kind : uint32_t { kNone = 0, kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4 };
 
-  uint64_t seq = 0;     // the group's collective number, from 1 (every rank counts the same)
+  uint64_t seq = 0;     // the group's collective number, from 1 (ranks that issued the same collectives agree)
   uint64_t numel = 0;   // elements per rank
   uint32_t kind = kNone;
   uint32_t arg = 0;     // all-reduce: ReduceOp; broadcast: root rank; otherwise 0
