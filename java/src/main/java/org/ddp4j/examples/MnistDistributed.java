@@ -71,6 +71,9 @@ public final class MnistDistributed implements Callable<Integer> {
     @Option(names = "--test-limit", description = "Evaluate on only the first N test images (default: all).")
     int testLimit = 0;
 
+    @Option(names = "--log-interval", description = "Print the loss every N steps, the seed's 100 (default: ${DEFAULT-VALUE}).")
+    int logInterval = 100;
+
     @Mixin
     DeviceOption deviceOption = new DeviceOption();
 
@@ -108,6 +111,9 @@ public final class MnistDistributed implements Callable<Integer> {
             throw new IllegalArgumentException("-nr " + nr + " is not a node index for -n " + nodes + ": use 0 to "
                     + (nodes - 1));
         }
+        if (logInterval < 1) {
+            throw new IllegalArgumentException("--log-interval " + logInterval + ": print every 1 or more steps");
+        }
         if (epochs < 1) {
             throw new IllegalArgumentException("--epochs " + epochs + ": train at least 1 epoch");
         }
@@ -143,9 +149,9 @@ public final class MnistDistributed implements Callable<Integer> {
                     optimizer.step();
                     i++;
                     steps++;
-                    if (i % 100 == 0 || i == totalStep) {
+                    if (i % a.logInterval == 0 || i == totalStep) {
                         lastLoss = loss.item();
-                        if (gpu == 0 && i % 100 == 0) {
+                        if (gpu == 0 && i % a.logInterval == 0) {
                             System.out.printf(Locale.ROOT, "Epoch [%d/%d], Step [%d/%d], Loss: %.4f%n",
                                     epoch + 1, a.epochs, i, totalStep, lastLoss);
                         }
