@@ -93,7 +93,7 @@ class SpawnTest {
         SpawnException e = assertThrows(SpawnException.class,
                 () -> Spawn.of(SpawnTestWorkers::throwOnIndexOne).nprocs(2).args(dir.toString()).run());
         assertEquals(1, e.exitCode());
-        assertEquals("spawned worker rank 1 (index 1 of 2) failed: java.lang.IllegalStateException: bad input in worker 1",
+        assertEquals("spawned worker rank 1 (index 1) failed: java.lang.IllegalStateException: bad input in worker 1",
                 e.stderrTail().get(e.stderrTail().size() - 1));
         assertWorkerGone(0);
     }
@@ -153,18 +153,15 @@ class SpawnTest {
         try {
             BufferedReader lines = new BufferedReader(new InputStreamReader(parent.getInputStream(), StandardCharsets.UTF_8));
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-            while (pids.size() < 2) {
-                for (int i = 0; i < 2 && pids.size() <= i; i++) {
-                    Path pidFile = dir.resolve("pid-" + i);
-                    if (Files.exists(pidFile)) {
-                        pids.add(Long.parseLong(Files.readString(pidFile).trim()));
-                    }
-                }
+            while (!(Files.exists(dir.resolve("pid-0")) && Files.exists(dir.resolve("pid-1")))) {
                 if (System.nanoTime() > deadline || !parent.isAlive()) {
                     parent.destroyForcibly();
                     fail("the workers did not record their pids within 60 s; parent output:\n" + drain(lines));
                 }
                 Thread.sleep(50);
+            }
+            for (int i = 0; i < 2; i++) {
+                pids.add(Long.parseLong(Files.readString(dir.resolve("pid-" + i)).trim()));
             }
             new ProcessBuilder("kill", "-9", Long.toString(parent.pid())).start().waitFor(10, TimeUnit.SECONDS);
             assertTrue(parent.waitFor(10, TimeUnit.SECONDS));
