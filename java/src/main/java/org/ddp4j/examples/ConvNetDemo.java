@@ -119,8 +119,11 @@ public final class ConvNetDemo implements Callable<Integer> {
         }
 
         int totalSteps = loader.size();
-        TrainingPlot curve = plot != null && rank == 0 ? new TrainingPlot("ConvNet on Fashion-MNIST, " + world + " rank(s)") : null;
+        TrainingPlot curve = plot != null && rank == 0 ? new TrainingPlot("ConvNet on Fashion-MNIST, " + world + " rank(s)",
+                "training loss (rank 0, mean since the previous point)") : null;
         long steps = 0;
+        double plotLossSum = 0; // rank 0's losses since the last plotted point (--plot only)
+        int plotLossCount = 0;
         float lastLoss = Float.NaN;
         long start = System.nanoTime();
         long allocationsAfterStep2 = -1;
@@ -135,13 +138,19 @@ public final class ConvNetDemo implements Callable<Integer> {
                     optimizer.step();
                     i++;
                     steps++;
+                    if (curve != null) {
+                        plotLossSum += loss.item();
+                        plotLossCount++;
+                    }
                     if (steps == 2) {
                         allocationsAfterStep2 = allocationCount(device);
                     }
                     if (i % 100 == 0 || i == totalSteps) {
                         lastLoss = loss.item();
                         if (curve != null) {
-                            curve.addLoss(steps, lastLoss);
+                            curve.addLoss(steps, plotLossSum / plotLossCount);
+                            plotLossSum = 0;
+                            plotLossCount = 0;
                         }
                         if (rank == 0 && i % 100 == 0) {
                             System.out.printf(Locale.ROOT, "Epoch [%d/%d], Step [%d/%d], Loss: %.4f%n",

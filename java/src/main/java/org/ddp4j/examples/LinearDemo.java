@@ -77,7 +77,7 @@ public final class LinearDemo implements Callable<Integer> {
 
         SGD optimizer = new SGD(model.parameters(), lr);
         MSELoss lossFn = new MSELoss();
-        TrainingPlot curve = plot != null && rank == 0 ? new TrainingPlot("Linear demo, " + world + " rank(s)") : null;
+        TrainingPlot curve = plot != null && rank == 0 ? new TrainingPlot("Linear demo, " + world + " rank(s)", "training loss (rank 0)") : null;
         long steps = 0;
         float lastLoss = Float.NaN;
         long start = System.nanoTime();

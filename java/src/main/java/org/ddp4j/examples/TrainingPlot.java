@@ -27,16 +27,25 @@ final class TrainingPlot {
     static final int HEIGHT = 560;
 
     private final String title;
+    private final String lossLabel;
     private final List<Double> lossSteps = new ArrayList<>();
     private final List<Double> losses = new ArrayList<>();
     private final List<Double> accuracySteps = new ArrayList<>();
     private final List<Double> accuracies = new ArrayList<>();
 
-    TrainingPlot(String title) {
+    /**
+     * @param title the chart's title
+     * @param lossLabel the loss curve's legend, e.g. "training loss (rank 0)"
+     */
+    TrainingPlot(String title, String lossLabel) {
         this.title = title;
+        this.lossLabel = lossLabel;
     }
 
-    /** Records the loss after training step {@code step} (1-based, counted over all epochs). */
+    /**
+     * Records a loss at training step {@code step} (1-based, counted over all epochs): one step's,
+     * or the mean since the previous point.
+     */
     void addLoss(long step, double loss) {
         lossSteps.add((double) step);
         losses.add(loss);
@@ -64,13 +73,15 @@ final class TrainingPlot {
         XYChart chart = new XYChartBuilder().width(WIDTH).height(HEIGHT).title(fullTitle)
                 .xAxisTitle("training step").yAxisTitle("loss").build();
         chart.getStyler().setChartBackgroundColor(Color.WHITE).setLegendPosition(Styler.LegendPosition.InsideNE);
-        XYSeries loss = chart.addSeries("training loss (rank 0)", lossSteps, losses);
+        XYSeries loss = chart.addSeries(lossLabel, lossSteps, losses);
         loss.setMarker(lossSteps.size() > 200 ? SeriesMarkers.NONE : SeriesMarkers.CIRCLE);
         if (!accuracies.isEmpty()) {
             XYSeries accuracy = chart.addSeries("test accuracy (right axis)", accuracySteps, accuracies);
             accuracy.setYAxisGroup(1);
             accuracy.setMarker(SeriesMarkers.DIAMOND);
             chart.setYAxisGroupTitle(1, "test accuracy");
+            chart.getStyler().setYAxisGroupPosition(1, Styler.YAxisPosition.Right);
+            chart.getStyler().setYAxisMin(1, 0.0).setYAxisMax(1, 1.0); // one point would give a degenerate axis
         }
         byte[] png;
         try {

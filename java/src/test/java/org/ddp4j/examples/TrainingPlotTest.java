@@ -45,7 +45,7 @@ class TrainingPlotTest {
 
     @Test
     void writesAReadablePngAndNoTemporaryFile() throws Exception {
-        TrainingPlot plot = new TrainingPlot("test curve");
+        TrainingPlot plot = new TrainingPlot("test curve", "loss");
         for (int step = 1; step <= 50; step++) {
             plot.addLoss(step, 2.3 / step);
         }
@@ -62,7 +62,7 @@ class TrainingPlotTest {
     @Test
     void refusesAnEmptyCurveAndBadPaths() {
         IllegalStateException empty = assertThrows(IllegalStateException.class,
-                () -> new TrainingPlot("t").write(dir.resolve("x.png")));
+                () -> new TrainingPlot("t", "loss").write(dir.resolve("x.png")));
         assertTrue(empty.getMessage().contains("no loss was recorded"), empty.getMessage());
         IllegalArgumentException folder = assertThrows(IllegalArgumentException.class,
                 () -> PlotOption.checkFolder(dir.resolve("missing/loss.png")));
