@@ -16,7 +16,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class SpawnContext implements AutoCloseable {
     /** Lines of a failed worker's stderr quoted in the {@link SpawnException}. */
-    public static final int STDERR_TAIL_LINES = 20;
+    public static final int STDERR_TAIL_LINES = 12;
 
     /** How often join looks at the workers. */
     private static final long POLL_MILLIS = 50;
@@ -122,6 +122,10 @@ public final class SpawnContext implements AutoCloseable {
             }
         } else {
             msg.append(" failed with exit code ").append(code);
+            String thrown = thrownBy(tail);
+            if (thrown != null) {
+                msg.append(" (it threw ").append(thrown).append(')');
+            }
         }
         msg.append("; ").append(stillRunning == 0 ? "no other worker was running"
                 : "stopped the other " + stillRunning + " worker" + (stillRunning == 1 ? "" : "s"));
@@ -134,6 +138,18 @@ public final class SpawnContext implements AutoCloseable {
             }
         }
         return new SpawnException(msg.toString(), failed.rank(), failed.index(), code, signal, tail);
+    }
+
+    /** The exception named in SpawnWorker's last line ("... failed: java.lang.X: message"), or null. */
+    private static String thrownBy(List<String> tail) {
+        for (int i = tail.size() - 1; i >= 0; i--) {
+            String line = tail.get(i);
+            int at = line.indexOf(SpawnWorker.FAILED_MARK);
+            if (line.startsWith("spawned worker rank ") && at > 0) {
+                return line.substring(at + SpawnWorker.FAILED_MARK.length());
+            }
+        }
+        return null;
     }
 
     /** "SIGKILL" for exit code 137 and other 128 + N codes that a signal N gives; null otherwise. */

@@ -19,6 +19,9 @@ public final class SpawnWorker {
     /** Exit code of a worker that halted because its parent is gone. */
     static final int PARENT_GONE_EXIT = 143;
 
+    /** Precedes the exception in the last stderr line of a worker whose function threw; the parent quotes what follows. */
+    static final String FAILED_MARK = ") failed: ";
+
     private SpawnWorker() {}
 
     public static void main(String[] argv) {
@@ -48,7 +51,7 @@ public final class SpawnWorker {
     /** Prints the stack trace and, last (the parent quotes the last lines), one line naming the failure. */
     private static int report(Throwable e, int rank, int index) {
         e.printStackTrace();
-        System.err.println("spawned worker rank " + rank + " (index " + index + ") failed: " + e);
+        System.err.println("spawned worker rank " + rank + " (index " + index + FAILED_MARK + e);
         return 1;
     }
 

@@ -93,6 +93,9 @@ class SpawnTest {
         SpawnException e = assertThrows(SpawnException.class,
                 () -> Spawn.of(SpawnTestWorkers::throwOnIndexOne).nprocs(2).args(dir.toString()).run());
         assertEquals(1, e.exitCode());
+        assertTrue(e.getMessage().startsWith("spawned worker rank 1 (index 1 of 2) failed with exit code 1 (it threw"
+                + " java.lang.IllegalStateException: bad input in worker 1); stopped the other 1 worker. Last lines of its"
+                + " stderr:\n"), e.getMessage());
         assertEquals("spawned worker rank 1 (index 1) failed: java.lang.IllegalStateException: bad input in worker 1",
                 e.stderrTail().get(e.stderrTail().size() - 1));
         assertWorkerGone(0);
