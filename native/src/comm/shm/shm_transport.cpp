@@ -195,6 +195,10 @@ void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
     // still done its part of this step.
     if (reached(l.seq.load(std::memory_order_acquire), target)) return;
     if (abort_->state.load(std::memory_order_acquire) != 0) {
+      // Read the peer's counter again: the acquire above makes visible everything the aborting rank
+      // did before it aborted, so a peer that posted this step and then closed its group (the last
+      // barrier before destroyProcessGroup) has done its part; the first read may predate its post.
+      if (reached(l.seq.load(std::memory_order_acquire), target)) return;
       const int r = abort_->local_rank;
       const bool written = abort_->state.load(std::memory_order_acquire) == 2;
       fail(op, ErrorKind::Distributed,
@@ -202,7 +206,7 @@ void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
                           written ? who(r) + " failed: " + std::string(abort_->message) : "a peer failed"));
     }
     const int dead = peers_.first_dead();
-    if (dead >= 0) {
+    if (dead >= 0 && !reached(l.seq.load(std::memory_order_acquire), target)) {
       fail(op, ErrorKind::Distributed, detail::concat(who(dead), " died during ", describe(op), " (shared memory)"));
     }
     const auto now = Clock::now();
