@@ -90,6 +90,19 @@ public final class Launcher implements Callable<Integer> {
             description = "How long to wait for the other nodes (default: ${DEFAULT-VALUE}).")
     private int rdzvTimeoutSeconds;
 
+    @Option(names = {"--keepalive-interval", "--keepalive_interval"}, paramLabel = "SECONDS",
+            description = "How often each launcher writes its keep-alive to the store and reads the other"
+                    + " nodes' (default: $DDP4J_KEEPALIVE_INTERVAL, else " + LaunchConfig.DEFAULT_KEEPALIVE_INTERVAL
+                    + "). Decimals allowed.")
+    private String keepAliveInterval;
+
+    @Option(names = {"--keepalive-timeout", "--keepalive_timeout"}, paramLabel = "SECONDS",
+            description = "A node whose keep-alive stays silent this long, or a store that does not answer this"
+                    + " long, is declared lost: every launcher then stops its workers and exits non-zero"
+                    + " (default: $DDP4J_KEEPALIVE_TIMEOUT, else " + LaunchConfig.DEFAULT_KEEPALIVE_TIMEOUT
+                    + "). Pauses shorter than this (a stopped process, a long GC) are ridden out.")
+    private String keepAliveTimeout;
+
     @Parameters(paramLabel = "MAIN_CLASS_OR_COMMAND", arity = "0..*",
             description = "The worker: a main class or a command, then its arguments.")
     private List<String> command = new ArrayList<>();
@@ -170,8 +183,17 @@ public final class Launcher implements Callable<Integer> {
     @Override
     public Integer call() {
         validate();
+        Duration interval = seconds("--keepalive-interval", KeepAlive.INTERVAL_ENV, keepAliveInterval,
+                LaunchConfig.DEFAULT_KEEPALIVE_INTERVAL);
+        Duration timeout = seconds("--keepalive-timeout", KeepAlive.TIMEOUT_ENV, keepAliveTimeout,
+                LaunchConfig.DEFAULT_KEEPALIVE_TIMEOUT);
+        if (timeout.compareTo(interval.multipliedBy(2)) < 0) {
+            throw usage("--keepalive-timeout (" + KeepAlive.seconds(timeout) + " s) must be at least twice"
+                    + " --keepalive-interval (" + KeepAlive.seconds(interval) + " s), or one late keep-alive"
+                    + " would count as a lost node");
+        }
         LaunchConfig cfg = new LaunchConfig(nprocPerNode, nnodes, nodeRank, masterAddr.trim(), masterPort,
-                maxRestarts, Duration.ofSeconds(rdzvTimeoutSeconds), command, env, out, err);
+                maxRestarts, Duration.ofSeconds(rdzvTimeoutSeconds), interval, timeout, command, env, out, err);
         return new Agent(cfg).run();
     }
 
@@ -202,6 +224,33 @@ public final class Launcher implements Callable<Integer> {
             throw usage("missing MAIN_CLASS_OR_COMMAND: the worker to start, e.g. "
                     + "ddp4j-run --nproc-per-node 2 org.ddp4j.examples.LinearDemo");
         }
+    }
+
+    /**
+     * A duration in seconds from the option, else from the environment variable, else the default;
+     * a value that is not a positive number is a usage error naming where it came from.
+     */
+    private Duration seconds(String option, String envVar, String given, String fallback) {
+        String source = option;
+        String text = given;
+        if (text == null) {
+            text = env.get(envVar);
+            source = envVar;
+        }
+        if (text == null || text.isBlank()) {
+            text = fallback;
+            source = option + " default";
+        }
+        double value;
+        try {
+            value = Double.parseDouble(text.trim());
+        } catch (NumberFormatException e) {
+            throw usage(source + " must be a number of seconds, got '" + text + "'");
+        }
+        if (!(value >= 0.05 && value <= 86_400)) {
+            throw usage(source + " must be between 0.05 and 86400 seconds, got " + text.trim());
+        }
+        return Duration.ofNanos(Math.round(value * 1e9));
     }
 
     private ParameterException usage(String message) {
