@@ -151,7 +151,7 @@ class LauncherTest {
         Run r = launch(baseEnv(), "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
                 WORKER, "fail-rank1", dir.toString());
         assertNotEquals(0, r.code());
-        assertTrue(r.err().contains("ddp4j-run: worker rank 1 (local rank 1, node 0) failed with exit code 3;"
+        assertTrue(r.err().contains("ddp4j-run: rank 1 (node 0, local rank 1) exited with code 3;"
                 + " stopped the other 1 running worker(s)"), r.err());
         assertTrue(r.err().contains("[rank1]: rank 1 fails now"), r.err());
         assertTrue(r.millis() < 20_000, "took " + r.millis() + " ms");
@@ -225,9 +225,9 @@ class LauncherTest {
             pool.shutdownNow();
         }
         assertNotEquals(0, r1.code());
-        assertTrue(r1.err().contains("worker rank 1 (local rank 0, node 1) failed with exit code 3"), r1.err());
+        assertTrue(r1.err().contains("rank 1 (node 1, local rank 0) exited with code 3"), r1.err());
         assertNotEquals(0, r0.code());
-        assertTrue(r0.err().contains("node 0: worker rank 1 (local rank 0, node 1) failed with exit code 3;"
+        assertTrue(r0.err().contains("node 0: rank 1 (node 1, local rank 0) exited with code 3;"
                 + " stopped the 1 local worker(s)"), r0.err());
         assertTrue(r0.millis() < 30_000, "took " + r0.millis() + " ms");
         long pid = Long.parseLong(Files.readString(dir.resolve("pid-0")).trim());
@@ -239,7 +239,7 @@ class LauncherTest {
         Run r = launch(baseEnv(), "--nproc-per-node", "2", "--max-restarts", "1", "--master-port",
                 Integer.toString(freePort()), WORKER, "fail-first-attempt", dir.toString());
         assertEquals(0, r.code(), r.err());
-        assertTrue(r.err().contains("worker rank 1 (local rank 1, node 0) failed with exit code 3"), r.err());
+        assertTrue(r.err().contains("rank 1 (node 0, local rank 1) exited with code 3"), r.err());
         assertTrue(r.err().contains("restarting the worker group of node 0 (restart 1 of 1)"), r.err());
         assertTrue(r.outLines().contains("[rank0]: attempt 1 ok"), r.out());
         assertTrue(r.outLines().contains("[rank1]: attempt 1 ok"), r.out());
@@ -265,7 +265,7 @@ class LauncherTest {
         }
         assertEquals(0, r0.code(), r0.err());
         assertEquals(0, r1.code(), r1.err());
-        assertTrue(r0.err().contains("node 0: worker rank 1 (local rank 0, node 1) failed with exit code 3"), r0.err());
+        assertTrue(r0.err().contains("node 0: rank 1 (node 1, local rank 0) exited with code 3"), r0.err());
         assertTrue(r0.err().contains("restarting the worker group of node 0 (restart 1 of 2)"), r0.err());
         assertTrue(r1.err().contains("restarting the worker group of node 1 (restart 1 of 2)"), r1.err());
         assertEquals(List.of("[rank0]: rank 0 sleeping", "[rank0]: attempt 1 ok"), r0.outLines());
