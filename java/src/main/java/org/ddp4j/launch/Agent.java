@@ -181,7 +181,7 @@ final class Agent {
                 return finish(store, true);
             } else if (outcome instanceof WorkerGroup.LocalFailure f) {
                 String desc = RootCause.describe(f.rank(), cfg.nodeRank(), f.localRank(), f.exitCode());
-                String cause = rootCause(store, f.exitCode(), desc);
+                String cause = rootCause(store, f.exitCode(), f.exitMillis(), desc);
                 List<String> consequences = new ArrayList<>();
                 if (!cause.equals(desc)) {
                     consequences.add(desc);
@@ -262,14 +262,14 @@ final class Agent {
      * The root cause of a local worker's failure: the failure itself on a single node; else as
      * agreed through the store ({@link RootCause}), or the lost node when the keep-alive lost one.
      */
-    private String rootCause(Store store, int exitCode, String desc) throws InterruptedException {
+    private String rootCause(Store store, int exitCode, long exitMillis, String desc) throws InterruptedException {
         if (keepAlive == null) {
             return desc;
         }
         if (keepAlive.storeLost()) {
             return keepAlive.lost();
         }
-        return RootCause.decide(store, exitCode, desc, keepAlive::lost, keepAlive::anyLate,
+        return RootCause.decide(store, exitCode, exitMillis, desc, keepAlive::lost, keepAlive::anyLate,
                 cfg.keepAliveTimeout().plus(RootCause.GRACE));
     }
 
@@ -340,6 +340,13 @@ final class Agent {
             }
             Thread.sleep(FailureWatcher.POLL_INTERVAL.toMillis());
             missing = missingExits(store);
+        }
+        String lost = keepAlive.lost();
+        if (success && lost != null) {
+            // The lost node dropped out of the missing list; its loss still fails the job.
+            error(me + ": the workers of this node finished, but " + lost);
+            summary(lost, List.of());
+            code = 1;
         }
         if (!missing.isEmpty() && !shuttingDown) {
             LOG.warn("{}: node rank(s) {} did not finish within {} s; closing the store", me,

@@ -38,6 +38,18 @@ import picocli.CommandLine;
  * {@code MASTER_PORT}, {@code DDP4J_AGENT_STORE=1}, {@code DDP4J_RESTART_COUNT},
  * {@code DDP4J_MAX_RESTARTS}, and {@code OMP_NUM_THREADS=1}/{@code OPENBLAS_NUM_THREADS=1} when
  * more than one worker runs per node and the variables are not set already.
+ *
+ * <p>Liveness. The launchers keep each other alive through the store ({@link KeepAlive}): every
+ * {@code --keepalive-interval} (default 1 s, or {@code DDP4J_KEEPALIVE_INTERVAL}) each bumps its
+ * counter and reads the others'; a node silent for {@code --keepalive-timeout} (default 20 s, or
+ * {@code DDP4J_KEEPALIVE_TIMEOUT}), or a store that does not answer that long, is lost, and every
+ * launcher stops its workers and exits 1 naming it ({@code lost node 1 (10.77.0.2): no keep-alive
+ * for 20 s}). Every store call of the launcher has a deadline ({@link DeadlineStore}). A failed
+ * worker is reported on every node as the attempt's root cause
+ * ({@code rank 1 (node 1, local rank 0) was killed by signal 9}), chosen by {@link RootCause}, with
+ * the failures it caused listed apart. Workers die with their launcher, however it dies: they watch
+ * their stdin pipe from it ({@link WorkerMain}, {@link WorkerCommand#LIFELINE_SCRIPT}), so they see
+ * an empty stdin, as torchrun's do.
  */
 @Command(
         name = "ddp4j-run",
@@ -54,7 +66,7 @@ import picocli.CommandLine;
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {
             "0:all workers exited with code 0",
-            "1:a worker failed, or rendezvous failed",
+            "1:a worker failed, a node was lost (keep-alive), or rendezvous failed",
             "2:invalid command line"
         })
 public final class Launcher implements Callable<Integer> {

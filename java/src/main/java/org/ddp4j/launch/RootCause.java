@@ -22,8 +22,10 @@ import org.slf4j.LoggerFactory;
  *       worker exit, not die by a signal): its launcher claims the root-cause key at once.
  *   <li>A worker that exited non-zero first waits {@link #GRACE}, and longer while another node's
  *       keep-alive is late (that node may be dying), so a signal death or a lost node elsewhere
- *       can be published first. Then the first signal death in the log, else the first entry, is
- *       claimed.
+ *       can be published first. Then the first signal death in the log is claimed, else the
+ *       failure that exited first by its launcher's wall clock (a peer's collective fails only
+ *       after the cause died; on hosts whose clocks differ by more than that reaction time, tens of
+ *       milliseconds, the order among plain exits can be wrong).
  *   <li>The root-cause key ({@value FailureWatcher#FAILED_KEY}) is set once, by compare-and-set: the
  *       first claim wins and every launcher reports what it holds.
  * </ol>
@@ -79,16 +81,16 @@ final class RootCause {
      * @param late whether some node's keep-alive is late (then the wait goes on, up to {@code maxWait})
      * @param maxWait the longest wait in all (the keep-alive timeout plus {@link #GRACE} is enough)
      */
-    static String decide(Store store, int exitCode, String description, Supplier<String> lost, BooleanSupplier late,
-            Duration maxWait) throws InterruptedException {
+    static String decide(Store store, int exitCode, long exitMillis, String description, Supplier<String> lost,
+            BooleanSupplier late, Duration maxWait) throws InterruptedException {
         boolean signal = killedBySignal(exitCode);
+        long start = System.nanoTime();
         try {
             long seq = store.add(COUNT_KEY, 1);
-            store.set("failures/" + seq, bytes((signal ? SIGNAL : OTHER) + description));
+            store.set("failures/" + seq, bytes((signal ? SIGNAL : OTHER) + Long.toString(exitMillis) + "|" + description));
             if (signal) {
                 return claim(store, description);
             }
-            long start = System.nanoTime();
             while (true) {
                 if (store.check(List.of(FailureWatcher.FAILED_KEY))) {
                     return string(store.get(FailureWatcher.FAILED_KEY));
@@ -105,9 +107,19 @@ final class RootCause {
             }
             return claim(store, firstInLog(store, description));
         } catch (RuntimeException e) {
+            // The store itself may be going away with node 0: let the keep-alive decide.
             LOG.warn("could not agree on the root cause with the other nodes: {}", e.toString());
-            String gone = lost.get();
-            return gone != null ? gone : description;
+            while (true) {
+                String gone = lost.get();
+                if (gone != null) {
+                    return gone;
+                }
+                long waited = System.nanoTime() - start;
+                if (waited >= maxWait.toNanos() || (waited >= GRACE.toNanos() && !late.getAsBoolean())) {
+                    return description;
+                }
+                Thread.sleep(POLL_MS);
+            }
         }
     }
 
@@ -117,24 +129,34 @@ final class RootCause {
         return string(won);
     }
 
-    /** The first signal death in the failure log, else its first entry. */
+    /** The first signal death in the failure log, else the entry that exited first (then the first logged). */
     private static String firstInLog(Store store, String fallback) {
         long count = store.add(COUNT_KEY, 0);
         String first = null;
+        long firstMillis = Long.MAX_VALUE;
         for (long i = 1; i <= count; i++) {
             String key = "failures/" + i;
             if (!store.check(List.of(key))) {
                 continue; // its launcher is between add and set
             }
             String entry = string(store.get(key));
-            if (entry.isEmpty()) {
+            int bar = entry.indexOf('|');
+            if (entry.isEmpty() || bar < 0) {
                 continue;
             }
+            String description = entry.substring(bar + 1);
             if (entry.charAt(0) == SIGNAL) {
-                return entry.substring(1);
+                return description;
             }
-            if (first == null) {
-                first = entry.substring(1);
+            long millis;
+            try {
+                millis = Long.parseLong(entry.substring(1, bar));
+            } catch (NumberFormatException e) {
+                millis = Long.MAX_VALUE - 1;
+            }
+            if (millis < firstMillis) {
+                firstMillis = millis;
+                first = description;
             }
         }
         return first != null ? first : fallback;

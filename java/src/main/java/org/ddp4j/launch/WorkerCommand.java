@@ -89,7 +89,8 @@ final class WorkerCommand {
      * end of file, kills the command's process group (the command runs in a session of its own,
      * through {@code setsid}, so its children go too), then replaces itself with the command, which
      * keeps the shell's pid (the launcher's worker pid) and gets an empty stdin. The watcher also
-     * ends, silently, once the command is gone.
+     * ends, silently, once the command is gone. It prints nothing: its stderr is a pipe to the dead
+     * launcher, and writing there would kill it with SIGPIPE before it kills the command.
      */
     static final String LIFELINE_SCRIPT = String.join("\n",
             "exec 3<&0",
@@ -98,7 +99,6 @@ final class WorkerCommand {
             "    if [ $rc -eq 0 ]; then continue; fi",
             "    kill -0 $$ 2>/dev/null || exit 0",
             "    if [ $rc -le 128 ]; then",
-            "      echo \"ddp4j worker${RANK:+ rank $RANK}: the launcher is gone (its pipe closed); killing pid $$\" >&2",
             "      kill -KILL -- -$$ 2>/dev/null || kill -KILL $$ 2>/dev/null",
             "      exit 0",
             "    fi",

@@ -31,8 +31,17 @@ final class WorkerGroup {
     /** How long to wait for the output threads once the workers are gone. */
     private static final Duration DRAIN = Duration.ofSeconds(2);
 
-    /** One local worker. */
-    record Worker(int rank, int localRank, Process process) {}
+    /**
+     * One local worker; {@code exitedAt} receives the wall-clock time (ms) of its exit as soon as the
+     * JDK reaps it, which orders failures on different nodes (see {@link RootCause}).
+     */
+    record Worker(int rank, int localRank, Process process, java.util.concurrent.atomic.AtomicLong exitedAt) {
+        /** When the worker exited (ms since the epoch), or now if that was not recorded yet. */
+        long exitMillis() {
+            long t = exitedAt.get();
+            return t > 0 ? t : System.currentTimeMillis();
+        }
+    }
 
     /** How a group ended. */
     sealed interface Outcome {}
@@ -41,11 +50,12 @@ final class WorkerGroup {
     record Succeeded() implements Outcome {}
 
     /**
-     * A local worker exited non-zero; {@code stopped} others were still running and were stopped;
-     * {@code alsoFailed} are the other local workers that had already exited non-zero by then, as
-     * {@code {rank, localRank, exitCode}}.
+     * A local worker exited non-zero (the first to exit, at {@code exitMillis}, wall clock);
+     * {@code stopped} others were still running and were stopped; {@code alsoFailed} are the other
+     * local workers that had already exited non-zero by then, as {@code {rank, localRank, exitCode}}.
      */
-    record LocalFailure(int rank, int localRank, int exitCode, int stopped, List<int[]> alsoFailed) implements Outcome {}
+    record LocalFailure(int rank, int localRank, int exitCode, long exitMillis, int stopped, List<int[]> alsoFailed)
+            implements Outcome {}
 
     /**
      * A problem elsewhere: another node's worker failed, or a node (or the store) was lost; with
@@ -126,7 +136,9 @@ final class WorkerGroup {
             }
             // The worker's stdin stays open and silent: its lifeline. When this launcher dies, however it
             // dies, the worker reads end of file and exits (see WorkerMain and WorkerCommand).
-            workers.add(new Worker(rank, local, p));
+            java.util.concurrent.atomic.AtomicLong exitedAt = new java.util.concurrent.atomic.AtomicLong();
+            p.onExit().thenRun(() -> exitedAt.compareAndSet(0, System.currentTimeMillis()));
+            workers.add(new Worker(rank, local, p, exitedAt));
             String prefix = "[rank" + rank + "]: ";
             pumps.add(new OutputPump(p.getInputStream(), out, prefix).start("ddp4j-run-rank" + rank + "-out"));
             pumps.add(new OutputPump(p.getErrorStream(), err, prefix).start("ddp4j-run-rank" + rank + "-err"));
@@ -157,17 +169,20 @@ final class WorkerGroup {
                 }
                 int code = w.process().exitValue();
                 if (code != 0) {
-                    if (first == null) {
+                    if (first == null || w.exitMillis() < first.exitMillis()) {
                         first = w;
-                    } else {
-                        others.add(new int[] {w.rank(), w.localRank(), code});
                     }
                 }
             }
             if (first != null) {
+                for (Worker w : workers) {
+                    if (w != first && !w.process().isAlive() && w.process().exitValue() != 0) {
+                        others.add(new int[] {w.rank(), w.localRank(), w.process().exitValue()});
+                    }
+                }
                 int stopped = stop();
-                outcome = new LocalFailure(first.rank(), first.localRank(), first.process().exitValue(), stopped,
-                        List.copyOf(others));
+                outcome = new LocalFailure(first.rank(), first.localRank(), first.process().exitValue(),
+                        first.exitMillis(), stopped, List.copyOf(others));
                 break;
             }
             if (outcome != null) {

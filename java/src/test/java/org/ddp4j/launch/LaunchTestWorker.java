@@ -25,6 +25,7 @@ import org.ddp4j.cuda.DeviceAssignment;
  *       {@code step N} every 20 steps and {@code trained} at the end. A peer that dies makes the
  *       all-reduce throw: the JVM exits 1, as a training rank would.
  *   <li>{@code train-fail STEPS}: as {@code train}, but RANK 1 exits 3 at step 20.
+ *   <li>{@code stdin}: reads its stdin to the end and prints {@code stdin bytes=N}.
  * </ul>
  */
 public final class LaunchTestWorker {
@@ -91,6 +92,7 @@ public final class LaunchTestWorker {
                 }
                 System.out.println("attempt " + attempt + " ok");
             }
+            case "stdin" -> System.out.println("stdin bytes=" + System.in.readAllBytes().length);
             case "train", "train-fail" -> train(Integer.parseInt(args[2]), mode.equals("train-fail"), dir, rank);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }

@@ -235,6 +235,19 @@ class LauncherTest {
     }
 
     @Test
+    void javaWorkersSeeAnEmptyStdin() throws IOException {
+        // The launcher keeps each worker's stdin pipe open as its lifeline; the worker's program must
+        // still see end of file at once, as it did when the pipe was closed.
+        Run r = launch(baseEnv(), "--master-port", Integer.toString(freePort()), WORKER, "stdin", dir.toString());
+        assertEquals(0, r.code(), r.err());
+        assertEquals(List.of("[rank0]: stdin bytes=0"), r.outLines());
+        Run sh = launch(baseEnv(), "--master-port", Integer.toString(freePort()), "sh", "-c", "echo \"stdin bytes=$(wc -c)\"");
+        assertEquals(0, sh.code(), sh.err());
+        assertEquals(List.of("[rank0]: stdin bytes=0"), sh.outLines());
+        assertEquals("", sh.err(), "the lifeline watcher of a command worker says nothing when all goes well");
+    }
+
+    @Test
     void restartsTheWorkerGroupAfterAFailure() throws IOException {
         Run r = launch(baseEnv(), "--nproc-per-node", "2", "--max-restarts", "1", "--master-port",
                 Integer.toString(freePort()), WORKER, "fail-first-attempt", dir.toString());

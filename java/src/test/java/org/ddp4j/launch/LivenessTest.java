@@ -49,10 +49,16 @@ class LivenessTest {
 
     /** Starts node {@code node}'s launcher as its own JVM, output (both streams) in {@code launcher-N.log}. */
     private Process start(int node, String mode, int steps) throws IOException {
-        List<String> cmd = List.of(WorkerCommand.javaExecutable(), "-cp", System.getProperty("java.class.path"),
-                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx96m", Launcher.class.getName(),
-                "--nnodes", "2", "--node-rank", Integer.toString(node), "--master-port", Integer.toString(port),
-                "--rdzv-timeout", "60", WORKER, mode, dir.toString(), Integer.toString(steps));
+        return start(node, 2, WORKER, mode, dir.toString(), Integer.toString(steps));
+    }
+
+    /** Starts node {@code node} of {@code nnodes} running {@code worker}. */
+    private Process start(int node, int nnodes, String... worker) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(WorkerCommand.javaExecutable(), "-cp",
+                System.getProperty("java.class.path"), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx96m",
+                Launcher.class.getName(), "--nnodes", Integer.toString(nnodes), "--node-rank", Integer.toString(node),
+                "--master-port", Integer.toString(port), "--rdzv-timeout", "60"));
+        cmd.addAll(List.of(worker));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log(node).toFile());
         Map<String, String> env = pb.environment();
         env.clear();
@@ -96,6 +102,20 @@ class LivenessTest {
 
     private static boolean running(long pid) {
         return ProcessHandle.of(pid).map(WorkerGroup::isRunning).orElse(false);
+    }
+
+    private Path awaitFile(String name) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        Path f = dir.resolve(name);
+        while (!Files.exists(f)) {
+            assertTrue(System.nanoTime() < deadline, name + " did not appear within 60 s:" + logs());
+            Thread.sleep(50);
+        }
+        return f;
+    }
+
+    private long awaitPidFile(String name) throws Exception {
+        return Long.parseLong(Files.readString(awaitFile(name)).trim());
     }
 
     private void assertGoneWithin(long pid, long seconds, String what) throws Exception {
@@ -175,6 +195,37 @@ class LivenessTest {
         assertTrue(logText(1).lines().anyMatch(l -> l.startsWith("ddp4j-run: node 1: ") && l.contains(expected)), logs());
         assertTrue(logText(1).contains("root cause: " + expected), logs());
         assertFalse(running(pids[1]), "node 1's worker outlived its launcher");
+    }
+
+    @Test
+    void nodeZeroWaitingAtTheExitBarrierNoticesALostNode() throws Exception {
+        // Node 0's worker is done at once; node 1's sleeps. Killing node 1's launcher must not leave
+        // node 0 waiting the whole rendezvous timeout at the exit barrier and exiting 0.
+        Process node0 = start(0, 2, WORKER, "env", dir.toString());
+        Process node1 = start(1, 2, WORKER, "sleep", dir.toString());
+        long sleeper = awaitPidFile("pid-1");
+        awaitFile("rank-0"); // node 0's worker wrote its report: it is done
+        Thread.sleep(1000);
+        assertTrue(node0.isAlive(), "node 0 must wait for node 1 at the exit barrier:" + logs());
+        long t0 = System.nanoTime();
+        node1.destroyForcibly();
+        assertGoneWithin(sleeper, 5, "node 1's worker, whose launcher was killed,");
+        awaitExit(node0, STOP_BOUND_S, t0, "node 0's launcher");
+        assertNotEquals(0, node0.exitValue(), logs());
+        assertTrue(logText(0).contains("ddp4j-run: node 0: the workers of this node finished, but lost node 1"
+                + " (127.0.0.1): no keep-alive for 20 s"), logs());
+    }
+
+    @Test
+    void aCommandWorkerAndItsChildrenDieWithTheirLauncher() throws Exception {
+        Process node0 = start(0, 1, "sh", "-c", "sleep 60 & echo $! > \"$0/child.tmp\"; mv \"$0/child.tmp\" \"$0/child\";"
+                + " echo $$ > \"$0/shell.tmp\"; mv \"$0/shell.tmp\" \"$0/shell\"; wait", dir.toString());
+        long shell = awaitPidFile("shell");
+        long child = awaitPidFile("child");
+        assertTrue(running(shell) && running(child), logs());
+        node0.destroyForcibly(); // kill -9 of the launcher
+        assertGoneWithin(shell, 5, "the command worker");
+        assertGoneWithin(child, 5, "the command worker's child");
     }
 
     @Test
