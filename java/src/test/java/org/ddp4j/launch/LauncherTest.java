@@ -370,6 +370,28 @@ class LauncherTest {
     }
 
     @Test
+    void keepAliveKnobsAreValidatedAndDocumented() {
+        Run r = launch(baseEnv(), "--keepalive-interval", "5", "--keepalive-timeout", "6", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--keepalive-timeout (6 s) must be at least twice --keepalive-interval (5 s)"), r.err());
+
+        Map<String, String> env = baseEnv();
+        env.put(KeepAlive.TIMEOUT_ENV, "soon");
+        r = launch(env, WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("DDP4J_KEEPALIVE_TIMEOUT must be a number of seconds, got 'soon'"), r.err());
+
+        r = launch(baseEnv(), "--keepalive-interval", "0", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--keepalive-interval must be between 0.05 and 86400 seconds, got 0"), r.err());
+
+        r = launch(baseEnv(), "--help");
+        assertTrue(r.out().contains("--keepalive-interval=SECONDS"), r.out());
+        assertTrue(r.out().contains("--keepalive-timeout=SECONDS"), r.out());
+        assertTrue(r.out().contains("DDP4J_KEEPALIVE_TIMEOUT"), r.out());
+    }
+
+    @Test
     void sigtermToTheLauncherStopsTheWorkers() throws Exception {
         List<String> cmd = new ArrayList<>(List.of(WorkerCommand.javaExecutable(), "-cp",
                 System.getProperty("java.class.path"), Launcher.class.getName(), "--nproc-per-node", "2",

@@ -134,9 +134,9 @@ class LivenessTest {
         return took;
     }
 
-    private static void signal(String sig, Process p) throws Exception {
-        Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(p.pid())).inheritIO().start();
-        assertEquals(0, k.waitFor(), "kill -" + sig + " " + p.pid());
+    private static void signal(String sig, long pid) throws Exception {
+        Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
+        assertEquals(0, k.waitFor(), "kill -" + sig + " " + pid);
     }
 
     /** Kills everything the test started, even after a failure, and checks that nothing survived. */
@@ -264,19 +264,23 @@ class LivenessTest {
         assertFalse(running(pids[0]), "rank 0 still runs");
     }
 
-    @ParameterizedTest(name = "launcher of node {0}")
-    @ValueSource(ints = {0, 1})
-    void aLauncherStoppedForTenSecondsIsRiddenOut(int stoppedNode) throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"launcher of node 0", "launcher of node 1", "worker of node 1"})
+    void aProcessStoppedForTenSecondsIsRiddenOut(String which) throws Exception {
         Process node0 = start(0, "train", 200); // about 20 s of training
         Process node1 = start(1, "train", 200);
-        awaitWorkers();
+        long[] pids = awaitWorkers();
         Thread.sleep(1000);
-        Process stopped = stoppedNode == 0 ? node0 : node1;
-        signal("STOP", stopped);
+        long target = switch (which) {
+            case "launcher of node 0" -> node0.pid();
+            case "launcher of node 1" -> node1.pid();
+            default -> pids[1];
+        };
+        signal("STOP", target);
         try {
             Thread.sleep(10_000);
         } finally {
-            signal("CONT", stopped);
+            signal("CONT", target);
         }
         long t0 = System.nanoTime();
         awaitExit(node0, 90, t0, "node 0's launcher");
