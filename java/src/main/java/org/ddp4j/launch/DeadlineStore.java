@@ -30,6 +30,9 @@ final class DeadlineStore implements Store {
     /** The longest single wait; a gap far beyond it means this process itself was not running. */
     private static final long SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
+    /** The most one wake-up counts: beyond it this process was stopped, not the store slow. */
+    private static final long MAX_COUNTED_GAP_NANOS = TimeUnit.SECONDS.toNanos(2);
+
     private final Store delegate;
     private final Duration deadline;
     private final String where;
@@ -124,8 +127,8 @@ final class DeadlineStore implements Store {
                 return f.get(Math.min(SLICE_NANOS, Math.max(1, budget - waited)), TimeUnit.NANOSECONDS);
             } catch (TimeoutException e) {
                 long now = System.nanoTime();
-                // Count at most a few slices per wake-up: a longer gap is this process having been stopped.
-                waited += Math.min(now - last, 5 * SLICE_NANOS);
+                // Count at most 2 s per wake-up: a longer gap is this process having been stopped.
+                waited += Math.min(now - last, MAX_COUNTED_GAP_NANOS);
                 last = now;
                 if (waited >= budget) {
                     throw new DistributedTimeoutException("the store at " + where + " did not answer " + what

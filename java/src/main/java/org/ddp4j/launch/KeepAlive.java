@@ -44,8 +44,12 @@ final class KeepAlive implements AutoCloseable {
     /** How often the judge looks; a much longer gap between two looks means this process was not running. */
     private static final long TICK_MS = 100;
 
-    /** A gap between two looks beyond this counts as this process having been paused. */
-    private static final long PAUSE_NANOS = 1_000_000_000L;
+    /**
+     * A gap between two looks beyond this counts as this process having been paused, and only the
+     * excess is forgiven: a judge that is merely starved (every look late by a second or two) still
+     * reaches its verdict, a little later.
+     */
+    private static final long PAUSE_NANOS = 2_000_000_000L;
 
     private final int nodeRank;
     private final int nnodes;
@@ -197,6 +201,7 @@ final class KeepAlive implements AutoCloseable {
                     s = connector.get();
                     connection = s;
                     if (closed) {
+                        closeQuietly(s);
                         break;
                     }
                 }
@@ -277,7 +282,7 @@ final class KeepAlive implements AutoCloseable {
             synchronized (lock) {
                 if (gap > PAUSE_NANOS) {
                     // This launcher did not run for a while: nobody could be heard then; start the clocks anew.
-                    long shift = gap - TICK_MS * 1_000_000L;
+                    long shift = gap - PAUSE_NANOS;
                     LOG.debug("node {}: this launcher was paused for {} ms; keep-alive deadlines move on",
                             nodeRank, gap / 1_000_000);
                     lastContact += shift;
