@@ -22,7 +22,8 @@ import org.ddp4j.distributed.store.Store;
  *
  * <p>A call that overran is left to finish in the background rather than cut off: closing the
  * connection would also stop the server on node 0, whose launcher may only have been paused. Calls
- * made meanwhile queue behind it and time out in turn. Time this process itself spent stopped
+ * made meanwhile queue behind it and time out in turn (and, having timed out before they started,
+ * never run). Time this process itself spent stopped
  * (SIGSTOP, a long GC) is not counted against the store.
  */
 final class DeadlineStore implements Store {
@@ -131,6 +132,7 @@ final class DeadlineStore implements Store {
                 waited += Math.min(now - last, MAX_COUNTED_GAP_NANOS);
                 last = now;
                 if (waited >= budget) {
+                    f.cancel(false); // a call still queued never runs; one under way is left to finish
                     throw new DistributedTimeoutException("the store at " + where + " did not answer " + what
                             + " within " + KeepAlive.seconds(Duration.ofNanos(budget)) + " s");
                 }

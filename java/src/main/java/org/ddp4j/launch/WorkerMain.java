@@ -4,9 +4,9 @@ import java.io.FileDescriptor;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.util.Arrays;
 
 /**
@@ -44,17 +44,25 @@ public final class WorkerMain {
         }
         watchLifeline(new FileInputStream(FileDescriptor.in));
         System.setIn(InputStream.nullInputStream());
-        MethodHandle main;
+        Method main;
         try {
             Class<?> cls = Class.forName(args[0], true, Thread.currentThread().getContextClassLoader());
-            main = MethodHandles.publicLookup().findStatic(cls, "main", MethodType.methodType(void.class, String[].class));
-        } catch (ReflectiveOperationException e) {
-            System.err.println("WorkerMain: cannot run " + args[0] + ": no public static void main(String[]) in it ("
+            main = cls.getMethod("main", String[].class);
+            if (!Modifier.isStatic(main.getModifiers())) {
+                throw new NoSuchMethodException(args[0] + ".main is not static");
+            }
+            main.setAccessible(true); // as the java launcher, accept a main class that is not public
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            System.err.println("WorkerMain: cannot run " + args[0] + ": it needs a public static void main(String[]) ("
                     + e + ")");
             System.exit(1);
             return;
         }
-        main.invokeExact(Arrays.copyOfRange(args, 1, args.length));
+        try {
+            main.invoke(null, (Object) Arrays.copyOfRange(args, 1, args.length));
+        } catch (InvocationTargetException e) {
+            throw e.getCause(); // the user's exception, as if main had been called directly
+        }
     }
 
     /** Starts the daemon thread that halts this JVM when {@code lifeline} reaches end of file. */
