@@ -110,7 +110,8 @@ final class Agent {
             currentStore = store;
             NodeRendezvous.NodeRanks r;
             try {
-                r = NodeRendezvous.join(store, cfg.nodeRank(), cfg.nnodes(), cfg.nprocPerNode(), cfg.rdzvTimeout(), cfg.endpoint());
+                r = NodeRendezvous.join(store, cfg.nodeRank(), cfg.nnodes(), cfg.nprocPerNode(), cfg.rdzvTimeout(),
+                        cfg.endpoint(), () -> keepAlive == null ? null : keepAlive.lost());
             } catch (DistributedException e) {
                 error(e.getMessage());
                 return 1;
