@@ -18,6 +18,10 @@ import org.slf4j.LoggerFactory;
  * store that kept answering, is lost; a store that answered nothing for {@code timeout} means node 0
  * (which serves it) is lost, or this node is cut off from it.
  *
+ * <p>Node 0 watches every node; the others watch node 0 (its counter, and its store answering),
+ * so the store serves O(nodes) calls per interval, not O(nodes²). A node lost by node 0 reaches the
+ * others as the attempt's root cause, which node 0 publishes.
+ *
  * <p>Time during which this launcher itself did not run (SIGSTOP, a long GC pause, a starved CPU)
  * is not counted against the others: a judge thread notices such gaps and moves every deadline on.
  * A node that finished its part of the job marks itself left (its counter jumps by
@@ -159,7 +163,7 @@ final class KeepAlive implements AutoCloseable {
                 return false;
             }
             for (int n = 0; n < nnodes; n++) {
-                if (n != nodeRank && !left[n] && lastContact - heardAt[n] > late) {
+                if (watches(n) && !left[n] && lastContact - heardAt[n] > late) {
                     return true;
                 }
             }
@@ -216,7 +220,7 @@ final class KeepAlive implements AutoCloseable {
                 s.add(beatKey(nodeRank), 1);
                 bumps++;
                 for (int n = 0; n < nnodes; n++) {
-                    if (n != nodeRank) {
+                    if (watches(n)) {
                         read(s, n);
                     }
                 }
@@ -243,6 +247,11 @@ final class KeepAlive implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /** Whether this node watches node {@code n}: node 0 watches all others, the others node 0. */
+    private boolean watches(int n) {
+        return n != nodeRank && (nodeRank == 0 || n == 0);
     }
 
     /** Reads node {@code n}'s counter (and its address, once): a change means it is alive. */
@@ -313,7 +322,7 @@ final class KeepAlive implements AutoCloseable {
             return;
         }
         for (int n = 0; n < nnodes; n++) {
-            if (n != nodeRank && !left[n] && lastContact - heardAt[n] > limit) {
+            if (watches(n) && !left[n] && lastContact - heardAt[n] > limit) {
                 lostNode = n;
                 lost = "lost " + nameLocked(n) + ": no keep-alive for " + seconds(timeout) + " s";
                 return;
