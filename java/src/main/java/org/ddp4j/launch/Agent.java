@@ -359,7 +359,8 @@ final class Agent {
     private List<Integer> missingExits(Store store) {
         List<Integer> missing = new ArrayList<>();
         for (int node = 0; node < cfg.nnodes(); node++) {
-            if (!keepAlive.isLost(node) && !store.check(List.of(exitKey(node)))) {
+            // A lost node never comes; one that left the keep-alive is done even if its exit key was lost.
+            if (!keepAlive.isLost(node) && !keepAlive.hasLeft(node) && !store.check(List.of(exitKey(node)))) {
                 missing.add(node);
             }
         }

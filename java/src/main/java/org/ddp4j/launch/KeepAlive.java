@@ -141,6 +141,13 @@ final class KeepAlive implements AutoCloseable {
         }
     }
 
+    /** Whether {@code node} marked itself done (it sets its exit key first, or could not). */
+    boolean hasLeft(int node) {
+        synchronized (lock) {
+            return left[node];
+        }
+    }
+
     /** Whether {@code node} was declared lost. */
     boolean isLost(int node) {
         synchronized (lock) {
