@@ -110,6 +110,10 @@ public final class ConvNetDemo implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (!(dropout >= 0 && dropout < 1)) {
+            throw new IllegalArgumentException("--dropout " + dropout + " is not a probability in [0, 1): it is the chance"
+                    + " of zeroing each input of the final Linear, e.g. --dropout 0.2");
+        }
         Device device = deviceOption.resolve(System.getenv());
         // Before the rendezvous: every rank fails at once, none waits for the others.
         MnistDataset train = new MnistDataset(data, true, limit);
@@ -118,10 +122,6 @@ public final class ConvNetDemo implements Callable<Integer> {
                     + " train on: point --data at a folder with Fashion-MNIST's (or MNIST's) IDX files");
         }
         PlotOption.checkFolder(plot);
-        if (!(dropout >= 0 && dropout < 1)) {
-            throw new IllegalArgumentException("--dropout " + dropout + " is not a probability in [0, 1): it is the chance"
-                    + " of zeroing each input of the final Linear, e.g. --dropout 0.2");
-        }
         int firstEpoch = resume == null ? 0 : TrainingCheckpoint.epochsDone(resume); // validates both files
         if (firstEpoch >= epochs) {
             throw new IllegalArgumentException(resume + " was saved after epoch " + firstEpoch + " and --epochs is " + epochs
