@@ -88,9 +88,9 @@ public final class ConvNetDemo implements Callable<Integer> {
     Path save;
 
     @Option(names = "--resume", paramLabel = "FILE",
-            description = "Start from a checkpoint written by --save: the model, the optimizer's momentum and the epoch"
-                    + " counter; --epochs stays the total. Every rank reads FILE and its .optim twin (copy them to each"
-                    + " node).")
+            description = "Start from a checkpoint written by --save: the model, the optimizer's state (SGD's momentum,"
+                    + " Adam's moments; use the same --optimizer), the schedule's position and the epoch counter;"
+                    + " --epochs stays the total. Every rank reads FILE and its .optim twin (copy them to each node).")
     Path resume;
 
     @Option(names = "--plot", paramLabel = "FILE.png",
