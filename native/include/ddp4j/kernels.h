@@ -110,4 +110,22 @@ struct SgdOptions {
 using sgd_step_fn = void (*)(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const SgdOptions& o,
                              bool first);
 
+/**
+ * Hyper-parameters of torch.optim.Adam and AdamW (decoupled = true: AdamW's weight decay,
+ * param *= 1 - lr * weight_decay, instead of Adam's L2 term added to the gradient).
+ */
+struct AdamOptions {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  bool amsgrad = false, decoupled = false;
+};
+/**
+ * One Adam / AdamW update of param in place, exactly as torch.optim's _single_tensor_adam(w) of
+ * PyTorch 1.13, for step number `step` (1 on the first update; the caller counts):
+ * g = grad (+ wd * param for Adam); m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g²;
+ * with amsgrad vmax = max(vmax, v) replaces v below; denom = sqrt(v) / sqrt(1 - beta2^step) + eps;
+ * param -= lr / (1 - beta1^step) * m / denom. max_exp_avg_sq is undefined without amsgrad.
+ */
+using adam_step_fn = void (*)(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                              Tensor& max_exp_avg_sq, const AdamOptions& o, int64_t step);
+
 }  // namespace ddp4j::kernels

@@ -82,6 +82,13 @@ Tensor cross_entropy_backward(const Tensor& gout, const Tensor& probs, const Ten
 
 // ---- optimiser (src/core/ops_sgd.cpp) -----------------------------------------------------------
 void sgd_step_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const kernels::SgdOptions& o, bool first);
+/**
+ * One torch.optim.Adam / AdamW update (src/core/ops_adam.cpp; AdamNatives): checks the
+ * hyper-parameters with PyTorch's wording, float32 and one device and shape for every tensor, and
+ * step >= 1, then runs kernels::adam_step_fn in place.
+ */
+void adam_step_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, Tensor& max_exp_avg_sq,
+                const kernels::AdamOptions& o, int64_t step);
 
 // ---- shared checks ------------------------------------------------------------------------------
 /** Throws InvalidArgument "<op>: <what> must be float32, got ..." etc. */

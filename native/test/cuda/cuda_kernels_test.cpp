@@ -425,6 +425,55 @@ void test_sgd() {
   }
 }
 
+// ---- adam -----------------------------------------------------------------------------------------
+
+Tensor zeros_on(int64_t n, Device device) {
+  Tensor t = Tensor::empty({n}, DType::Float32, device);
+  ops::fill_(t, 0);
+  return t;
+}
+
+void test_adam() {
+  struct Case {
+    const char* name;
+    kernels::AdamOptions o;
+  };
+  auto opts = [](double lr, double wd, bool amsgrad, bool decoupled) {
+    kernels::AdamOptions o;
+    o.lr = lr;
+    o.weight_decay = wd;
+    o.amsgrad = amsgrad;
+    o.decoupled = decoupled;
+    return o;
+  };
+  const Case cases[] = {
+      {"adam", opts(1e-3, 0, false, false)},
+      {"adam + weight decay + amsgrad", opts(0.01, 0.1, true, false)},
+      {"adamw", opts(1e-3, 1e-2, false, true)},
+      {"adamw + amsgrad", opts(0.05, 0.1, true, true)},
+  };
+  for (const Case& c : cases) {
+    for (int64_t n : {1, 1000, 10007}) {
+      Tensor p = uniform({n}), p_gpu = gpu(p);
+      Tensor m = zeros_on(n, Device()), v = zeros_on(n, Device());
+      Tensor m_gpu = zeros_on(n, kGpu), v_gpu = zeros_on(n, kGpu);
+      Tensor vmax = c.o.amsgrad ? zeros_on(n, Device()) : Tensor();
+      Tensor vmax_gpu = c.o.amsgrad ? zeros_on(n, kGpu) : Tensor();
+      for (int step = 1; step <= 3; ++step) {
+        // Gradients that shrink, so amsgrad's maximum differs from the second moment.
+        Tensor grad = uniform({n}, -1.f / step, 1.f / step);
+        ops::adam_step_(p, grad, m, v, vmax, c.o, step);
+        ops::adam_step_(p_gpu, gpu(grad), m_gpu, v_gpu, vmax_gpu, c.o, step);
+      }
+      const std::string tag = std::string(c.name) + " [" + std::to_string(n) + "] 3 steps";
+      compare(tag + " param", p, p_gpu);
+      compare(tag + " exp_avg", m, m_gpu);
+      compare(tag + " exp_avg_sq", v, v_gpu);
+      if (c.o.amsgrad) compare(tag + " max_exp_avg_sq", vmax, vmax_gpu);
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -445,6 +494,7 @@ int main() {
     test_losses();
     test_bad_target();
     test_sgd();
+    test_adam();
     cuda::synchronize(0);
   } catch (const Error& e) {
     std::printf("FAIL unexpected error: %s\n", e.what());

@@ -62,6 +62,18 @@ public final class DistributedDataParallel extends Module {
     }
 
     /**
+     * Wraps {@code module} with {@code options} (group, bucket cap). Mirrors
+     * {@code DistributedDataParallel(module, **options)}.
+     *
+     * @throws IllegalStateException if no group is given and {@link Distributed#initProcessGroup} was not called
+     * @throws IllegalArgumentException if the bucket cap is not positive; else as
+     *     {@link #DistributedDataParallel(Module, ProcessGroup, long)}
+     */
+    public DistributedDataParallel(Module module, DistributedDataParallelOptions options) {
+        this(module, options.resolvedProcessGroup(), options.bucketCapBytes());
+    }
+
+    /**
      * Wraps {@code module} for training on {@code group}.
      *
      * @param bucketCapBytes the most gradient bytes in one bucket (the first bucket holds at most 1 MB)

@@ -38,6 +38,60 @@ public final class DistributedSampler implements Sampler, Iterable<Integer> {
     private long epoch;
 
     /**
+     * {@code torch.utils.data.distributed.DistributedSampler}'s keyword arguments with its defaults:
+     * numReplicas and rank unset (then taken from the default process group, as PyTorch), shuffle
+     * true, seed 0, dropLast false; each wither returns a changed copy. Example:
+     * {@code new DistributedSampler(dataset.size(), DistributedSampler.Options.defaults().shuffle(false))}.
+     *
+     * @param numReplicas ranks taking part, or null for {@link Distributed#getWorldSize()}
+     * @param rank this rank, or null for {@link Distributed#getRank()}
+     */
+    public record Options(Integer numReplicas, Integer rank, boolean shuffle, long seed, boolean dropLast) {
+        /** PyTorch's defaults. */
+        public static Options defaults() {
+            return new Options(null, null, true, 0L, false);
+        }
+
+        /** Ranks taking part, {@code >= 1}. */
+        public Options numReplicas(int value) {
+            return new Options(value, rank, shuffle, seed, dropLast);
+        }
+
+        /** This rank, in [0, numReplicas). */
+        public Options rank(int value) {
+            return new Options(numReplicas, value, shuffle, seed, dropLast);
+        }
+
+        /** Whether to shuffle (with seed + epoch). */
+        public Options shuffle(boolean value) {
+            return new Options(numReplicas, rank, value, seed, dropLast);
+        }
+
+        /** The shuffle's seed; must be the same on every rank. */
+        public Options seed(long value) {
+            return new Options(numReplicas, rank, shuffle, value, dropLast);
+        }
+
+        /** Drop the tail that does not divide evenly instead of padding by wrapping around. */
+        public Options dropLast(boolean value) {
+            return new Options(numReplicas, rank, shuffle, seed, value);
+        }
+    }
+
+    /**
+     * Mirrors {@code DistributedSampler(dataset, **options)}; an unset numReplicas or rank comes
+     * from the default process group.
+     *
+     * @throws IllegalStateException if numReplicas or rank is unset and no process group is initialised
+     * @throws IllegalArgumentException as {@link #DistributedSampler(int, int, int, boolean, long, boolean)}
+     */
+    public DistributedSampler(int datasetSize, Options options) {
+        this(datasetSize, options.numReplicas() != null ? options.numReplicas() : Distributed.getWorldSize(),
+                options.rank() != null ? options.rank() : Distributed.getRank(), options.shuffle(), options.seed(),
+                options.dropLast());
+    }
+
+    /**
      * A sampler for rank {@code rank} of {@code numReplicas}. Mirrors
      * {@code DistributedSampler(dataset, num_replicas, rank, shuffle, seed, drop_last)}.
      *

@@ -12,7 +12,8 @@ import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.DistributedDataParallel;
 import org.ddp4j.distributed.DistributedSampler;
 import org.ddp4j.nn.CrossEntropyLoss;
-import org.ddp4j.optim.SGD;
+import org.ddp4j.optim.LRScheduler;
+import org.ddp4j.optim.Optimizer;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
@@ -23,7 +24,8 @@ import picocli.CommandLine.Option;
 
 /**
  * The two-conv network on Fashion-MNIST under DDP (the job of the anchor's mnist_ddp.py):
- * CrossEntropyLoss, SGD with momentum, a DistributedSampler per rank. Rank 0 prints
+ * CrossEntropyLoss, SGD with momentum (or Adam / AdamW: {@code --optimizer}, with an optional
+ * per-epoch {@code --scheduler} and {@code --dropout}), a DistributedSampler per rank. Rank 0 prints
  * {@code Epoch [e/E], Step [i/N], Loss: x} every 100 steps, the training time and the test
  * accuracy. Start it with {@code scripts/ddp4j-run --nproc-per-node 2 org.ddp4j.examples.ConvNetDemo}.
  */
@@ -36,11 +38,34 @@ public final class ConvNetDemo implements Callable<Integer> {
     @Option(names = "--batch-size", description = "Images per rank per step (default: ${DEFAULT-VALUE}).")
     int batchSize = 100;
 
-    @Option(names = "--lr", description = "SGD learning rate (default: ${DEFAULT-VALUE}).")
-    double lr = 0.05;
+    @Option(names = "--optimizer", paramLabel = "sgd|adam|adamw",
+            description = "The optimizer (default: ${DEFAULT-VALUE}): SGD with --momentum, or Adam / AdamW with PyTorch's"
+                    + " betas and eps.")
+    OptimizerChoice optimizerChoice = OptimizerChoice.sgd;
 
-    @Option(names = "--momentum", description = "SGD momentum (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--lr", description = "Learning rate (default: 0.05 for sgd, 0.001 for adam and adamw, PyTorch's"
+            + " Adam default).")
+    Double lr;
+
+    @Option(names = "--momentum", description = "SGD momentum (default: ${DEFAULT-VALUE}; sgd only).")
     double momentum = 0.9;
+
+    @Option(names = "--weight-decay", description = "Weight decay (default: PyTorch's: 0 for sgd and adam, 0.01 for adamw).")
+    Double weightDecay;
+
+    @Option(names = "--scheduler", paramLabel = "none|step|cosine",
+            description = "Learning-rate schedule, stepped once per epoch (default: ${DEFAULT-VALUE}): step multiplies the lr"
+                    + " by --gamma every epoch (StepLR(step_size=1), as PyTorch's MNIST example); cosine anneals it to 0"
+                    + " over --epochs (CosineAnnealingLR(T_max=epochs)).")
+    SchedulerChoice schedulerChoice = SchedulerChoice.none;
+
+    @Option(names = "--gamma", description = "StepLR's factor per epoch (default: ${DEFAULT-VALUE}, as PyTorch's MNIST"
+            + " example; --scheduler step only).")
+    double gamma = 0.7;
+
+    @Option(names = "--dropout", paramLabel = "P",
+            description = "Dropout probability before the final Linear (default: ${DEFAULT-VALUE}, no Dropout module).")
+    double dropout = 0;
 
     @Option(names = "--data", description = "Folder with the Fashion-MNIST IDX files (default: ${DEFAULT-VALUE}).")
     Path data = MnistDataset.DEFAULT_DIR;
@@ -63,9 +88,9 @@ public final class ConvNetDemo implements Callable<Integer> {
     Path save;
 
     @Option(names = "--resume", paramLabel = "FILE",
-            description = "Start from a checkpoint written by --save: the model, the optimizer's momentum and the epoch"
-                    + " counter; --epochs stays the total. Every rank reads FILE and its .optim twin (copy them to each"
-                    + " node).")
+            description = "Start from a checkpoint written by --save: the model, the optimizer's state (SGD's momentum,"
+                    + " Adam's moments; use the same --optimizer), the schedule's position and the epoch counter;"
+                    + " --epochs stays the total. Every rank reads FILE and its .optim twin (copy them to each node).")
     Path resume;
 
     @Option(names = "--plot", paramLabel = "FILE.png",
@@ -85,6 +110,10 @@ public final class ConvNetDemo implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (!(dropout >= 0 && dropout < 1)) {
+            throw new IllegalArgumentException("--dropout " + dropout + " is not a probability in [0, 1): it is the chance"
+                    + " of zeroing each input of the final Linear, e.g. --dropout 0.2");
+        }
         Device device = deviceOption.resolve(System.getenv());
         // Before the rendezvous: every rank fails at once, none waits for the others.
         MnistDataset train = new MnistDataset(data, true, limit);
@@ -107,9 +136,13 @@ public final class ConvNetDemo implements Callable<Integer> {
 
         DistributedSampler sampler = new DistributedSampler(train.size(), world, rank, true, seed, false);
         DataLoader loader = new DataLoader(train, batchSize, sampler, false);
-        DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, new Generator(seed)).to(device));
+        DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, dropout, new Generator(seed)).to(device));
         CrossEntropyLoss criterion = new CrossEntropyLoss();
-        SGD optimizer = new SGD(model.parameters(), lr, momentum, 0, 0, false);
+        Optimizer optimizer = optimizerChoice.create(model.parameters(), lr, momentum, weightDecay);
+        LRScheduler schedule = schedulerChoice.create(optimizer, epochs, gamma);
+        for (int e = 0; e < firstEpoch && schedule != null; e++) {
+            schedule.step(); // where the schedule stood when the checkpoint was saved (its lr comes with the optimizer state)
+        }
         if (resume != null) {
             // every rank reads the file, so each restores its own (equal) momentum buffers
             TrainingCheckpoint.restore(resume, model.module(), optimizer);
@@ -158,6 +191,9 @@ public final class ConvNetDemo implements Callable<Integer> {
                         }
                     }
                 }
+            }
+            if (schedule != null) {
+                schedule.step();
             }
             if (save != null && rank == 0) {
                 TrainingCheckpoint.save(save, model.module(), optimizer, epoch + 1);

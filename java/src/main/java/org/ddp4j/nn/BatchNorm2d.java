@@ -132,10 +132,10 @@ public class BatchNorm2d extends Module {
         return momentum;
     }
 
-    /** PyTorch's repr, e.g. {@code BatchNorm2d(16, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)}. */
+    /** PyTorch's extra_repr, printed inside {@code BatchNorm2d(16, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)}. */
     @Override
-    public String toString() {
-        return "BatchNorm2d(" + numFeatures + ", eps=" + eps + ", momentum=" + momentum
-                + ", affine=True, track_running_stats=True)";
+    protected String extraRepr() {
+        return numFeatures + ", eps=" + ReprFormat.pythonFloat(eps) + ", momentum=" + ReprFormat.pythonFloat(momentum)
+                + ", affine=True, track_running_stats=True";
     }
 }

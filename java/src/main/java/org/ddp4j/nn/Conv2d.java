@@ -21,6 +21,48 @@ public class Conv2d extends Module {
     private final Tensor weight;
     private final Tensor bias;
 
+    /**
+     * {@code torch.nn.Conv2d}'s keyword arguments after kernel_size, with its defaults (stride 1,
+     * padding 0, bias true), plus the generator that initialises the parameters (default
+     * {@link Generator#defaultGenerator()}); each wither returns a changed copy. Example:
+     * {@code new Conv2d(1, 16, 5, Conv2d.Options.defaults().padding(2))}.
+     */
+    public record Options(int stride, int padding, boolean bias, Generator generator) {
+        /** PyTorch's defaults, initialised from the default generator. */
+        public static Options defaults() {
+            return new Options(1, 0, true, Generator.defaultGenerator());
+        }
+
+        /** Stride in both dimensions, {@code > 0}. */
+        public Options stride(int value) {
+            return new Options(value, padding, bias, generator);
+        }
+
+        /** Zero padding on each side, {@code >= 0}. */
+        public Options padding(int value) {
+            return new Options(stride, value, bias, generator);
+        }
+
+        /** Whether to add a learnable bias. */
+        public Options bias(boolean value) {
+            return new Options(stride, padding, value, generator);
+        }
+
+        /** The source of the initial values. */
+        public Options generator(Generator value) {
+            return new Options(stride, padding, bias, value);
+        }
+    }
+
+    /**
+     * Mirrors {@code torch.nn.Conv2d(in_channels, out_channels, kernel_size, **options)}.
+     *
+     * @throws IllegalArgumentException as the full constructor
+     */
+    public Conv2d(int inChannels, int outChannels, int kernelSize, Options options) {
+        this(inChannels, outChannels, kernelSize, options.stride(), options.padding(), options.bias(), options.generator());
+    }
+
     /** Stride 1, no padding, with bias, default generator. */
     public Conv2d(int inChannels, int outChannels, int kernelSize) {
         this(inChannels, outChannels, kernelSize, 1, 0);
@@ -117,12 +159,12 @@ public class Conv2d extends Module {
         return padding;
     }
 
-    /** PyTorch's repr, e.g. {@code Conv2d(1, 16, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2))}. */
+    /** PyTorch's extra_repr, printed inside {@code Conv2d(1, 16, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2))}. */
     @Override
-    public String toString() {
-        return "Conv2d(" + inChannels + ", " + outChannels + ", kernel_size=(" + kernelSize + ", " + kernelSize
+    protected String extraRepr() {
+        return inChannels + ", " + outChannels + ", kernel_size=(" + kernelSize + ", " + kernelSize
                 + "), stride=(" + stride + ", " + stride + ")"
                 + (padding != 0 ? ", padding=(" + padding + ", " + padding + ")" : "")
-                + (bias == null ? ", bias=False" : "") + ")";
+                + (bias == null ? ", bias=False" : "");
     }
 }

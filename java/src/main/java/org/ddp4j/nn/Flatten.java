@@ -32,9 +32,9 @@ public class Flatten extends Module {
         return input.reshape(input.size(0), rest);
     }
 
-    /** "Flatten(start_dim=1, end_dim=-1)". */
+    /** PyTorch's extra_repr, e.g. "start_dim=1, end_dim=-1". */
     @Override
-    public String toString() {
-        return "Flatten(start_dim=1, end_dim=-1)";
+    protected String extraRepr() {
+        return "start_dim=1, end_dim=-1";
     }
 }

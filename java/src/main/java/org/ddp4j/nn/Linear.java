@@ -92,10 +92,9 @@ public class Linear extends Module {
         return outFeatures;
     }
 
-    /** "Linear(in_features=2, out_features=2, bias=True)", as PyTorch prints it. */
+    /** PyTorch's extra_repr, e.g. "in_features=2, out_features=2, bias=True". */
     @Override
-    public String toString() {
-        return "Linear(in_features=" + inFeatures + ", out_features=" + outFeatures + ", bias="
-                + (bias != null ? "True" : "False") + ")";
+    protected String extraRepr() {
+        return "in_features=" + inFeatures + ", out_features=" + outFeatures + ", bias=" + (bias != null ? "True" : "False");
     }
 }

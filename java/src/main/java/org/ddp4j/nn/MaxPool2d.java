@@ -60,10 +60,9 @@ public class MaxPool2d extends Module {
         return padding;
     }
 
-    /** PyTorch's repr, e.g. {@code MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)}. */
+    /** PyTorch's extra_repr, printed inside {@code MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)}. */
     @Override
-    public String toString() {
-        return "MaxPool2d(kernel_size=" + kernelSize + ", stride=" + stride + ", padding=" + padding
-                + ", dilation=1, ceil_mode=False)";
+    protected String extraRepr() {
+        return "kernel_size=" + kernelSize + ", stride=" + stride + ", padding=" + padding + ", dilation=1, ceil_mode=False";
     }
 }

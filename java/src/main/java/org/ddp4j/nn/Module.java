@@ -224,6 +224,37 @@ public abstract class Module implements AutoCloseable {
         return this;
     }
 
+    /**
+     * The text between this module's parentheses in {@link #toString()} (e.g. Linear's
+     * {@code in_features=2, out_features=2, bias=True}); empty by default. Mirrors
+     * {@code Module.extra_repr()}.
+     */
+    protected String extraRepr() {
+        return "";
+    }
+
+    /**
+     * The module tree as PyTorch's {@code print(model)} shows it: the class name, its
+     * {@link #extraRepr()}, and each child as {@code (name): child} indented by two spaces, e.g.
+     * {@code ConvNet(\n  (layer1): Sequential(\n    (0): Conv2d(1, 16, kernel_size=(5, 5), ...)\n ...}.
+     * Mirrors {@code Module.__repr__}.
+     */
+    @Override
+    public String toString() {
+        List<String> lines = new ArrayList<>();
+        String extra = extraRepr();
+        List<String> extraLines = extra.isEmpty() ? List.of() : List.of(extra.split("\n", -1));
+        lines.addAll(extraLines);
+        children.forEach((name, child) -> lines.add("(" + name + "): " + child.toString().replace("\n", "\n  ")));
+        StringBuilder out = new StringBuilder(getClass().getSimpleName()).append('(');
+        if (extraLines.size() == 1 && children.isEmpty()) {
+            out.append(extraLines.get(0));
+        } else if (!lines.isEmpty()) {
+            out.append("\n  ").append(String.join("\n  ", lines)).append('\n');
+        }
+        return out.append(')').toString();
+    }
+
     /** Frees parameters, their gradients and buffers. */
     @Override
     public void close() {

@@ -18,10 +18,4 @@ public class ReLU extends Module {
     public Tensor forward(Tensor input) {
         return ReluFunction.apply(input);
     }
-
-    /** "ReLU()". */
-    @Override
-    public String toString() {
-        return "ReLU()";
-    }
 }

@@ -8,6 +8,17 @@ public interface Optimizer extends AutoCloseable {
     /** Performs one update of every parameter that has a gradient. Mirrors {@code step()}. */
     void step();
 
+    /** The learning rate of the (single) parameter group. Mirrors {@code param_groups[0]['lr']}. */
+    double lr();
+
+    /**
+     * Sets the learning rate for later steps; the LR schedulers call it. Mirrors
+     * {@code param_groups[0]['lr'] = lr}.
+     *
+     * @throws IllegalArgumentException "Invalid learning rate: -0.1" if lr is negative or NaN
+     */
+    void setLr(double lr);
+
     /** Sets every parameter's gradient to zero (keeping the tensor). Mirrors {@code zero_grad(set_to_none=False)}. */
     void zeroGrad();
 

@@ -39,6 +39,53 @@ public final class SGD implements Optimizer {
     private boolean nesterov;
 
     /**
+     * {@code torch.optim.SGD}'s keyword arguments with their defaults (lr 1e-3, as PyTorch 2.x;
+     * momentum 0, dampening 0, weight_decay 0, nesterov false); each wither returns a changed
+     * copy. Values are checked when the optimizer is built. Example:
+     * {@code new SGD(model.parameters(), SGD.Options.defaults().lr(0.05).momentum(0.9).weightDecay(1e-4))}.
+     */
+    public record Options(double lr, double momentum, double dampening, double weightDecay, boolean nesterov) {
+        /** PyTorch's defaults. */
+        public static Options defaults() {
+            return new Options(1e-3, 0, 0, 0, false);
+        }
+
+        /** Learning rate, {@code >= 0}. */
+        public Options lr(double value) {
+            return new Options(value, momentum, dampening, weightDecay, nesterov);
+        }
+
+        /** Momentum factor, {@code >= 0}. */
+        public Options momentum(double value) {
+            return new Options(lr, value, dampening, weightDecay, nesterov);
+        }
+
+        /** Dampening for momentum. */
+        public Options dampening(double value) {
+            return new Options(lr, momentum, value, weightDecay, nesterov);
+        }
+
+        /** L2 penalty, {@code >= 0}. */
+        public Options weightDecay(double value) {
+            return new Options(lr, momentum, dampening, value, nesterov);
+        }
+
+        /** Nesterov momentum (needs momentum {@code > 0} and dampening 0). */
+        public Options nesterov(boolean value) {
+            return new Options(lr, momentum, dampening, weightDecay, value);
+        }
+    }
+
+    /**
+     * SGD with {@code options}. Mirrors {@code torch.optim.SGD(params, **options)}.
+     *
+     * @throws IllegalArgumentException as {@link #SGD(List, double, double, double, double, boolean)}
+     */
+    public SGD(List<Tensor> params, Options options) {
+        this(params, options.lr(), options.momentum(), options.dampening(), options.weightDecay(), options.nesterov());
+    }
+
+    /**
      * Plain SGD: {@code p -= lr * grad}. Mirrors {@code torch.optim.SGD(params, lr)}.
      *
      * @throws IllegalArgumentException if params is empty, holds a non-leaf, or lr is negative
@@ -160,6 +207,7 @@ public final class SGD implements Optimizer {
     }
 
     /** The current learning rate. Mirrors {@code param_groups[0]['lr']}. */
+    @Override
     public double lr() {
         return lr;
     }
@@ -169,6 +217,7 @@ public final class SGD implements Optimizer {
      *
      * @throws IllegalArgumentException if lr is negative
      */
+    @Override
     public void setLr(double lr) {
         checkLr(lr);
         this.lr = lr;

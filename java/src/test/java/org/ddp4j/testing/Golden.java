@@ -69,6 +69,26 @@ public final class Golden {
         return out;
     }
 
+    /** A string stored directly (e.g. a module's printed form). */
+    public String text(String key) {
+        return entry(key).asText();
+    }
+
+    /** A plain JSON list of numbers (e.g. a learning-rate sequence), as doubles. */
+    public double[] doubles(String key) {
+        JsonNode list = entry(key);
+        double[] out = new double[list.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = list.get(i).asDouble();
+        }
+        return out;
+    }
+
+    /** Whether the file has an entry {@code key}. */
+    public boolean has(String key) {
+        return root.has(key);
+    }
+
     /** A number stored directly (e.g. a learning rate). */
     public double number(String key) {
         return entry(key).asDouble();

@@ -31,6 +31,16 @@ public final class Functional {
     }
 
     /**
+     * Dropout with probability p in training, the identity otherwise; the mask is drawn from
+     * generator. Mirrors {@code F.dropout(x, p, training)}; see {@link DropoutFunction#apply}.
+     *
+     * @throws IllegalArgumentException if p is outside [0, 1]
+     */
+    public static Tensor dropout(Tensor x, double p, boolean training, org.ddp4j.tensor.Generator generator) {
+        return DropoutFunction.apply(x, p, training, generator);
+    }
+
+    /**
      * Mean squared error of two float32 tensors of the same shape, a scalar. Mirrors
      * {@code F.mse_loss}.
      *

@@ -1,0 +1,99 @@
+package org.ddp4j.nn.utils;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * Gradient clipping by total norm. Mirrors {@code torch.nn.utils.clip_grad_norm_}.
+ * Example: {@code double norm = ClipGradNorm.clipGradNorm(model.parameters(), 1.0);} between
+ * {@code loss.backward()} and {@code optimizer.step()} (under DDP the gradients are already
+ * averaged then, so every rank clips alike).
+ */
+public final class ClipGradNorm {
+    private ClipGradNorm() {}
+
+    /** {@code clip_grad_norm_(parameters, max_norm)}: the 2-norm. See {@link #clipGradNorm(List, double, double, boolean)}. */
+    public static double clipGradNorm(List<Tensor> parameters, double maxNorm) {
+        return clipGradNorm(parameters, maxNorm, 2.0, false);
+    }
+
+    /** {@code clip_grad_norm_(parameters, max_norm, norm_type)}. See {@link #clipGradNorm(List, double, double, boolean)}. */
+    public static double clipGradNorm(List<Tensor> parameters, double maxNorm, double normType) {
+        return clipGradNorm(parameters, maxNorm, normType, false);
+    }
+
+    /**
+     * Scales the gradients of {@code parameters} in place so that their total norm (the norm of
+     * the vector of all gradient elements) is at most about maxNorm: each is multiplied by
+     * {@code min(1, maxNorm / (total + 1e-6))} in float32, as PyTorch. Parameters without a
+     * gradient are skipped. The norms are computed on the CPU in double (GPU gradients are copied
+     * to the host for it) and rounded to float32, as PyTorch returns a float32 tensor.
+     *
+     * @param parameters tensors whose {@code grad()} is clipped (usually {@code model.parameters()})
+     * @param maxNorm the largest total norm, {@code >= 0}
+     * @param normType p of the p-norm, {@code > 0}, or {@link Double#POSITIVE_INFINITY} for the
+     *     largest absolute value
+     * @param errorIfNonfinite throw instead of scaling when the total norm is NaN or infinite
+     * @return the total norm of the gradients before clipping (0 when none has a gradient)
+     * @throws IllegalArgumentException if maxNorm is negative or NaN, normType is not positive, or
+     *     (errorIfNonfinite) the total norm is not finite, in PyTorch's wording: "The total norm of
+     *     order 2.0 for gradients from `parameters` is non-finite, so it cannot be clipped. ..."
+     */
+    public static double clipGradNorm(List<Tensor> parameters, double maxNorm, double normType,
+            boolean errorIfNonfinite) {
+        if (!(maxNorm >= 0)) {
+            throw new IllegalArgumentException("clipGradNorm: max_norm must be non-negative, got " + maxNorm);
+        }
+        if (!(normType > 0)) {
+            throw new IllegalArgumentException("clipGradNorm: norm_type must be positive or Double.POSITIVE_INFINITY,"
+                    + " got " + normType);
+        }
+        List<Tensor> grads = new ArrayList<>();
+        for (Tensor p : parameters) {
+            if (p.grad() != null) {
+                grads.add(p.grad());
+            }
+        }
+        if (grads.isEmpty()) {
+            return 0;
+        }
+        boolean inf = Double.isInfinite(normType);
+        double total = 0;
+        for (Tensor g : grads) {
+            // Each gradient's norm is rounded to float32 before they are combined, as torch.stack(norms) does.
+            float norm = (float) norm(g.toFloatArray(), normType);
+            total = inf ? Math.max(total, norm) : total + Math.pow(norm, normType);
+        }
+        float totalNorm = (float) (inf ? total : Math.pow(total, 1 / normType));
+        if (errorIfNonfinite && !Float.isFinite(totalNorm)) {
+            throw new IllegalArgumentException("The total norm of order " + normType + " for gradients from `parameters` is"
+                    + " non-finite, so it cannot be clipped. To disable this error and scale the gradients by the"
+                    + " non-finite norm anyway, pass errorIfNonfinite=false");
+        }
+        float clipCoef = (float) maxNorm / (totalNorm + 1e-6f);
+        if (clipCoef < 1f || Float.isNaN(clipCoef)) {
+            for (Tensor g : grads) {
+                g.mulInPlace(clipCoef);
+            }
+        }
+        return totalNorm;
+    }
+
+    private static double norm(float[] values, double normType) {
+        double acc = 0;
+        if (Double.isInfinite(normType)) {
+            for (float v : values) {
+                acc = Math.max(acc, Math.abs(v));
+                if (Float.isNaN(v)) {
+                    return Double.NaN;
+                }
+            }
+            return acc;
+        }
+        for (float v : values) {
+            acc += normType == 2 ? (double) v * v : Math.pow(Math.abs(v), normType);
+        }
+        return normType == 2 ? Math.sqrt(acc) : Math.pow(acc, 1 / normType);
+    }
+}
