@@ -33,12 +33,13 @@ for jar in "$repo/ddp4j-$version.jar" "$repo/ddp4j-$version-sources.jar" "$repo/
   grep -qx "Implementation-Version: $version" <<<"$m" || fail "$jar: no Implementation-Version: $version in its manifest"
   grep -qx "Automatic-Module-Name: org.ddp4j" <<<"$m" || fail "$jar: no Automatic-Module-Name: org.ddp4j in its manifest"
 done
-manifest "$launcher_jar" | grep -qx "Main-Class: org.ddp4j.launch.Launcher" || fail "the launcher jar has no Main-Class"
+grep -qx "Main-Class: org.ddp4j.launch.Launcher" <<<"$(manifest "$launcher_jar")" || fail "the launcher jar has no Main-Class"
 jar_has "$launcher_jar" natives/linux_64/libddp4j.so || fail "the launcher jar lacks libddp4j.so"
 bench="$root/benchmarks/target/benchmarks.jar"
 if [[ -f "$bench" ]]; then
-  manifest "$bench" | grep -qx "Automatic-Module-Name: org.ddp4j.benchmarks" || fail "$bench: no Automatic-Module-Name"
-  manifest "$bench" | grep -qx "Implementation-Version: $version" || fail "$bench: no Implementation-Version"
+  m="$(manifest "$bench")"
+  grep -qx "Automatic-Module-Name: org.ddp4j.benchmarks" <<<"$m" || fail "$bench: no Automatic-Module-Name"
+  grep -qx "Implementation-Version: $version" <<<"$m" || fail "$bench: no Implementation-Version"
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/ddp4j-artifact-check.XXXXXX")"
