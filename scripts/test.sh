@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test: JUnit 5 through Maven Surefire (Java, JNI, collectives, launcher, demos), then
-# the C++ unit tests with ctest. Installs and builds what is missing first (scripts/setup.sh).
+# the C++ unit tests with ctest, then scripts/artifact-check.sh (mvn install, and a fresh Maven
+# project on the installed artifact run with the launcher, ~2 min). Installs and builds what is
+# missing first (scripts/setup.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 cd "$root"
 mvn -B test
 (cd java/target/native-build && ctest --output-on-failure)
+"$root/scripts/artifact-check.sh"

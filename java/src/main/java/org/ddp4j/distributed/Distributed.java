@@ -187,7 +187,8 @@ public final class Distributed {
     public static synchronized ProcessGroup defaultGroup() {
         if (defaultGroup == null) {
             throw new IllegalStateException("the default process group has not been initialized: call"
-                    + " Distributed.initProcessGroup(\"gloo\") first (under scripts/ddp4j-run, or with MASTER_ADDR,"
+                    + " Distributed.initProcessGroup(\"gloo\") first (under the launcher, scripts/ddp4j-run or"
+                    + " org.ddp4j.launch.Launcher, or with MASTER_ADDR,"
                     + " MASTER_PORT, WORLD_SIZE and RANK set)");
         }
         return defaultGroup;

@@ -65,7 +65,7 @@ final class InitKeySpace {
         if (previousByOther && !store.check(List.of(doneKey(mine - 1, rank)))) {
             String msg = "RANK " + rank + " was claimed twice: by " + previous.description() + " and by "
                     + me.description() + "; give each process its own RANK in [0, " + worldSize + "), or start them"
-                    + " with scripts/ddp4j-run, which assigns the ranks";
+                    + " with the launcher (scripts/ddp4j-run or org.ddp4j.launch.Launcher), which assigns the ranks";
             store.compareSet(conflictKey(mine - 1), new byte[0], bytes(msg)); // the other claimant's init
             throw new DistributedException(msg);
         }

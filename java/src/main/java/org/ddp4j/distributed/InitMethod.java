@@ -19,8 +19,13 @@ import org.ddp4j.distributed.store.TcpStore;
  * environment into a store, a rank and a world size. Mirrors {@code torch.distributed.rendezvous}.
  */
 final class InitMethod {
-    static final String LAUNCHER_HINT = "start the workers with scripts/ddp4j-run (ddp4j's torchrun), or set"
-            + " MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK yourself";
+    /** ddp4j's launcher as each kind of user runs it: from a checkout, from Maven's jars, as the launcher jar. */
+    static final String LAUNCHER = "scripts/ddp4j-run (in a ddp4j checkout), java -cp \"app.jar:libs/*\""
+            + " org.ddp4j.launch.Launcher --nproc-per-node N my.Main, or java -jar ddp4j-VERSION-launcher.jar"
+            + " --classpath app.jar --nproc-per-node N my.Main";
+
+    static final String LAUNCHER_HINT = "start the workers with ddp4j's torchrun, the launcher: " + LAUNCHER
+            + "; or set MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK yourself";
 
     /**
      * What a rendezvous produced. {@code store} is the one to hand to the process group; {@code owned} closes what was
@@ -140,7 +145,7 @@ final class InitMethod {
                 ProcessIdentity me = ProcessIdentity.current(other.localAddress());
                 String msg = "RANK 0 was claimed twice: by " + first.description() + ", which hosts the store at " + host
                         + ":" + port + ", and by " + me.description() + "; give each process its own RANK, or start them"
-                        + " with scripts/ddp4j-run, which assigns the ranks";
+                        + " with the launcher (scripts/ddp4j-run or org.ddp4j.launch.Launcher), which assigns the ranks";
                 if (!other.check(List.of(InitKeySpace.doneKey(init, 0)))) {
                     other.compareSet(InitKeySpace.conflictKey(init), new byte[0], msg.getBytes(StandardCharsets.UTF_8));
                 }

@@ -51,10 +51,16 @@ final class Agent {
      */
     int run() {
         if (cfg.nnodes() > 1 && isLoopback(cfg.masterAddr())) {
-            LOG.info("--master-addr {} is a loopback address: launchers on other machines cannot reach it",
-                    cfg.masterAddr());
+            Notices.info(cfg.err(), "--master-addr " + cfg.masterAddr()
+                    + " is a loopback address: launchers on other machines cannot reach it");
         }
-        List<String> argv = WorkerCommand.argv(cfg.command(), cfg.env(), cfg.nprocPerNode());
+        List<String> argv;
+        try {
+            argv = WorkerCommand.argv(cfg.command(), cfg.env(), cfg.nprocPerNode());
+        } catch (WorkerCommand.UnknownWorkerException e) {
+            error(e.getMessage());
+            return 2;
+        }
         LOG.debug("{}: worker command line {}", me, argv);
         Store root;
         try {
@@ -120,8 +126,8 @@ final class Agent {
                 keepAlive.watchAll();
             }
             if (cfg.nnodes() > 1) {
-                LOG.info("{}: rendezvous complete (attempt {}): world size {}, this node has ranks {}..{}",
-                        me, attempt, r.worldSize(), r.rankOffset(), r.rankOffset() + cfg.nprocPerNode() - 1);
+                Notices.info(cfg.err(), me + ": rendezvous complete (attempt " + attempt + "): world size " + r.worldSize()
+                        + ", this node has ranks " + r.rankOffset() + ".." + (r.rankOffset() + cfg.nprocPerNode() - 1));
             }
             if (shuttingDown) {
                 return 1;
@@ -229,8 +235,8 @@ final class Agent {
                 }
             }
             if (!set.isEmpty() && local == 0 && attempt == 0) {
-                LOG.warn("Setting {} for each worker so {} workers do not overload the machine; "
-                        + "set them yourself to tune performance", String.join(" and ", set), cfg.nprocPerNode());
+                Notices.warn(cfg.err(), "Setting " + String.join(" and ", set) + " for each worker so "
+                        + cfg.nprocPerNode() + " workers do not overload the machine; set them yourself to tune performance");
             }
         }
         env.put("RANK", Integer.toString(r.rankOffset() + local));
@@ -255,7 +261,7 @@ final class Agent {
         try {
             RootCause.claim(store, desc);
         } catch (RuntimeException e) {
-            LOG.warn("could not tell the other nodes about the failure: {}", e.toString());
+            Notices.warn(cfg.err(), "could not tell the other nodes about the failure: " + e);
         }
     }
 
@@ -314,7 +320,7 @@ final class Agent {
         try {
             return exitBarrier(store, success, code);
         } catch (RuntimeException e) {
-            LOG.warn("{}: exit barrier: {}", me, e.toString());
+            Notices.warn(cfg.err(), me + ": exit barrier: " + e);
             return code;
         }
     }
@@ -350,8 +356,8 @@ final class Agent {
             code = 1;
         }
         if (!missing.isEmpty() && !shuttingDown) {
-            LOG.warn("{}: node rank(s) {} did not finish within {} s; closing the store", me,
-                    missing.stream().map(String::valueOf).collect(Collectors.joining(", ")), limit.toSeconds());
+            Notices.warn(cfg.err(), me + ": node rank(s) " + missing.stream().map(String::valueOf)
+                    .collect(Collectors.joining(", ")) + " did not finish within " + limit.toSeconds() + " s; closing the store");
         }
         return code;
     }

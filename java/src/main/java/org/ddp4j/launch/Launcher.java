@@ -25,11 +25,14 @@ import picocli.CommandLine;
  * <pre>
  * scripts/ddp4j-run --nproc-per-node 2 org.ddp4j.examples.LinearDemo
  * scripts/ddp4j-run --nnodes 2 --node-rank 1 --master-addr node0 --nproc-per-node 4 -- ./train.sh --epochs 3
+ * java -cp "target/app.jar:target/libs/*" org.ddp4j.launch.Launcher --nproc-per-node 2 my.Main
+ * java -jar ddp4j-0.1.0-launcher.jar --classpath target/app.jar --nproc-per-node 2 my.Main
  * </pre>
  *
- * <p>A first positional argument that names a class on the launcher's class path starts each
- * worker as a JVM with the same java binary and class path (plus {@code DDP4J_JAVA_OPTS});
- * anything else is run as a command. Node 0's launcher serves a {@code TcpStore} on
+ * <p>A first positional argument that names a class on the workers' class path (the launcher's
+ * own, then {@code --classpath}), in a package or the default package, starts each worker as a JVM
+ * with the same java binary and that class path (plus {@code DDP4J_JAVA_OPTS}); an executable or
+ * a command on PATH is run as a command; anything else is a usage error naming both. Node 0's launcher serves a {@code TcpStore} on
  * {@code --master-addr:--master-port}; every launcher and every worker is a client of it, and
  * ranks are assigned through it, so nodes may run different numbers of workers.
  *
@@ -59,8 +62,8 @@ import picocli.CommandLine;
         usageHelpAutoWidth = true,
         description = {
             "Starts data-parallel workers the way torchrun does.",
-            "MAIN_CLASS_OR_COMMAND is a main class on this launcher's class path (run as a JVM with the same"
-                    + " class path and DDP4J_JAVA_OPTS) or a command. Options end at the first positional"
+            "MAIN_CLASS_OR_COMMAND is a main class on this launcher's class path or --classpath (run as a JVM"
+                    + " with that class path and DDP4J_JAVA_OPTS) or a command. Options end at the first positional"
                     + " argument or at '--'."
         },
         exitCodeListHeading = "%nExit codes:%n",
@@ -115,6 +118,12 @@ public final class Launcher implements Callable<Integer> {
                     + "). Pauses shorter than this (a stopped process, a long GC) are ridden out.")
     private String keepAliveTimeout;
 
+    @Option(names = {"--classpath", "--class-path"}, paramLabel = "CLASSPATH",
+            description = "Class path added after the launcher's own for the workers and for finding MAIN_CLASS:"
+                    + " ':'-separated, 'dir/*' for every jar in dir, as java -cp; what java -jar on the launcher jar"
+                    + " needs to run your classes (default: $" + WorkerCommand.CLASSPATH_ENV + ").")
+    private String classPath;
+
     @Parameters(paramLabel = "MAIN_CLASS_OR_COMMAND", arity = "0..*",
             description = "The worker: a main class or a command, then its arguments.")
     private List<String> command = new ArrayList<>();
@@ -135,6 +144,7 @@ public final class Launcher implements Callable<Integer> {
      * @param args the command line, as for {@code scripts/ddp4j-run}
      */
     public static void main(String[] args) {
+        Notices.quietSlf4jWithoutProvider();
         System.exit(run(args));
     }
 
@@ -204,9 +214,17 @@ public final class Launcher implements Callable<Integer> {
                     + " --keepalive-interval (" + KeepAlive.seconds(interval) + " s), or one late keep-alive"
                     + " would count as a lost node");
         }
+        // The workers' extra class path travels in their environment (read by WorkerCommand and kept by the workers).
+        Map<String, String> env = classPath == null ? this.env : withClassPath(this.env, classPath);
         LaunchConfig cfg = new LaunchConfig(nprocPerNode, nnodes, nodeRank, masterAddr.trim(), masterPort,
                 maxRestarts, Duration.ofSeconds(rdzvTimeoutSeconds), interval, timeout, command, env, out, err);
         return new Agent(cfg).run();
+    }
+
+    private static Map<String, String> withClassPath(Map<String, String> env, String classPath) {
+        Map<String, String> copy = new java.util.HashMap<>(env);
+        copy.put(WorkerCommand.CLASSPATH_ENV, classPath.trim());
+        return copy;
     }
 
     private void validate() {
@@ -269,7 +287,10 @@ public final class Launcher implements Callable<Integer> {
         return new ParameterException(spec.commandLine(), message);
     }
 
-    /** Reports the version of the ddp4j jar, or "development build" when run from classes. */
+    /**
+     * Reports the version of the ddp4j jar (its manifest's Implementation-Version), or
+     * "development build" when run from classes.
+     */
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() {

@@ -1,5 +1,12 @@
 package org.ddp4j.launch;
 
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.MalformedURLException;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -11,19 +18,37 @@ import java.util.Optional;
 /**
  * Turns the launcher's positional arguments into the command line of one worker.
  *
- * <p>If the first argument is a Java class name (it contains a '.' but no '/', and the class loads
- * from the launcher's own class path), each worker is a new JVM:
- * {@code <this java> -cp <java.class.path> <jvm flags> org.ddp4j.launch.WorkerMain MainClass args...},
+ * <p>If the first argument names a Java class that loads from the workers' class path (the
+ * launcher's own, then {@code --classpath} / {@value #CLASSPATH_ENV}), in a package or in the
+ * default package, each worker is a new JVM:
+ * {@code <this java> -cp <java.class.path>[:<extra>] <jvm flags> org.ddp4j.launch.WorkerMain MainClass args...},
  * where the JVM flags are a default that keeps native-lib-loader from deleting a sibling worker's
  * extracted libraries, the worker defaults of {@link #memoryDefaults} and {@link #jitDefaults}, then
  * the words of {@code DDP4J_JAVA_OPTS}; {@link WorkerMain} halts the worker when its launcher dies.
- * Otherwise the arguments are run as a command through {@link #LIFELINE_SCRIPT}, which gives it the
- * same guarantee.
+ * Otherwise, if it is an executable file or a command on PATH, the arguments are run as a command
+ * through {@link #LIFELINE_SCRIPT}, which gives it the same guarantee. A name that is neither is
+ * an {@link UnknownWorkerException}.
  */
 final class WorkerCommand {
 
     /** Environment variable whose words are passed to worker JVMs, e.g. {@code -Xmx4g}. */
     static final String JAVA_OPTS_ENV = "DDP4J_JAVA_OPTS";
+
+    /**
+     * Environment variable with class path entries ({@code :}-separated, {@code dir/*} for every
+     * jar in a folder, as {@code java -cp}) added after the launcher's own class path for the
+     * workers and for finding the main class; the launcher's {@code --classpath} sets it.
+     */
+    static final String CLASSPATH_ENV = "DDP4J_CLASSPATH";
+
+    /** The first positional argument is neither a loadable class nor an executable: a usage error. */
+    static final class UnknownWorkerException extends IllegalArgumentException {
+        private static final long serialVersionUID = 1L;
+
+        UnknownWorkerException(String message) {
+            super(message);
+        }
+    }
 
     /**
      * native-lib-loader deletes other JVMs' extraction folders older than this (5 minutes by
@@ -57,22 +82,27 @@ final class WorkerCommand {
 
     /**
      * Returns the command line of a worker: the JVM command line when {@code command.get(0)} is a
-     * loadable class, otherwise {@code command} unchanged.
+     * loadable class, otherwise the command run through {@link #LIFELINE_SCRIPT}.
      *
      * @param localWorkers workers this launcher starts on the node (they share its memory)
+     * @throws UnknownWorkerException when {@code command.get(0)} is neither a class on the workers'
+     *     class path nor an executable
      */
     static List<String> argv(List<String> command, Map<String, String> env, int localWorkers) {
         if (command.isEmpty()) {
             throw new IllegalArgumentException("no command");
         }
         String first = command.get(0);
-        if (!isJavaClass(first)) {
+        if (!isJavaClass(first, env)) {
+            if (findExecutable(first, env) == null) {
+                throw new UnknownWorkerException(unknownWorkerMessage(first, env));
+            }
             return commandArgv(command, env);
         }
         List<String> argv = new ArrayList<>();
         argv.add(javaExecutable());
         argv.add("-cp");
-        argv.add(System.getProperty("java.class.path", "."));
+        argv.add(workerClassPath(env));
         argv.add(LEFTOVER_AGE_FLAG);
         List<String> userOptions = splitOptions(env.getOrDefault(JAVA_OPTS_ENV, ""));
         argv.addAll(memoryDefaults(userOptions, localWorkers));
@@ -187,30 +217,115 @@ final class WorkerCommand {
         return jitChosen ? List.of() : List.of(DEFAULT_JIT_FLAG);
     }
 
-    /** Whether {@code name} has the shape of a class name: a '.' inside, no '/', no blanks. */
+    /**
+     * Whether {@code name} has the shape of a binary class name: Java identifiers joined by dots
+     * ({@code my.pkg.Main}, {@code Main}, {@code Outer$Inner}); no '/', no blanks.
+     */
     static boolean looksLikeClassName(String name) {
-        return name.contains(".")
-                && !name.contains("/")
-                && !name.startsWith(".")
-                && !name.endsWith(".")
-                && name.chars().noneMatch(Character::isWhitespace);
+        if (name.isEmpty()) {
+            return false;
+        }
+        for (String part : name.split("\\.", -1)) {
+            if (part.isEmpty() || !Character.isJavaIdentifierStart(part.charAt(0))
+                    || !part.chars().skip(1).allMatch(Character::isJavaIdentifierPart)) {
+                return false;
+            }
+        }
+        return true;
     }
 
-    /** Whether {@code name} looks like a class name and that class is on the launcher's class path. */
+    /** {@link #isJavaClass(String, Map)} with the launcher's own class path only. */
     static boolean isJavaClass(String name) {
+        return isJavaClass(name, Map.of());
+    }
+
+    /**
+     * Whether {@code name} looks like a class name and that class loads from the workers' class
+     * path: the launcher's own, then the entries of {@value #CLASSPATH_ENV} in {@code env}.
+     */
+    static boolean isJavaClass(String name, Map<String, String> env) {
         if (!looksLikeClassName(name)) {
             return false;
         }
-        ClassLoader loader = Thread.currentThread().getContextClassLoader();
-        if (loader == null) {
-            loader = ClassLoader.getSystemClassLoader();
+        ClassLoader parent = Thread.currentThread().getContextClassLoader();
+        if (parent == null) {
+            parent = ClassLoader.getSystemClassLoader();
         }
-        try {
+        List<Path> extra = expandClassPath(env.getOrDefault(CLASSPATH_ENV, ""));
+        URL[] urls = new URL[extra.size()];
+        for (int i = 0; i < urls.length; i++) {
+            try {
+                urls[i] = extra.get(i).toUri().toURL();
+            } catch (MalformedURLException e) {
+                throw new IllegalArgumentException(CLASSPATH_ENV + " entry " + extra.get(i) + " is not a valid path", e);
+            }
+        }
+        try (URLClassLoader loader = new URLClassLoader(urls, parent)) {
             Class.forName(name, false, loader);
             return true;
         } catch (ClassNotFoundException | LinkageError e) {
             return false;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
+    }
+
+    /** The workers' {@code -cp}: this JVM's class path, then {@value #CLASSPATH_ENV} when set. */
+    static String workerClassPath(Map<String, String> env) {
+        String own = System.getProperty("java.class.path", ".");
+        String extra = env.getOrDefault(CLASSPATH_ENV, "").trim();
+        return extra.isEmpty() ? own : own + File.pathSeparator + extra;
+    }
+
+    /**
+     * The files of a class path as {@code java -cp} reads it: entries split at ':', an entry
+     * {@code dir/*} (or {@code *}) standing for every {@code .jar} in that folder; empty entries
+     * and missing files are dropped, as the JVM does.
+     */
+    static List<Path> expandClassPath(String classPath) {
+        List<Path> files = new ArrayList<>();
+        for (String entry : classPath.split(File.pathSeparator)) {
+            if (entry.isBlank()) {
+                continue;
+            }
+            if (entry.equals("*") || entry.endsWith(File.separator + "*")) {
+                Path dir = Path.of(entry.substring(0, entry.length() - 1).isEmpty() ? "." : entry.substring(0, entry.length() - 1));
+                if (!Files.isDirectory(dir)) {
+                    continue;
+                }
+                try (DirectoryStream<Path> jars = Files.newDirectoryStream(dir)) {
+                    for (Path jar : jars) {
+                        String file = jar.getFileName().toString().toLowerCase(Locale.ROOT);
+                        if (file.endsWith(".jar") && Files.isRegularFile(jar)) {
+                            files.add(jar);
+                        }
+                    }
+                } catch (IOException e) {
+                    throw new UncheckedIOException("cannot list the class path folder " + dir, e);
+                }
+            } else if (Files.exists(Path.of(entry))) {
+                files.add(Path.of(entry));
+            }
+        }
+        return files;
+    }
+
+    /** Why {@code name} cannot start a worker, naming both things it could have been and the fixes. */
+    static String unknownWorkerMessage(String name, Map<String, String> env) {
+        String extra = env.getOrDefault(CLASSPATH_ENV, "").trim();
+        String where = extra.isEmpty()
+                ? "the launcher's class path (java.class.path=" + System.getProperty("java.class.path", "") + ")"
+                : "the workers' class path (the launcher's, then --classpath / " + CLASSPATH_ENV + "=" + extra + ")";
+        String classHint = looksLikeClassName(name)
+                ? "If it is your main class, put its jar on the class path: java -cp \"app.jar:libs/*\""
+                        + " org.ddp4j.launch.Launcher ... " + name + ", or java -jar ddp4j-VERSION-launcher.jar"
+                        + " --classpath app.jar ... " + name + " (check the spelling and the package too)."
+                : "";
+        String commandHint = name.contains("/")
+                ? "As a command, " + name + " does not exist or is not executable (chmod +x?)."
+                : "As a command, " + name + " is not on PATH; give its path (./" + name + ").";
+        return "cannot start the workers: '" + name + "' is neither a class on " + where
+                + " nor an executable file or command. " + (classHint.isEmpty() ? "" : classHint + " ") + commandHint;
     }
 
     /** The java binary running this launcher (from ProcessHandle, else {@code java.home}). */

@@ -46,6 +46,8 @@ class DistributedTest {
             assertTrue(e.getMessage().contains(name), e.getMessage());
         }
         assertTrue(e.getMessage().contains("scripts/ddp4j-run"), e.getMessage());
+        assertTrue(e.getMessage().contains("java -cp \"app.jar:libs/*\" org.ddp4j.launch.Launcher"), e.getMessage());
+        assertTrue(e.getMessage().contains("ddp4j-VERSION-launcher.jar"), e.getMessage());
 
         var partial = assertThrows(IllegalStateException.class, () -> Distributed.createProcessGroup("gloo", null, -1, -1,
                 TIMEOUT, Map.of("MASTER_ADDR", "127.0.0.1", "WORLD_SIZE", "2")));

@@ -64,7 +64,7 @@ class InitClaimTest {
             awaitCounter(server, InitKeySpace.countKey(1), 2);
             Future<String> rank0 = claim(pool, server, 0, 2, "process C");
             String expected = "RANK 1 was claimed twice: by process A and by process B; give each process its own RANK"
-                    + " in [0, 2), or start them with scripts/ddp4j-run, which assigns the ranks";
+                    + " in [0, 2), or start them with the launcher (scripts/ddp4j-run or org.ddp4j.launch.Launcher), which assigns the ranks";
             assertEquals(expected, second.get(60, TimeUnit.SECONDS));
             assertEquals(expected, first.get(60, TimeUnit.SECONDS));
             assertEquals(expected, rank0.get(60, TimeUnit.SECONDS));
@@ -143,7 +143,7 @@ class InitClaimTest {
             ps.add(start(agent, 0, 2));
             String expected = "RANK 1 was claimed twice: by pid " + ps.get(0).pid() + " on host \\S+ \\(127\\.0\\.0\\.1\\)"
                     + " and by pid " + ps.get(1).pid() + " on host \\S+ \\(127\\.0\\.0\\.1\\); give each process its own"
-                    + " RANK in \\[0, 2\\), or start them with scripts/ddp4j-run, which assigns the ranks";
+                    + " RANK in \\[0, 2\\), or start them with the launcher \\(scripts/ddp4j-run or org\\.ddp4j\\.launch\\.Launcher\\), which assigns the ranks";
             for (Process p : ps) {
                 String msg = failure(p);
                 assertTrue(msg.matches(expected), msg);
@@ -170,7 +170,7 @@ class InitClaimTest {
             String expected = "RANK 0 was claimed twice: by pid " + ps.get(0).pid() + " on host \\S+ \\(127\\.0\\.0\\.1\\),"
                     + " which hosts the store at 127\\.0\\.0\\.1:" + port + ", and by pid " + ps.get(1).pid()
                     + " on host \\S+ \\(127\\.0\\.0\\.1\\); give each process its own RANK, or start them with"
-                    + " scripts/ddp4j-run, which assigns the ranks";
+                    + " the launcher \\(scripts/ddp4j-run or org\\.ddp4j\\.launch\\.Launcher\\), which assigns the ranks";
             for (Process p : List.of(ps.get(1), ps.get(0))) {
                 String msg = failure(p);
                 assertTrue(msg.matches(expected), msg);

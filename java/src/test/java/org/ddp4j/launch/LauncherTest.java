@@ -326,15 +326,43 @@ class LauncherTest {
     }
 
     @Test
-    void commandThatCannotStartFailsWithItsName() throws IOException {
+    void aNameThatIsNeitherAClassNorACommandIsAUsageErrorNamingBoth() throws IOException {
         Run r = launch(baseEnv(), "--master-port", Integer.toString(freePort()), "/nonexistent/ddp4j-worker");
-        assertEquals(1, r.code());
-        assertTrue(r.err().contains("cannot start worker rank 0 (local rank 0, node 0)"), r.err());
-        assertTrue(r.err().contains("/nonexistent/ddp4j-worker"), r.err());
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("ddp4j-run: cannot start the workers: '/nonexistent/ddp4j-worker' is neither a class"
+                + " on the launcher's class path"), r.err());
 
         Run typo = launch(baseEnv(), "--master-port", Integer.toString(freePort()), "org.ddp4j.examples.NoSuchDemo");
-        assertEquals(1, typo.code());
-        assertTrue(typo.err().contains("is not a class on the launcher's class path either"), typo.err());
+        assertEquals(2, typo.code());
+        assertTrue(typo.err().contains("'org.ddp4j.examples.NoSuchDemo' is neither a class on"), typo.err());
+        assertTrue(typo.err().contains("org.ddp4j.launch.Launcher"), typo.err());
+    }
+
+    @Test
+    void aMainClassInTheDefaultPackageRunsAsAJavaWorker() throws IOException {
+        Run r = launch(baseEnv(), "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
+                "DefaultPackageWorker", "x", "y");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.outLines().contains("[rank0]: default-package worker rank 0 args x y"), r.out());
+        assertTrue(r.outLines().contains("[rank1]: default-package worker rank 1 args x y"), r.out());
+    }
+
+    @Test
+    void theLaunchersWarningsReachStderrWithoutSlf4j() throws IOException {
+        // baseEnv() has no thread settings; the test class path has slf4j-simple, but the warning must not depend on it.
+        Run r = launch(baseEnv(), "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()), WORKER, "env",
+                dir.toString());
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.err().contains("ddp4j-run: warning: Setting OMP_NUM_THREADS=1 and OPENBLAS_NUM_THREADS=1 for each"
+                + " worker so 2 workers do not overload the machine"), r.err());
+    }
+
+    @Test
+    void versionComesFromTheJarManifest() {
+        Run r = launch(baseEnv(), "--version");
+        assertEquals(0, r.code(), r.err());
+        // Tests run from target/classes, which has no manifest: the development build.
+        assertTrue(r.out().startsWith("ddp4j-run (development build), java "), r.out());
     }
 
     @Test

@@ -2,11 +2,20 @@ package org.ddp4j.launch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import javax.tools.ToolProvider;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class WorkerCommandTest {
 
@@ -16,7 +25,10 @@ class WorkerCommandTest {
         assertTrue(WorkerCommand.isJavaClass("org.ddp4j.launch.Launcher"));
         assertFalse(WorkerCommand.isJavaClass("org.ddp4j.examples.NoSuchDemo"), "not loadable");
         assertFalse(WorkerCommand.isJavaClass("train.py"), "not loadable");
-        assertFalse(WorkerCommand.isJavaClass("python3"), "no dot");
+        assertFalse(WorkerCommand.isJavaClass("python3"), "not loadable");
+        assertTrue(WorkerCommand.isJavaClass("DefaultPackageWorker"), "a class in the default package");
+        assertFalse(WorkerCommand.isJavaClass("my-script"), "not a class name");
+        assertFalse(WorkerCommand.isJavaClass("org..Main"), "not a class name");
         assertFalse(WorkerCommand.isJavaClass("./org.ddp4j.launch.Launcher"), "a path");
         assertFalse(WorkerCommand.isJavaClass("bin/org.ddp4j.launch.Launcher"), "a path");
     }
@@ -67,11 +79,65 @@ class WorkerCommandTest {
     }
 
     @Test
-    void commandsThatCannotBeFoundRunAsGivenSoTheStartFailureNamesThem() {
-        List<String> cmd = List.of("/nonexistent/train.sh", "--epochs", "3");
-        assertEquals(cmd, WorkerCommand.argv(cmd, Map.of()));
-        List<String> onPath = List.of("ddp4j-no-such-program");
-        assertEquals(onPath, WorkerCommand.argv(onPath, Map.of("PATH", "/usr/bin:/bin")));
+    void aDefaultPackageMainClassIsAJavaWorkerNotACommand() {
+        List<String> argv = WorkerCommand.argv(List.of("DefaultPackageWorker", "a"), Map.of("PATH", "/usr/bin:/bin"));
+        assertEquals(List.of(WorkerMain.class.getName(), "DefaultPackageWorker", "a"), argv.subList(argv.size() - 3, argv.size()));
+        assertEquals("-cp", argv.get(1));
+    }
+
+    @Test
+    void namesThatAreNeitherAClassNorAnExecutableAreRefusedNamingBoth() {
+        var missing = assertThrows(WorkerCommand.UnknownWorkerException.class,
+                () -> WorkerCommand.argv(List.of("/nonexistent/train.sh", "--epochs", "3"), Map.of()));
+        assertTrue(missing.getMessage().startsWith("cannot start the workers: '/nonexistent/train.sh' is neither a class on"
+                + " the launcher's class path"), missing.getMessage());
+        assertTrue(missing.getMessage().contains("As a command, /nonexistent/train.sh does not exist or is not executable"),
+                missing.getMessage());
+
+        var typo = assertThrows(WorkerCommand.UnknownWorkerException.class,
+                () -> WorkerCommand.argv(List.of("my.NoSuchMain"), Map.of("PATH", "/usr/bin:/bin")));
+        assertTrue(typo.getMessage().contains("'my.NoSuchMain' is neither a class on the launcher's class path"), typo.getMessage());
+        assertTrue(typo.getMessage().contains("java -cp \"app.jar:libs/*\" org.ddp4j.launch.Launcher ... my.NoSuchMain"),
+                typo.getMessage());
+        assertTrue(typo.getMessage().contains("java -jar ddp4j-VERSION-launcher.jar --classpath app.jar ... my.NoSuchMain"),
+                typo.getMessage());
+        assertTrue(typo.getMessage().contains("As a command, my.NoSuchMain is not on PATH"), typo.getMessage());
+    }
+
+    @Test
+    void theClassPathOptionAddsUserJarsForTheWorkersAndTheMainClassCheck(@TempDir Path dir) throws IOException {
+        Path jar = compileIntoJar(dir, "ext.UserMain", "package ext; public class UserMain { public static void main(String[] a) {} }");
+        assertFalse(WorkerCommand.isJavaClass("ext.UserMain", Map.of()), "not on the launcher's own class path");
+        for (String cp : List.of(jar.toString(), dir + File.separator + "*", "/nonexistent.jar" + File.pathSeparator + jar)) {
+            Map<String, String> env = Map.of(WorkerCommand.CLASSPATH_ENV, cp);
+            assertTrue(WorkerCommand.isJavaClass("ext.UserMain", env), cp);
+            List<String> argv = WorkerCommand.argv(List.of("ext.UserMain"), env);
+            assertEquals(System.getProperty("java.class.path") + File.pathSeparator + cp, argv.get(2));
+        }
+        assertEquals(List.of(jar), WorkerCommand.expandClassPath(dir + File.separator + "*"));
+        var e = assertThrows(WorkerCommand.UnknownWorkerException.class,
+                () -> WorkerCommand.argv(List.of("ext.Other"), Map.of(WorkerCommand.CLASSPATH_ENV, jar.toString())));
+        assertTrue(e.getMessage().contains("neither a class on the workers' class path (the launcher's, then --classpath / "
+                + WorkerCommand.CLASSPATH_ENV + "=" + jar + ")"), e.getMessage());
+    }
+
+    /** Compiles one class from {@code source} and packs it as {@code dir/user.jar}. */
+    static Path compileIntoJar(Path dir, String className, String source) throws IOException {
+        Path src = dir.resolve("src");
+        Path classes = dir.resolve("classes");
+        Path file = src.resolve(className.replace('.', '/') + ".java");
+        Files.createDirectories(file.getParent());
+        Files.writeString(file, source);
+        int rc = ToolProvider.getSystemJavaCompiler().run(null, null, null, "-d", classes.toString(), file.toString());
+        assertEquals(0, rc, "javac failed");
+        Path jar = dir.resolve("user.jar");
+        String entry = className.replace('.', '/') + ".class";
+        try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar))) {
+            out.putNextEntry(new JarEntry(entry));
+            out.write(Files.readAllBytes(classes.resolve(entry)));
+            out.closeEntry();
+        }
+        return jar;
     }
 
     @Test

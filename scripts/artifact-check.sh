@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Checks that a training app built on the installed Maven artifact alone runs as the README's
+# "Launching from your own jar" says: `mvn install` of ddp4j, then a fresh project (the pom and
+# main of scripts/artifact-check/, a DDP linear model in the default package) built offline with
+# `mvn -o -q package`, then run
+#   1. java -cp "target/app.jar:target/libs/*" org.ddp4j.launch.Launcher --nproc-per-node 2 TrainLinear
+#   2. java -jar ddp4j-VERSION-launcher.jar --classpath target/app.jar --nproc-per-node 2 TrainLinear
+#   3. two nodes on loopback: one launcher of each form, --nnodes 2, one rank each
+# Every run must train the same parameters as numpy does from the same start, with no SLF4J
+# warning from the launcher. Also checks the manifests and --version. About 1-2 minutes.
+#   ARTIFACT_CHECK_SKIP_INSTALL=1   use what is installed in ~/.m2 already
+#   MVN_FLAGS                       extra flags for the install (e.g. -o)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+version=0.1.0-SNAPSHOT
+repo="${MAVEN_REPO:-$HOME/.m2/repository}/org/ddp4j/ddp4j/$version"
+fail() { echo "artifact-check: FAIL: $*" >&2; exit 1; }
+
+if [[ "${ARTIFACT_CHECK_SKIP_INSTALL:-0}" != 1 ]]; then
+  echo "artifact-check: mvn install (tests skipped)"
+  # shellcheck disable=SC2086 # MVN_FLAGS is a list of words
+  (cd "$root" && mvn -B -q ${MVN_FLAGS:-} -DskipTests install)
+fi
+for f in "ddp4j-$version.jar" "ddp4j-$version-sources.jar" "ddp4j-$version-javadoc.jar" "ddp4j-$version-launcher.jar" "ddp4j-$version.pom"; do
+  [[ -s "$repo/$f" ]] || fail "mvn install did not install $repo/$f"
+done
+launcher_jar="$repo/ddp4j-$version-launcher.jar"
+
+manifest() { python3 -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("META-INF/MANIFEST.MF").decode().replace("\r", ""))' "$1"; }
+jar_has() { python3 -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' "$1" "$2"; }
+for jar in "$repo/ddp4j-$version.jar" "$repo/ddp4j-$version-sources.jar" "$repo/ddp4j-$version-javadoc.jar" "$launcher_jar"; do
+  m="$(manifest "$jar")"
+  grep -qx "Implementation-Version: $version" <<<"$m" || fail "$jar: no Implementation-Version: $version in its manifest"
+  grep -qx "Automatic-Module-Name: org.ddp4j" <<<"$m" || fail "$jar: no Automatic-Module-Name: org.ddp4j in its manifest"
+done
+grep -qx "Main-Class: org.ddp4j.launch.Launcher" <<<"$(manifest "$launcher_jar")" || fail "the launcher jar has no Main-Class"
+jar_has "$launcher_jar" natives/linux_64/libddp4j.so || fail "the launcher jar lacks libddp4j.so"
+bench="$root/benchmarks/target/benchmarks.jar"
+if [[ -f "$bench" ]]; then
+  m="$(manifest "$bench")"
+  grep -qx "Automatic-Module-Name: org.ddp4j.benchmarks" <<<"$m" || fail "$bench: no Automatic-Module-Name"
+  grep -qx "Implementation-Version: $version" <<<"$m" || fail "$bench: no Implementation-Version"
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/ddp4j-artifact-check.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+cp -r "$root/scripts/artifact-check/." "$work/"
+cd "$work"
+echo "artifact-check: building a fresh project in $work (mvn -o -q package)"
+mvn -o -q -B package -DskipTests > build.log 2>&1 || { cat build.log >&2; fail "the fresh project does not build offline"; }
+
+unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS   # the launcher's warning about them must reach stderr
+cp_form=(java -cp "target/app.jar:target/libs/*" org.ddp4j.launch.Launcher)
+jar_form=(java -jar "$launcher_jar" --classpath target/app.jar)
+
+for form in cp_form jar_form; do
+  declare -n cmd="$form"
+  v="$(timeout 60 "${cmd[@]}" --version 2>&1)" || fail "$form --version failed: $v"
+  grep -q "ddp4j-run $version" <<<"$v" || fail "$form --version printed '$v', not ddp4j-run $version"
+done
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# The numpy recomputation: from each run's initial parameters (rank 0's, broadcast by DDP), two
+# steps per epoch on samples (0,1) then (2,3), gradients averaged over the two ranks.
+check_values() {
+  python3 - "$1" <<'PY'
+import re, sys
+import numpy as np
+text = open(sys.argv[1]).read()
+def params(kind):
+    found = {}
+    for m in re.finditer(kind + r" rank=(\d) world=(\d) weight=\[([^\]]*)\] bias=\[([^\]]*)\]", text):
+        found[int(m.group(1))] = (np.array(m.group(3).split(", "), float).reshape(2, 2), np.array(m.group(4).split(", "), float))
+        assert m.group(2) == "2", "world size " + m.group(2)
+    assert sorted(found) == [0, 1], kind + " lines of ranks " + str(sorted(found))
+    return found
+init, final = params("initial"), params("final")
+for kind, p in (("initial", init), ("final", final)):
+    assert np.array_equal(p[0][0], p[1][0]) and np.array_equal(p[0][1], p[1][1]), kind + " parameters differ between ranks"
+W, b = init[0]
+X = np.array([[0.1, 0.2], [0.3, -0.1], [0.5, 0.4], [-0.2, 0.3]])
+Y = np.array([[1, 0], [0, 1], [0.5, 0.5], [1, 1]])
+for epoch in range(3):
+    for pair in ((0, 1), (2, 3)):
+        gW, gb = np.zeros((2, 2)), np.zeros(2)
+        for i in pair:
+            d = W @ X[i] + b - Y[i]        # MSELoss over 2 outputs: grad = 2 d / 2
+            gW += np.outer(d, X[i]) / 2
+            gb += d / 2
+        W, b = W - 0.1 * gW, b - 0.1 * gb
+fW, fb = final[0]
+assert np.allclose(fW, W, atol=1e-5) and np.allclose(fb, b, atol=1e-5), f"trained {fW} {fb}, numpy {W} {b}"
+assert not np.allclose(fW, init[0][0]), "training did not move the weights"
+print("values match numpy:", fW.ravel(), fb)
+PY
+}
+
+check_launcher_err() {  # the launcher's own stderr lines: its warning printed, no SLF4J noise
+  grep -q "^ddp4j-run: warning: Setting OMP_NUM_THREADS" "$1" || { cat "$1" >&2; fail "$2: the launcher's warning is missing from stderr"; }
+  if grep -q "^SLF4J" "$1"; then cat "$1" >&2; fail "$2: the launcher printed SLF4J's warnings"; fi
+}
+
+for form in cp_form jar_form; do
+  declare -n cmd="$form"
+  echo "artifact-check: $form, 2 ranks"
+  port="$(free_port)"
+  timeout 120 "${cmd[@]}" --nproc-per-node 2 --master-port "$port" TrainLinear > "$form.out" 2> "$form.err" \
+    || { cat "$form.out" "$form.err" >&2; fail "$form: the launcher failed"; }
+  check_values "$form.out" || { cat "$form.out" "$form.err" >&2; fail "$form: wrong values"; }
+  check_launcher_err "$form.err" "$form"
+done
+if grep -q "SLF4J" jar_form.err; then cat jar_form.err >&2; fail "the launcher jar's workers printed SLF4J warnings"; fi
+
+echo "artifact-check: two nodes on loopback (node 0: -cp form, node 1: launcher jar), 1 rank each"
+port="$(free_port)"
+timeout 120 "${cp_form[@]}" --nnodes 2 --node-rank 0 --master-port "$port" TrainLinear > node0.out 2> node0.err &
+node0=$!
+timeout 120 "${jar_form[@]}" --nnodes 2 --node-rank 1 --master-port "$port" TrainLinear > node1.out 2> node1.err \
+  || { cat node1.out node1.err node0.err >&2; fail "node 1's launcher failed"; }
+wait "$node0" || { cat node0.out node0.err >&2; fail "node 0's launcher failed"; }
+cat node0.out node1.out > nodes.out
+check_values nodes.out || { cat nodes.out node0.err node1.err >&2; fail "two nodes: wrong values"; }
+grep -h "final" cp_form.out | sed 's/^\[rank.\]: //' | sort > a.txt
+grep -h "final" nodes.out | sed 's/^\[rank.\]: //' | sort > b.txt
+cmp -s a.txt b.txt || { diff a.txt b.txt >&2; fail "two nodes trained other parameters than one node of 2 ranks"; }
+
+echo "artifact-check: a name that is neither a class nor a command is refused, naming both"
+set +e
+timeout 60 "${cp_form[@]}" --master-port "$(free_port)" NoSuchMain > bad.out 2> bad.err
+code=$?
+set -e
+[[ $code -eq 2 ]] || { cat bad.err >&2; fail "NoSuchMain: exit code $code, expected 2"; }
+grep -q "'NoSuchMain' is neither a class on" bad.err || { cat bad.err >&2; fail "NoSuchMain: unclear error"; }
+echo "artifact-check: OK"
