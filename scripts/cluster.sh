@@ -16,6 +16,8 @@
 #     drop I [in|out|both]        drop all of host I's packets in that direction (default both)
 #     cap I RATE [in|out|both]    cap host I's bandwidth (tc tbf; RATE as tc writes it: 1mbit, 500kbit)
 #     clear I                     remove host I's loss, drop and cap rules and bring its link up
+#     counters I                  print what the faults did: dropped_in/out PACKETS, capped_in/out
+#                                 BYTES (sent through the cap) and OVERLIMITS (packets held back)
 #
 # The run id (--run, or DDP4J_CLUSTER_RUN, default "0": 1-12 characters of a-z, 0-9) is part of
 # every name (d4c-ID-h1 .. d4c-ID-hN, bridge namespace d4c-ID-sw), so two runs never collide.
@@ -35,7 +37,7 @@ die() {
 }
 
 usage() {
-  sed -n '4,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '4,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -244,11 +246,33 @@ clear_host() {
   ip -n "$ns" link set eth0 up
 }
 
+# Counts of what host I's faults did, one "name value" line each.
+counters() {
+  local i="$1" ns sw dir chain total
+  ns="$(host_ns "$run" "$i")"
+  sw="$(switch_ns "$run")"
+  for dir in in out; do
+    total=0
+    if have_nft; then
+      chain=input; [[ "$dir" == out ]] && chain=output
+      total="$({ ip netns exec "$ns" nft list chain inet d4c "$chain" 2>/dev/null || true; } \
+        | awk '{for (k = 1; k < NF; k++) if ($k == "packets") s += $(k + 1)} END {print s + 0}')"
+    elif command -v iptables >/dev/null 2>&1; then
+      chain=INPUT; [[ "$dir" == out ]] && chain=OUTPUT
+      total="$({ ip netns exec "$ns" iptables -L "$chain" -v -n -x 2>/dev/null || true; } | awk '$3 == "DROP" {s += $1} END {print s + 0}')"
+    fi
+    echo "dropped_$dir $total"
+  done
+  # tc -s: "Sent B bytes P pkt (dropped D, overlimits O requeues R)"
+  { tc -s -n "$sw" qdisc show dev "h$i" 2>/dev/null || true; } | awk '/tbf/ {t = 1} t && /Sent/ {print "capped_in " $2 "\noverlimits_in " $9; exit}' | tr -d ','
+  { tc -s -n "$ns" qdisc show dev eth0 2>/dev/null || true; } | awk '/tbf/ {t = 1} t && /Sent/ {print "capped_out " $2 "\noverlimits_out " $9; exit}' | tr -d ','
+}
+
 cmd="$1"
 shift
 # Commands that act on host I check it first (a failing $(...) inside an argument would not stop the script).
 case "$cmd" in
-  ns|addr|pids|exec|link|loss|drop|cap|clear)
+  ns|addr|pids|exec|link|loss|drop|cap|clear|counters)
     (($# >= 1)) || usage
     require_tools
     i="$(host_index "$1")"
@@ -310,6 +334,10 @@ case "$cmd" in
   clear)
     (($# == 0)) || usage
     clear_host "$i"
+    ;;
+  counters)
+    (($# == 0)) || usage
+    counters "$i"
     ;;
   *)
     usage

@@ -85,6 +85,11 @@ public final class NetnsCluster implements BeforeAllCallback, BeforeEachCallback
         assumeTrue(check.exitCode == 0, "network namespaces are not available here: " + check.output.strip());
         logDir = Path.of("target", "cluster-logs", context.getRequiredTestClass().getSimpleName());
         Files.createDirectories(logDir);
+        try (var old = Files.list(logDir)) { // a previous run's logs would be mistaken for this one's
+            for (Path p : old.toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
         Thread hook = new Thread(this::tearDownQuietly, "netns-cluster-" + run + "-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         shutdownHook = hook;
@@ -270,6 +275,22 @@ public final class NetnsCluster implements BeforeAllCallback, BeforeEachCallback
     /** Removes host {@code host}'s loss, drop and cap and brings its link up. */
     public void clear(int host) {
         script("clear", Integer.toString(host));
+    }
+
+    /**
+     * What host {@code host}'s faults did so far: dropped_in, dropped_out (packets), capped_in,
+     * capped_out (bytes sent through a cap), overlimits_in, overlimits_out (packets a cap held back);
+     * a counter without its fault in place is absent or 0.
+     */
+    public Map<String, Long> counters(int host) {
+        Map<String, Long> counters = new HashMap<>();
+        for (String line : script("counters", Integer.toString(host)).lines().toList()) {
+            String[] f = line.strip().split("\\s+");
+            if (f.length == 2 && f[1].matches("\\d+")) {
+                counters.put(f[0], Long.parseLong(f[1]));
+            }
+        }
+        return counters;
     }
 
     /** Runs scripts/cluster.sh for this run and returns its output; throws when it fails. */

@@ -1,0 +1,105 @@
+package org.ddp4j.cluster;
+
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.ddp4j.distributed.store.TcpStore;
+
+/**
+ * A stranger on the cluster's network, run in a host of its own against a job's store:
+ *
+ * <ul>
+ *   <li>{@code intrude HOST PORT}: connects as a TcpStore client with whatever secret its
+ *       environment gives it (the test sets a different {@code DDP4J_STORE_SECRET}) and writes the
+ *       key that tells every launcher of attempt 0 that a worker failed. Prints "stranger: refused: ..."
+ *       and exits 0 when the store turns it away, prints "stranger: got in ..." and exits 3 when
+ *       the write went through.
+ *   <li>{@code flood HOST PORT N}: opens N raw connections, each sending the store's handshake
+ *       magic and version and then a request announcing a 1 GiB key, and holds them open for a
+ *       while without sending the bytes. Prints what the store did with each connection; exits 0.
+ * </ul>
+ */
+public final class StoreStranger {
+    private StoreStranger() {}
+
+    /** TcpStoreProtocol's handshake magic, "DDP4", and version 1; its SET opcode. */
+    private static final int MAGIC = 0x44445034;
+    private static final int VERSION = 1;
+    private static final byte SET = 1;
+    private static final int ONE_GIB = 1 << 30;
+
+    public static void main(String[] args) throws Exception {
+        String mode = args[0];
+        String host = args[1];
+        int port = Integer.parseInt(args[2]);
+        if (mode.equals("intrude")) {
+            System.exit(intrude(host, port));
+        } else if (mode.equals("flood")) {
+            flood(host, port, Integer.parseInt(args[3]));
+            System.exit(0);
+        } else {
+            System.err.println("usage: StoreStranger intrude HOST PORT | flood HOST PORT N");
+            System.exit(2);
+        }
+    }
+
+    private static int intrude(String host, int port) {
+        try (TcpStore store = TcpStore.client(host, port, Duration.ofSeconds(10))) {
+            store.set("ddp4j/attempt/0/failed", "a stranger wrote this".getBytes(StandardCharsets.UTF_8));
+            System.out.println("stranger: got in and wrote ddp4j/attempt/0/failed");
+            return 3;
+        } catch (RuntimeException e) {
+            System.out.println("stranger: refused: " + e.getMessage());
+            return 0;
+        }
+    }
+
+    private static void flood(String host, int port, int n) throws InterruptedException {
+        List<Socket> sockets = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            try {
+                Socket s = new Socket();
+                s.connect(new InetSocketAddress(host, port), 5000);
+                DataOutputStream out = new DataOutputStream(s.getOutputStream());
+                out.writeInt(MAGIC);
+                out.writeInt(VERSION);
+                out.writeByte(SET);
+                out.writeInt(ONE_GIB); // the key's length; the key itself never comes
+                out.flush();
+                sockets.add(s);
+            } catch (IOException e) {
+                System.out.println("stranger: connection " + i + " refused or closed while sending: " + e);
+            }
+        }
+        Thread.sleep(5000); // let the store chew on what it was told
+        for (int i = 0; i < sockets.size(); i++) {
+            System.out.println("stranger: connection " + i + ": " + state(sockets.get(i)));
+            try {
+                sockets.get(i).close();
+            } catch (IOException e) {
+                // closing is all we wanted
+            }
+        }
+    }
+
+    /** Whether the store closed a connection, answered on it, or still holds it open. */
+    private static String state(Socket s) {
+        try {
+            s.setSoTimeout(200);
+            InputStream in = s.getInputStream();
+            int b = in.read();
+            return b < 0 ? "closed by the store" : "the store answered (first byte " + b + ")";
+        } catch (SocketTimeoutException e) {
+            return "still open, the store waits for the announced bytes";
+        } catch (IOException e) {
+            return "reset by the store (" + e.getMessage() + ")";
+        }
+    }
+}
