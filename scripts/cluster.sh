@@ -8,6 +8,8 @@
 #     up N                        build hosts 1..N (10.77.0.1 .. 10.77.0.N)
 #     down                        kill every process in the run's hosts, delete them (idempotent)
 #     reap                        tear down leftovers of runs whose owner process is gone
+#     watch                       wait (polling each second) until the run's --owner has gone, then
+#                                 tear the run down; returns at once when the run is torn down first
 #     ns I | addr I               print host I's namespace name / address
 #     pids I                      print the processes running in host I
 #     exec I CMD...               run CMD in host I
@@ -37,7 +39,7 @@ die() {
 }
 
 usage() {
-  sed -n '4,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '4,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -302,6 +304,17 @@ case "$cmd" in
   reap)
     require_tools
     reap
+    ;;
+  watch)
+    require_tools
+    [[ -f "$(state_dir "$run")/owner" ]] || die "watch: run $run has no owner (up it with --owner PID)"
+    while [[ -d "$(state_dir "$run")" ]] && ! owner_gone "$run"; do
+      sleep 1
+    done
+    if [[ -d "$(state_dir "$run")" ]]; then
+      echo "cluster.sh: the owner of run $run has gone; tearing the run down" >&2
+      teardown_run "$run"
+    fi
     ;;
   ns) echo "$ns" ;;
   addr) echo "$SUBNET.$i" ;;

@@ -2,6 +2,7 @@ package org.ddp4j.cluster;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +13,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -35,9 +37,11 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * the machine cannot build namespaces, else brings the cluster up. After each test: kills every
  * process it started and every process still inside a host, and clears the hosts' faults
  * (loss, drop, cap, link down). After the class: tears the cluster down, even when a test failed
- * or timed out. A JVM shutdown hook tears it down when the JVM is stopped midway; a JVM killed
- * with SIGKILL leaves a run that the next {@code cluster.sh up}, {@code down} or {@code reap}
- * removes, since the run records this JVM as its owner.
+ * or timed out. A JVM shutdown hook tears it down when the JVM is stopped midway (SIGTERM,
+ * SIGINT). When the JVM is killed with SIGKILL, a watchdog ({@code cluster.sh watch}, in a session
+ * of its own) tears the run down within a few seconds, and as a last resort the next
+ * {@code cluster.sh up}, {@code down} or {@code reap} of any run does, since the run records this
+ * JVM as its owner.
  *
  * <p>Each process's output (stdout and stderr merged) goes to a file under
  * {@code target/cluster-logs/TEST_CLASS/}, kept after the run for diagnosis.
@@ -95,6 +99,18 @@ public final class NetnsCluster implements BeforeAllCallback, BeforeEachCallback
         shutdownHook = hook;
         up = true; // from here on the teardown must run, even if `up` fails halfway
         script("up", Integer.toString(hosts));
+        startWatchdog();
+    }
+
+    /** {@code cluster.sh watch}: tears the run down if this JVM dies without running its hooks. */
+    private void startWatchdog() throws IOException {
+        List<String> argv = new ArrayList<>(List.of("bash", script.toString(), "--run", run, "--owner",
+                Long.toString(ProcessHandle.current().pid()), "watch"));
+        if (Files.isExecutable(Path.of("/usr/bin/setsid")) || Files.isExecutable(Path.of("/bin/setsid"))) {
+            argv.add(0, "setsid"); // its own session: a Ctrl-C aimed at Maven does not reach it
+        }
+        new ProcessBuilder(argv).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                .redirectOutput(logDir.resolve("watchdog.log").toFile()).start();
     }
 
     @Override
@@ -312,8 +328,8 @@ public final class NetnsCluster implements BeforeAllCallback, BeforeEachCallback
         try {
             Process p = new ProcessBuilder(argv).redirectErrorStream(true).start();
             p.getOutputStream().close();
-            // the output is small; read it on this thread after the bounded wait would risk a full pipe, so read first
-            var reader = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            // read while waiting: a full pipe would stall the script past the bound
+            var reader = CompletableFuture.supplyAsync(() -> {
                 try {
                     return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
                 } catch (IOException e) {
@@ -387,7 +403,7 @@ public final class NetnsCluster implements BeforeAllCallback, BeforeEachCallback
     }
 
     /** scripts/cluster.sh, found from the working directory (the java module when Maven runs the tests) upwards. */
-    private static Path findScript() {
+    static Path findScript() {
         for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
             Path candidate = dir.resolve("scripts").resolve("cluster.sh");
             if (Files.isRegularFile(candidate)) {

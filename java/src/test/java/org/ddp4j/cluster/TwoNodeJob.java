@@ -30,10 +30,12 @@ final class TwoNodeJob {
 
     private static String cleanConvNet;
 
+    final int port;
     final HostProcess node0;
     final HostProcess node1;
 
-    private TwoNodeJob(HostProcess node0, HostProcess node1) {
+    private TwoNodeJob(int port, HostProcess node0, HostProcess node1) {
+        this.port = port;
         this.node0 = node0;
         this.node1 = node1;
     }
@@ -44,7 +46,7 @@ final class TwoNodeJob {
         int port = cluster.nextPort();
         HostProcess n0 = cluster.startLauncher(0, 2, port, env0, workerMainAndArgs);
         HostProcess n1 = cluster.startLauncher(1, 2, port, env1, workerMainAndArgs);
-        return new TwoNodeJob(n0, n1);
+        return new TwoNodeJob(port, n0, n1);
     }
 
     /** Starts both launchers with the test JVM's environment. */
