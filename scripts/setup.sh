@@ -8,6 +8,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # fontconfig and a font: XChart draws the benchmark plots (headless Java still needs them)
 packages=(cmake make g++ libgloo-dev libopenblas-dev dataset-fashion-mnist fontconfig fonts-dejavu-core)
+# the namespace cluster of the multi-host tests (scripts/cluster.sh): ip netns and tc (iproute2),
+# packet loss and drops (nftables), kill(1) for SIGSTOP/SIGCONT (procps)
+packages+=(iproute2 nftables procps)
 command -v mvn >/dev/null 2>&1 || packages+=(maven)
 command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 missing=()

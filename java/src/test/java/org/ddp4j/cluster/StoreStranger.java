@@ -89,17 +89,20 @@ public final class StoreStranger {
         }
     }
 
-    /** Whether the store closed a connection, answered on it, or still holds it open. */
+    /** What the store did with a connection: how many bytes it sent back, and whether it closed it. */
     private static String state(Socket s) {
+        int received = 0;
         try {
             s.setSoTimeout(200);
             InputStream in = s.getInputStream();
-            int b = in.read();
-            return b < 0 ? "closed by the store" : "the store answered (first byte " + b + ")";
+            while (in.read() >= 0) {
+                received++;
+            }
+            return "closed by the store after sending " + received + " byte(s)";
         } catch (SocketTimeoutException e) {
-            return "still open, the store waits for the announced bytes";
+            return "still open after the store sent " + received + " byte(s): it waits for the announced key";
         } catch (IOException e) {
-            return "reset by the store (" + e.getMessage() + ")";
+            return "reset by the store after " + received + " byte(s) (" + e.getMessage() + ")";
         }
     }
 }
