@@ -6,8 +6,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# fontconfig and a font: XChart draws the benchmark plots (headless Java still needs them)
-packages=(cmake make g++ libgloo-dev libopenblas-dev dataset-fashion-mnist fontconfig fonts-dejavu-core)
+# fontconfig and a font: XChart draws the benchmark plots (headless Java still needs them);
+# python3-numpy: the tests read checkpoints with an independent safetensors reader (python3-torch,
+# for regenerating golden files only, is not installed here)
+packages=(cmake make g++ libgloo-dev libopenblas-dev dataset-fashion-mnist fontconfig fonts-dejavu-core python3-numpy)
 # the namespace cluster of the multi-host tests (scripts/cluster.sh): ip netns and tc (iproute2),
 # packet loss and drops (nftables), kill(1) for SIGSTOP/SIGCONT (procps)
 packages+=(iproute2 nftables procps)

@@ -54,6 +54,20 @@ public final class ConvNetDemo implements Callable<Integer> {
     @Option(names = "--test-batch-size", description = "Images per evaluation batch (default: ${DEFAULT-VALUE}).")
     int testBatchSize = 100;
 
+    @Option(names = "--test-limit", description = "Evaluate on only the first N test images (default: all).")
+    int testLimit = 0;
+
+    @Option(names = "--save", paramLabel = "FILE",
+            description = "After each epoch, rank 0 writes the model's state dict to FILE (safetensors, PyTorch's names without"
+                    + " DDP's module. prefix) and the optimizer's state to FILE with .optim before the extension.")
+    Path save;
+
+    @Option(names = "--resume", paramLabel = "FILE",
+            description = "Start from a checkpoint written by --save: the model, the optimizer's momentum and the epoch"
+                    + " counter; --epochs stays the total. Every rank reads FILE and its .optim twin (copy them to each"
+                    + " node).")
+    Path resume;
+
     @Option(names = "--report-allocations",
             description = "Append allocations_per_step=A to the summary line: system allocations (malloc on the CPU, cudaMalloc on a GPU) per training step after the second.")
     boolean reportAllocations;
@@ -74,6 +88,11 @@ public final class ConvNetDemo implements Callable<Integer> {
             throw new IllegalArgumentException("the training set in " + data + " holds no images, so there is nothing to"
                     + " train on: point --data at a folder with Fashion-MNIST's (or MNIST's) IDX files");
         }
+        int firstEpoch = resume == null ? 0 : TrainingCheckpoint.epochsDone(resume); // validates both files
+        if (firstEpoch >= epochs) {
+            throw new IllegalArgumentException(resume + " was saved after epoch " + firstEpoch + " and --epochs is " + epochs
+                    + ", so there is nothing left to train: raise --epochs (the total, counting the epochs done)");
+        }
         Distributed.initProcessGroup(DeviceOption.backendFor(device));
         int rank = Distributed.getRank();
         int world = Distributed.getWorldSize();
@@ -86,13 +105,20 @@ public final class ConvNetDemo implements Callable<Integer> {
         DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, new Generator(seed)).to(device));
         CrossEntropyLoss criterion = new CrossEntropyLoss();
         SGD optimizer = new SGD(model.parameters(), lr, momentum, 0, 0, false);
+        if (resume != null) {
+            // every rank reads the file, so each restores its own (equal) momentum buffers
+            TrainingCheckpoint.restore(resume, model.module(), optimizer);
+            if (rank == 0) {
+                System.out.println("Resumed from " + resume + " after epoch " + firstEpoch);
+            }
+        }
 
         int totalSteps = loader.size();
         long steps = 0;
         float lastLoss = Float.NaN;
         long start = System.nanoTime();
         long allocationsAfterStep2 = -1;
-        for (int epoch = 0; epoch < epochs; epoch++) {
+        for (int epoch = firstEpoch; epoch < epochs; epoch++) {
             sampler.setEpoch(epoch);
             int i = 0;
             for (Batch batch : loader) {
@@ -115,6 +141,9 @@ public final class ConvNetDemo implements Callable<Integer> {
                     }
                 }
             }
+            if (save != null && rank == 0) {
+                TrainingCheckpoint.save(save, model.module(), optimizer, epoch + 1);
+            }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
         if (rank == 0) {
@@ -132,8 +161,9 @@ public final class ConvNetDemo implements Callable<Integer> {
             if (testBatchSize != batchSize) {
                 Tensors.emptyCache(); // the cached training blocks do not fit evaluation's shapes
             }
-            double accuracy = testAccuracy(model, new MnistDataset(data, false), testBatchSize, device);
-            System.out.printf(Locale.ROOT, "Test accuracy of the model on the 10000 test images: %.2f %%%n", accuracy * 100);
+            MnistDataset test = new MnistDataset(data, false, testLimit);
+            double accuracy = testAccuracy(model, test, testBatchSize, device);
+            System.out.printf(Locale.ROOT, "Test accuracy of the model on the %d test images: %.2f %%%n", test.size(), accuracy * 100);
             System.out.printf(Locale.ROOT, "summary test_accuracy=%.4f%n", accuracy);
         }
         Distributed.destroyProcessGroup();

@@ -6,7 +6,6 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeSet;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;
 
@@ -102,29 +101,75 @@ public abstract class Module implements AutoCloseable {
     }
 
     /**
-     * Copies values from {@code state} into this module's parameters and buffers. Mirrors
-     * {@code load_state_dict(strict=True)}.
+     * Copies values from {@code state} into this module's parameters and buffers; every name must
+     * match. Mirrors {@code load_state_dict(state, strict=True)}. See
+     * {@link #loadStateDict(Map, boolean)} for the checks and the {@code module.} prefix.
      *
-     * @throws IllegalArgumentException naming missing keys, unexpected keys, or a shape mismatch
+     * @throws IllegalArgumentException listing every missing key, unexpected key and shape or
+     *     dtype mismatch; nothing is copied then
      */
     public void loadStateDict(Map<String, Tensor> state) {
+        loadStateDict(state, true);
+    }
+
+    /**
+     * Copies values from {@code state} (tensors on any device) into this module's parameters and
+     * buffers of the same name. Mirrors {@code load_state_dict(state, strict)}: with strict, a
+     * name of the module missing from state or a name of state the module lacks is an error; without,
+     * the names that matched are loaded and the others returned. A shape or dtype mismatch is an
+     * error either way, as in PyTorch. All checks run before anything is copied.
+     *
+     * <p>Unlike PyTorch, DistributedDataParallel's {@code module.} prefix is matched both ways: a
+     * state dict saved from a DDP model (every key {@code module.*}) loads into the bare module,
+     * and a bare one loads into a DDP model (see {@link StateDicts#consumePrefixInStateDictIfPresent}).
+     *
+     * @return the missing and unexpected keys (both empty after a strict load)
+     * @throws IllegalArgumentException listing every missing key and unexpected key (strict) and
+     *     every shape or dtype mismatch, e.g. {@code Error(s) in loading state_dict for ConvNet:
+     *     Missing key(s) in state_dict: fc.bias}
+     */
+    public IncompatibleKeys loadStateDict(Map<String, Tensor> state, boolean strict) {
         Map<String, Tensor> own = stateDict();
-        TreeSet<String> missing = new TreeSet<>(own.keySet());
-        missing.removeAll(state.keySet());
-        TreeSet<String> unexpected = new TreeSet<>(state.keySet());
-        unexpected.removeAll(own.keySet());
-        if (!missing.isEmpty() || !unexpected.isEmpty()) {
-            throw new IllegalArgumentException("loadStateDict: missing keys " + missing + ", unexpected keys " + unexpected);
+        Map<String, Tensor> given = StateDicts.matchDataParallelPrefix(state, own.keySet());
+        List<String> missing = new ArrayList<>();
+        List<String> mismatched = new ArrayList<>();
+        own.forEach((name, target) -> {
+            Tensor source = given.get(name);
+            if (source == null) {
+                missing.add(name);
+            } else if (!Arrays.equals(source.shape(), target.shape()) || source.dtype() != target.dtype()) {
+                mismatched.add((source.dtype() == target.dtype() ? "size" : "dtype") + " mismatch for " + name
+                        + ": copying " + source.describe() + " from the state dict, the module has " + target.describe());
+            }
+        });
+        List<String> unexpected = new ArrayList<>();
+        for (String name : given.keySet()) {
+            if (!own.containsKey(name)) {
+                unexpected.add(name);
+            }
+        }
+        List<String> errors = new ArrayList<>();
+        if (strict && !missing.isEmpty()) {
+            errors.add("Missing key(s) in state_dict: " + String.join(", ", missing));
+        }
+        if (strict && !unexpected.isEmpty()) {
+            errors.add("Unexpected key(s) in state_dict: " + String.join(", ", unexpected));
+        }
+        errors.addAll(mismatched);
+        if (!errors.isEmpty()) {
+            throw new IllegalArgumentException("Error(s) in loading state_dict for " + getClass().getSimpleName() + ":\n\t"
+                    + String.join("\n\t", errors) + (strict && (!missing.isEmpty() || !unexpected.isEmpty())
+                    ? "\n(was the state dict saved from another model? loadStateDict(state, false) loads the names that match)"
+                    : ""));
         }
         own.forEach((name, target) -> {
-            Tensor source = state.get(name);
-            if (!Arrays.equals(source.shape(), target.shape()) || source.dtype() != target.dtype()) {
-                throw new IllegalArgumentException("loadStateDict: " + name + " is " + source.describe()
-                        + " but the module expects " + target.describe());
+            Tensor source = given.get(name);
+            if (source != null) {
+                target.copyFrom(source);
             }
-            target.copyFrom(source);
         });
         notifyStateLoaded();
+        return new IncompatibleKeys(List.copyOf(missing), List.copyOf(unexpected));
     }
 
     private void notifyStateLoaded() {

@@ -1,6 +1,9 @@
 package org.ddp4j.optim;
 
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.ddp4j.internal.SgdNatives;
 import org.ddp4j.tensor.Tensor;
 
@@ -22,13 +25,18 @@ import org.ddp4j.tensor.Tensor;
  * by {@link #close()}.
  */
 public final class SGD implements Optimizer {
+    /** The class name stored in a state dict. */
+    private static final String NAME = "SGD";
+    /** PyTorch's name of the per-parameter momentum state. */
+    public static final String MOMENTUM_BUFFER = "momentum_buffer";
+
     private final List<Tensor> params;
     private final Tensor[] momentumBuffers;
     private double lr;
-    private final double momentum;
-    private final double dampening;
-    private final double weightDecay;
-    private final boolean nesterov;
+    private double momentum;
+    private double dampening;
+    private double weightDecay;
+    private boolean nesterov;
 
     /**
      * Plain SGD: {@code p -= lr * grad}. Mirrors {@code torch.optim.SGD(params, lr)}.
@@ -64,6 +72,18 @@ public final class SGD implements Optimizer {
                         + ", produced by " + p.gradFn().name() + "); pass parameters, e.g. module.parameters()");
             }
         }
+        checkHyperParameters(lr, momentum, dampening, weightDecay, nesterov);
+        this.params = List.copyOf(params);
+        this.momentumBuffers = new Tensor[params.size()];
+        this.lr = lr;
+        this.momentum = momentum;
+        this.dampening = dampening;
+        this.weightDecay = weightDecay;
+        this.nesterov = nesterov;
+    }
+
+    private static void checkHyperParameters(double lr, double momentum, double dampening, double weightDecay,
+            boolean nesterov) {
         checkLr(lr);
         if (!(momentum >= 0)) {
             throw new IllegalArgumentException("Invalid momentum value: " + momentum);
@@ -74,13 +94,6 @@ public final class SGD implements Optimizer {
         if (nesterov && (momentum <= 0 || dampening != 0)) {
             throw new IllegalArgumentException("Nesterov momentum requires a momentum and zero dampening");
         }
-        this.params = List.copyOf(params);
-        this.momentumBuffers = new Tensor[params.size()];
-        this.lr = lr;
-        this.momentum = momentum;
-        this.dampening = dampening;
-        this.weightDecay = weightDecay;
-        this.nesterov = nesterov;
     }
 
     private static void checkLr(double lr) {
@@ -179,6 +192,108 @@ public final class SGD implements Optimizer {
     /** Whether Nesterov momentum is used. Mirrors {@code param_groups[0]['nesterov']}. */
     public boolean nesterov() {
         return nesterov;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>SGD's: state {@code i -> {"momentum_buffer": buf}} for each parameter i that has a
+     * momentum buffer (none before its first step or without momentum, as in PyTorch), and one
+     * parameter group {@code {lr, momentum, dampening, weight_decay, nesterov, params: [0..n-1]}}.
+     */
+    @Override
+    public OptimizerStateDict stateDict() {
+        Map<Integer, Map<String, Tensor>> state = new LinkedHashMap<>();
+        for (int i = 0; i < params.size(); i++) {
+            if (momentumBuffers[i] != null) {
+                state.put(i, Map.of(MOMENTUM_BUFFER, momentumBuffers[i]));
+            }
+        }
+        List<Integer> indices = new ArrayList<>();
+        for (int i = 0; i < params.size(); i++) {
+            indices.add(i);
+        }
+        Map<String, Object> group = new LinkedHashMap<>();
+        group.put("lr", lr);
+        group.put("momentum", momentum);
+        group.put("dampening", dampening);
+        group.put("weight_decay", weightDecay);
+        group.put("nesterov", nesterov);
+        group.put("params", indices);
+        return new OptimizerStateDict(NAME, state, List.of(group));
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Takes lr, momentum, dampening, weight_decay and nesterov from the state dict, as PyTorch
+     * does, and a copy of each momentum buffer on its parameter's device; a parameter without
+     * state gets its buffer at its next step.
+     *
+     * @throws IllegalArgumentException e.g. "SGD.loadStateDict: the state dict's parameter group
+     *     has 3 parameters but this optimizer has 10 (loaded state dict contains a parameter group
+     *     that doesn't match the size of optimizer's group)"
+     */
+    @Override
+    public void loadStateDict(OptimizerStateDict stateDict) {
+        if (!NAME.equals(stateDict.optimizer())) {
+            throw new IllegalArgumentException("SGD.loadStateDict: the state dict is of optimizer '" + stateDict.optimizer()
+                    + "', not SGD");
+        }
+        if (stateDict.paramGroups().size() != 1) {
+            throw new IllegalArgumentException("SGD.loadStateDict: the state dict has " + stateDict.paramGroups().size()
+                    + " parameter groups but this optimizer has 1");
+        }
+        Map<String, Object> group = stateDict.paramGroups().get(0);
+        Object indices = group.get("params");
+        int count = indices instanceof List<?> list ? list.size() : -1;
+        if (count != params.size()) {
+            throw new IllegalArgumentException("SGD.loadStateDict: the state dict's parameter group has " + count
+                    + " parameters but this optimizer has " + params.size() + " (loaded state dict contains a parameter"
+                    + " group that doesn't match the size of optimizer's group)");
+        }
+        double newLr = number(group, "lr");
+        double newMomentum = number(group, "momentum");
+        double newDampening = number(group, "dampening");
+        double newWeightDecay = number(group, "weight_decay");
+        if (!(group.get("nesterov") instanceof Boolean newNesterov)) {
+            throw new IllegalArgumentException("SGD.loadStateDict: param_groups[0] has no boolean 'nesterov'");
+        }
+        checkHyperParameters(newLr, newMomentum, newDampening, newWeightDecay, newNesterov);
+        stateDict.state().forEach((index, entries) -> {
+            if (index < 0 || index >= params.size()) {
+                throw new IllegalArgumentException("SGD.loadStateDict: state for parameter " + index + " but the"
+                        + " optimizer has parameters 0.." + (params.size() - 1));
+            }
+            for (Map.Entry<String, Tensor> e : entries.entrySet()) {
+                Tensor p = params.get(index);
+                if (!e.getKey().equals(MOMENTUM_BUFFER)) {
+                    throw new IllegalArgumentException("SGD.loadStateDict: unknown state '" + e.getKey() + "' for parameter "
+                            + index + " (SGD keeps only " + MOMENTUM_BUFFER + ")");
+                }
+                Tensor buf = e.getValue();
+                if (!java.util.Arrays.equals(buf.shape(), p.shape()) || buf.dtype() != p.dtype()) {
+                    throw new IllegalArgumentException("SGD.loadStateDict: " + MOMENTUM_BUFFER + " of parameter " + index
+                            + " is " + buf.describe() + " but the parameter is " + p.describe()
+                            + " (a state dict of another model?)");
+                }
+            }
+        });
+        close();
+        stateDict.state().forEach((index, entries) ->
+                momentumBuffers[index] = params.get(index).zerosLike().keep().copyFrom(entries.get(MOMENTUM_BUFFER)));
+        lr = newLr;
+        momentum = newMomentum;
+        dampening = newDampening;
+        weightDecay = newWeightDecay;
+        nesterov = newNesterov;
+    }
+
+    private static double number(Map<String, Object> group, String key) {
+        if (!(group.get(key) instanceof Number n)) {
+            throw new IllegalArgumentException("SGD.loadStateDict: param_groups[0] has no number '" + key + "'");
+        }
+        return n.doubleValue();
     }
 
     /** Frees the momentum buffers; a later step starts them afresh. */

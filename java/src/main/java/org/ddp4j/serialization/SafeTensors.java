@@ -1,0 +1,189 @@
+package org.ddp4j.serialization;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.ddp4j.tensor.DType;
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * Reads and writes tensors in the safetensors format, the library Hugging Face made and PyTorch
+ * users share checkpoints in; mirrors {@code safetensors.torch.save_file} / {@code load_file}.
+ *
+ * <p>The layout: 8 bytes, a little-endian unsigned length N; N bytes of UTF-8 JSON,
+ * {@code {"__metadata__": {string: string}, name: {"dtype": "F32"|"I64", "shape": [..],
+ * "data_offsets": [begin, end]}, ...}}, padded with spaces so that the data starts at a multiple
+ * of 8 bytes; then each tensor's elements, row-major, little-endian, back to back in the order of
+ * the map, the file ending exactly where the last tensor ends. Offsets count from the start of
+ * the data.
+ *
+ * <p>A checkpoint of a module and back, as {@code torch.save(model.state_dict(), f)} and
+ * {@code model.load_state_dict(torch.load(f))}:
+ *
+ * <pre>{@code
+ * SafeTensors.saveFile(model.stateDict(), Path.of("model.safetensors"));
+ * try (var scope = Tensors.scope()) { // frees the loaded copies
+ *     model.loadStateDict(SafeTensors.loadFile(Path.of("model.safetensors")));
+ * }
+ * }</pre>
+ */
+public final class SafeTensors {
+    private SafeTensors() {}
+
+    /** Saves {@code tensors} with no metadata; see {@link #saveFile(Map, Path, Map)}. */
+    public static void saveFile(Map<String, Tensor> tensors, Path file) {
+        saveFile(tensors, file, Map.of());
+    }
+
+    /**
+     * Writes {@code tensors} (float32 or int64, on any device) and {@code metadata} to {@code file}
+     * in the safetensors format, atomically (see {@link AtomicFiles}): a crash or failure leaves
+     * the previous file, or none, never part of one. Mirrors {@code safetensors.torch.save_file}.
+     *
+     * @param tensors name to tensor; the data is laid out in the map's iteration order
+     * @param metadata strings stored in the header's {@code __metadata__} (omitted when empty)
+     * @throws IllegalArgumentException if a name is {@code __metadata__} or a key or value is null
+     * @throws IllegalStateException if a tensor is closed (nothing is written)
+     * @throws UncheckedIOException naming the file when it cannot be written
+     */
+    public static void saveFile(Map<String, Tensor> tensors, Path file, Map<String, String> metadata) {
+        SafeTensorsHeader header = SafeTensorsHeader.forTensors(tensors, metadata);
+        AtomicFiles.write(file, channel -> {
+            writeFully(channel, ByteBuffer.wrap(header.encode()));
+            for (Tensor t : tensors.values()) {
+                writeFully(channel, littleEndianBytes(t));
+            }
+        });
+    }
+
+    private static ByteBuffer littleEndianBytes(Tensor t) {
+        ByteBuffer out = ByteBuffer.allocate(Math.toIntExact(t.numel() * t.dtype().bytes())).order(ByteOrder.LITTLE_ENDIAN);
+        if (t.dtype() == DType.FLOAT32) {
+            out.asFloatBuffer().put(t.toFloatArray());
+        } else {
+            out.asLongBuffer().put(t.toLongArray());
+        }
+        return out;
+    }
+
+    private static void writeFully(FileChannel channel, ByteBuffer buffer) throws IOException {
+        while (buffer.hasRemaining()) {
+            channel.write(buffer);
+        }
+    }
+
+    /**
+     * Reads every tensor of a safetensors file into new CPU tensors (float32 or int64), which join
+     * the current {@link org.ddp4j.tensor.Tensors#scope()} if there is one. Mirrors
+     * {@code safetensors.torch.load_file}. The whole file is validated first (see
+     * {@link #loadMetadata}).
+     *
+     * @return name to tensor, in the order of the data in the file
+     * @throws UncheckedIOException naming the file when it is missing or unreadable, or, with a
+     *     {@link SafeTensorsFormatException} as cause, naming the file, the tensor and the problem
+     *     when it is not a valid safetensors file or holds a dtype other than F32 and I64
+     */
+    public static Map<String, Tensor> loadFile(Path file) {
+        try (FileChannel channel = open(file)) {
+            SafeTensorsHeader header = readHeader(file, channel);
+            long dataStart = channel.position();
+            Map<String, Tensor> out = new LinkedHashMap<>();
+            for (SafeTensorsHeader.Entry e : header.entries()) {
+                long bytes = e.end() - e.begin();
+                if (bytes > Integer.MAX_VALUE - 8) {
+                    throw new SafeTensorsFormatException(file + ": tensor '" + e.name() + "' holds " + bytes
+                            + " bytes; ddp4j reads tensors of up to 2 GiB");
+                }
+                ByteBuffer data = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
+                readFully(file, channel, data, dataStart + e.begin());
+                data.flip();
+                if (e.dtype() == DType.FLOAT32) {
+                    float[] values = new float[(int) e.numel()];
+                    data.asFloatBuffer().get(values);
+                    out.put(e.name(), Tensor.of(values, e.shape()));
+                } else {
+                    long[] values = new long[(int) e.numel()];
+                    data.asLongBuffer().get(values);
+                    out.put(e.name(), Tensor.ofLongs(values, e.shape()));
+                }
+            }
+            return out;
+        } catch (IOException e) {
+            throw unchecked(file, e);
+        }
+    }
+
+    /**
+     * The {@code __metadata__} strings of a safetensors file (empty when it has none), after
+     * validating its header against the file's size: the header length fits the file, the header
+     * is a JSON object whose tensors have known dtypes, shapes matching their data_offsets, and
+     * offsets that tile the data section with no overlap, gap or trailing bytes. Mirrors
+     * {@code safe_open(file).metadata()}.
+     *
+     * @throws UncheckedIOException as {@link #loadFile}
+     */
+    public static Map<String, String> loadMetadata(Path file) {
+        try (FileChannel channel = open(file)) {
+            return readHeader(file, channel).metadata();
+        } catch (IOException e) {
+            throw unchecked(file, e);
+        }
+    }
+
+    private static FileChannel open(Path file) throws IOException {
+        try {
+            return FileChannel.open(file, StandardOpenOption.READ);
+        } catch (NoSuchFileException e) {
+            throw new NoSuchFileException(file + ": no such file");
+        }
+    }
+
+    private static UncheckedIOException unchecked(Path file, IOException e) {
+        String message = e.getMessage() != null && e.getMessage().contains(file.toString()) ? e.getMessage()
+                : "cannot read " + file + ": " + e;
+        return new UncheckedIOException(message, e);
+    }
+
+    /** Reads and validates the header; leaves the channel at the start of the data. */
+    private static SafeTensorsHeader readHeader(Path file, FileChannel channel) throws IOException {
+        long size = channel.size();
+        if (size < 8) {
+            throw new SafeTensorsFormatException(file + ": " + size + " bytes is too short for a safetensors file"
+                    + " (it starts with an 8-byte header length)");
+        }
+        ByteBuffer lengthBytes = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+        readFully(file, channel, lengthBytes, 0);
+        long n = lengthBytes.getLong(0);
+        if (n < 0 || n > size - 8) {
+            throw new SafeTensorsFormatException(file + ": header length " + Long.toUnsignedString(n)
+                    + " is beyond the end of the file (" + size + " bytes): not a safetensors file, or a truncated one");
+        }
+        if (n > SafeTensorsHeader.MAX_HEADER_BYTES) {
+            throw new SafeTensorsFormatException(file + ": header length " + n + " exceeds the safetensors limit of "
+                    + SafeTensorsHeader.MAX_HEADER_BYTES + " bytes");
+        }
+        ByteBuffer json = ByteBuffer.allocate((int) n);
+        readFully(file, channel, json, 8);
+        channel.position(8 + n);
+        return SafeTensorsHeader.parse(file, json.array(), size - 8 - n);
+    }
+
+    private static void readFully(Path file, FileChannel channel, ByteBuffer buffer, long position) throws IOException {
+        long at = position;
+        while (buffer.hasRemaining()) {
+            int read = channel.read(buffer, at);
+            if (read < 0) {
+                throw new EOFException(file + ": unexpected end of file at byte " + at);
+            }
+            at += read;
+        }
+    }
+}
