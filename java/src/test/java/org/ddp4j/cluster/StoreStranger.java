@@ -8,8 +8,8 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.ddp4j.distributed.store.TcpStore;
 
 /**
@@ -62,7 +62,7 @@ public final class StoreStranger {
     }
 
     private static void flood(String host, int port, int n) throws InterruptedException {
-        List<Socket> sockets = new ArrayList<>();
+        Map<Integer, Socket> sockets = new TreeMap<>();
         for (int i = 0; i < n; i++) {
             try {
                 Socket s = new Socket();
@@ -73,17 +73,17 @@ public final class StoreStranger {
                 out.writeByte(SET);
                 out.writeInt(ONE_GIB); // the key's length; the key itself never comes
                 out.flush();
-                sockets.add(s);
+                sockets.put(i, s);
             } catch (IOException e) {
                 System.out.println("stranger: connection " + i + " refused or closed while sending: " + e);
             }
         }
         Thread.sleep(5000); // let the store chew on what it was told
-        for (int i = 0; i < sockets.size(); i++) {
-            System.out.println("stranger: connection " + i + ": " + state(sockets.get(i)));
+        for (Map.Entry<Integer, Socket> e : sockets.entrySet()) {
+            System.out.println("stranger: connection " + e.getKey() + ": " + state(e.getValue()));
             try {
-                sockets.get(i).close();
-            } catch (IOException e) {
+                e.getValue().close();
+            } catch (IOException ignored) {
                 // closing is all we wanted
             }
         }
