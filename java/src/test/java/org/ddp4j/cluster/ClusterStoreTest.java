@@ -52,6 +52,7 @@ class ClusterStoreTest {
         assertEquals(0, code0, "the job did not survive the stranger\n" + all);
         assertEquals(0, code1, "the job did not survive the stranger\n" + all);
         assertTrue(job.node0.output().contains("10.77.0.3"), "node 0's store did not log the refused client 10.77.0.3\n" + all);
+        assertTrue(!job.node0.output().contains("OutOfMemoryError"), "the store allocated what the flood announced\n" + all);
         assertEquals(clean, job.convNetResult(), all);
     }
 
