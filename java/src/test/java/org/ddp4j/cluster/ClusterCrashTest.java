@@ -19,6 +19,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * kill -9 mid-training. Of node 1's launcher: node 0 stops within 30 s naming node 1 (10.77.0.2),
  * and node 1's worker, orphaned, exits too. Of node 1's worker: every launcher names that rank,
  * its node and the signal as the root cause, not a rank that failed because of it.
+ *
+ * <p>Needs the launchers' keep-alive and root-cause naming (issue 10 part 2). Without them node 0
+ * waits out the rendezvous timeout while node 1's orphaned worker trains on, and node 0 blames
+ * its own rank 0 for the killed worker.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class ClusterCrashTest {

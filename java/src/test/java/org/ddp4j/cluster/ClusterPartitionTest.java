@@ -17,6 +17,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * A network partition mid-training ends the job within 60 s on every host, and each launcher
  * names the node it lost as {@code node N (ADDRESS)}: node 0 names node 1 (10.77.0.2), node 1
  * names node 0 (10.77.0.1).
+ *
+ * <p>Needs the launchers' keep-alive (issue 10 part 2). Without it both hosts wait in a
+ * collective with PyTorch's 30-minute timeout.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class ClusterPartitionTest {
