@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The two-node linear demo on one machine: two launcher processes play node 0 and node 1, each
 # starting 2 workers, meeting at 127.0.0.1:$MASTER_PORT. On two real machines, run the same
-# ddp4j-run line on each with --node-rank 0 / 1 and --master-addr set to node 0's address.
+# ddp4j-run line on each with --node-rank 0 / 1 and --master-addr set to node 0's address, and the
+# same store secret on both (a shared home directory, the same ~/.ddp4j/store-secret, or the same
+# DDP4J_STORE_SECRET).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 port="${MASTER_PORT:-29511}"

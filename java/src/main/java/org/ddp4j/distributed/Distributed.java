@@ -81,7 +81,9 @@ public final class Distributed {
      * @throws DistributedTimeoutException naming the ranks that did not join in time
      * @throws DistributedException if the store cannot be opened (e.g. rank 0's port is in use),
      *     the peers cannot be connected, or a peer has initialised more groups on this store than
-     *     this rank (ranks must init in lock-step)
+     *     this rank (ranks must init in lock-step), two processes claim the same rank ("RANK 1 was
+     *     claimed twice: by pid ... and by pid ..."), or ranks were started with different world sizes
+     *     ("WORLD_SIZE mismatch: rank 0 (...) started with WORLD_SIZE=2, rank 1 (...) with WORLD_SIZE=3")
      */
     public static synchronized ProcessGroup initProcessGroup(String backend, String initMethod, int worldSize, int rank,
             Duration timeout) {
@@ -108,7 +110,8 @@ public final class Distributed {
         }
         InitMethod.Membership r = InitMethod.rendezvous(initMethod, worldSize, rank, t, env);
         try {
-            Store store = InitKeySpace.enter(r.store(), r.rank(), r.worldSize(), t);
+            Store store = InitKeySpace.enter(r.store(), r.rank(), r.worldSize(), t,
+                    ProcessIdentity.current(r.localAddress()));
             if (nccl) {
                 return new ProcessGroupNccl(store, r.rank(), r.worldSize(), t, device, r.owned());
             }

@@ -1,9 +1,8 @@
 package org.ddp4j.distributed;
 
-import java.net.InetAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -23,8 +22,11 @@ final class InitMethod {
     static final String LAUNCHER_HINT = "start the workers with scripts/ddp4j-run (ddp4j's torchrun), or set"
             + " MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK yourself";
 
-    /** What a rendezvous produced. {@code store} is the one to hand to the process group; {@code owned} closes what was opened. */
-    record Membership(Store store, int rank, int worldSize, String masterAddr, AutoCloseable owned) {}
+    /**
+     * What a rendezvous produced. {@code store} is the one to hand to the process group; {@code owned} closes what was
+     * opened; {@code localAddress} is this process's address as the store sees it (null for file://).
+     */
+    record Membership(Store store, int rank, int worldSize, String masterAddr, AutoCloseable owned, String localAddress) {}
 
     private InitMethod() {}
 
@@ -74,7 +76,7 @@ final class InitMethod {
                 int r = worldOrRank(rank, query.get("rank"), "RANK", "rank", method, env);
                 checkRank(r, world);
                 FileStore store = new FileStore(Path.of(path), timeout);
-                return new Membership(store, r, world, null, store);
+                return new Membership(store, r, world, null, store, null);
             }
             default:
                 throw new IllegalArgumentException("unsupported init method \"" + method
@@ -113,10 +115,41 @@ final class InitMethod {
             String restart = trim(env.get("DDP4J_RESTART_COUNT"));
             TcpStore client = TcpStore.client(host, port, timeout);
             return new Membership(new PrefixStore("ddp4j/worker/" + (restart == null || restart.isEmpty() ? "0" : restart),
-                    client), rank, world, host, client);
+                    client), rank, world, host, client, client.localAddress());
         }
-        TcpStore store = rank == 0 ? TcpStore.server(bindAddress(host), port, timeout) : TcpStore.client(host, port, timeout);
-        return new Membership(store, rank, world, host, store);
+        // Rank 0 listens on the master address only (see StoreBindAddress for the exceptions).
+        TcpStore store;
+        try {
+            store = rank == 0 ? TcpStore.server(host, port, timeout) : TcpStore.client(host, port, timeout);
+        } catch (DistributedException e) {
+            throw rank == 0 && String.valueOf(e.getMessage()).contains("already in use") ? secondRankZero(host, port, e) : e;
+        }
+        return new Membership(store, rank, world, host, store, store.localAddress());
+    }
+
+    /**
+     * Rank 0 could not listen on the master port. If a store of this job already serves it and
+     * holds a rank 0 claim, this process is a second RANK 0: say so, naming both claims.
+     */
+    private static DistributedException secondRankZero(String host, int port, DistributedException portInUse) {
+        try (TcpStore other = TcpStore.client(host, port, Duration.ofSeconds(2))) {
+            long init = other.add(InitKeySpace.countKey(0), 0);
+            String key = InitKeySpace.claimKey(init, 0);
+            if (init > 0 && other.check(List.of(key))) {
+                ProcessIdentity first = ProcessIdentity.decode(new String(other.get(key), StandardCharsets.UTF_8));
+                ProcessIdentity me = ProcessIdentity.current(other.localAddress());
+                String msg = "RANK 0 was claimed twice: by " + first.description() + ", which hosts the store at " + host
+                        + ":" + port + ", and by " + me.description() + "; give each process its own RANK, or start them"
+                        + " with scripts/ddp4j-run, which assigns the ranks";
+                if (!other.check(List.of(InitKeySpace.doneKey(init, 0)))) {
+                    other.compareSet(InitKeySpace.conflictKey(init), new byte[0], msg.getBytes(StandardCharsets.UTF_8));
+                }
+                return new DistributedException(msg, portInUse);
+            }
+        } catch (RuntimeException probeFailed) {
+            portInUse.addSuppressed(probeFailed); // not a store of ours (or not reachable): the port is simply taken
+        }
+        return portInUse;
     }
 
     private static boolean isLaunchersStore(String host, int port, Map<String, String> env) {
@@ -124,19 +157,6 @@ final class InitMethod {
         String masterAddr = trim(env.get("MASTER_ADDR"));
         return masterPort == null || masterAddr == null
                 || (masterPort.equals(Integer.toString(port)) && masterAddr.equalsIgnoreCase(host));
-    }
-
-    /** Rank 0 listens on every interface, or only on the loopback one when the master address is a loopback address. */
-    private static String bindAddress(String masterAddr) {
-        try {
-            InetAddress a = InetAddress.getByName(masterAddr);
-            if (a.isLoopbackAddress()) {
-                return a.getHostAddress();
-            }
-        } catch (UnknownHostException e) {
-            // listen everywhere; the clients will report what they cannot reach
-        }
-        return "0.0.0.0";
     }
 
     private static int worldOrRank(int given, String fromQuery, String envName, String argName, String method,

@@ -62,6 +62,12 @@ final class StoreSupport {
         }
     }
 
+    /** a + b for non-negative values, saturating at Long.MAX_VALUE / 4. */
+    static long saturatedAdd(long a, long b) {
+        long sum = a + b;
+        return sum < 0 || sum > Long.MAX_VALUE / 4 ? Long.MAX_VALUE / 4 : sum;
+    }
+
     /** Parses a counter value (decimal ASCII, as PyTorch stores it). */
     static long parseCounter(String key, byte[] value, String where) {
         String s = new String(value, StandardCharsets.US_ASCII).trim();

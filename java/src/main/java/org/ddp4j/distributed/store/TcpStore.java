@@ -25,21 +25,38 @@ import org.ddp4j.distributed.DistributedTimeoutException;
  * client never holds up the others. One call runs at a time per {@code TcpStore} instance; threads
  * that share an instance take turns (use one instance per thread for concurrent blocking calls).
  *
+ * <p>Security: clients and server prove to each other that they know the same
+ * {@link StoreSecret} (an HMAC-SHA256 challenge–response, see {@link TcpStoreProtocol}) before
+ * any key is read or written; the server caps key and value sizes and its connections, and
+ * listens only on the master address's interface ({@link StoreBindAddress}); see
+ * {@link TcpStoreOptions} for the settings.
+ *
+ * <p>Deadlines: connecting is bounded by the timeout; every request by the request timeout (the
+ * store's timeout, at least 5 s) beyond the time a blocking request asked the server to wait, so
+ * a stopped or unreachable server ends each call with a {@link DistributedTimeoutException}
+ * naming the address, the operation and the key, never a hang.
+ *
  * <p>Errors: a port that is already taken, a client that cannot reach the server within the
- * timeout, and a lost connection each throw a {@link DistributedException} that names the
- * address; timeouts throw {@link DistributedTimeoutException} naming the keys that were missing.
+ * timeout, a host with a different secret, and a lost connection each throw a
+ * {@link DistributedException} that names the address; timeouts throw
+ * {@link DistributedTimeoutException} naming the keys that were missing.
  */
 public final class TcpStore implements Store {
-    /** Extra time a client waits for an answer beyond the request's own timeout before giving up on the server. */
-    private static final long ANSWER_GRACE_MS = 30_000;
+    /** The shortest default deadline for an answer, so that a tiny wait timeout does not make a busy server look dead. */
+    private static final long MIN_ANSWER_MS = 5_000;
+    /** The most a blocking request's answer may lag behind the wait it asked for. */
+    private static final long MAX_ANSWER_GRACE_MS = 30_000;
 
     private final String host;
     private final int port;
     private final Duration timeout;
     private final TcpStoreServer server;
     private final String where;
+    private final StoreSecret secret;
+    private final long requestMs;
+    private StoreHandshake.Limits limits;
     private final Object io = new Object();
-    private Socket socket;
+    private volatile Socket socket;
     private DataInputStream in;
     private DataOutputStream out;
     private volatile boolean closed;
@@ -50,26 +67,47 @@ public final class TcpStore implements Store {
      * Mirrors {@code torch.distributed.TCPStore(host_name, port, is_master=isServer, timeout=timeout)}.
      *
      * <p>As a server it binds {@code host:port} ({@code "0.0.0.0"} listens on every interface;
-     * port 0 picks a free port, see {@link #port()}) and serves from daemon threads until
-     * {@link #close()}. As a client it retries refused connections until {@code timeout} passes,
-     * since the server may start after its clients.
+     * port 0 picks a free port, see {@link #port()}; {@code DDP4J_STORE_BIND_ADDR} overrides the
+     * address, and a host name that resolves to loopback here listens everywhere, see
+     * {@link StoreBindAddress}) and serves from daemon threads until {@link #close()}. As a client
+     * it retries refused connections until {@code timeout} passes, since the server may start
+     * after its clients. Both read the secret and limits from the environment
+     * ({@link TcpStoreOptions#fromEnvironment()}).
      *
      * @param host the master's address (MASTER_ADDR); for a server, an address of this machine
      * @param port the master's port (MASTER_PORT); 0 with {@code isServer} picks a free one
      * @param isServer whether this instance hosts the store
      * @param timeout how long to keep trying to connect, and the default wait of blocking calls
-     * @throws DistributedException if the port is already in use or the host is not an address of this machine (server)
+     * @throws DistributedException if the port is already in use or the host is not an address of this machine (server),
+     *     the secret cannot be found (see {@link StoreSecret}), or the server and this process have different secrets
+     *     (the message says how to give every host the same one)
      * @throws DistributedTimeoutException if the server cannot be reached within {@code timeout} (client)
      * @throws IllegalArgumentException if the port is outside 0..65535 (0 only for a server) or the timeout is negative
      */
     public TcpStore(String host, int port, boolean isServer, Duration timeout) {
+        this(host, port, isServer, timeout, TcpStoreOptions.fromEnvironment());
+    }
+
+    /**
+     * As {@link #TcpStore(String, int, boolean, Duration)}, with explicit {@link TcpStoreOptions}
+     * (secret, size and connection limits, listen address, request timeout) instead of the
+     * environment's.
+     *
+     * @throws DistributedException also if the secret cannot be found, or the server refuses this
+     *     process's secret (the message says how to give every host the same one)
+     */
+    public TcpStore(String host, int port, boolean isServer, Duration timeout, TcpStoreOptions options) {
         this.host = Objects.requireNonNull(host, "host");
         this.timeout = StoreSupport.checkTimeout(timeout);
+        Objects.requireNonNull(options, "options");
         if (port < 0 || port > 65535 || (port == 0 && !isServer)) {
             throw new IllegalArgumentException("TcpStore port must be in 1..65535 (0 = any free port, for a server only), got "
                     + port);
         }
-        this.server = isServer ? new TcpStoreServer(host, port) : null;
+        this.secret = options.secret();
+        this.requestMs = options.requestTimeout() != null ? StoreSupport.toMillisSaturated(options.requestTimeout())
+                : Math.max(StoreSupport.toMillisSaturated(timeout), MIN_ANSWER_MS);
+        this.server = isServer ? new TcpStoreServer(host, port, options.withSecret(secret)) : null;
         this.port = isServer ? server.port() : port;
         this.where = "TcpStore at " + host + ":" + this.port;
         try {
@@ -103,6 +141,29 @@ public final class TcpStore implements Store {
         return new TcpStore(host, port, false, timeout);
     }
 
+    /** {@link #server(String, int, Duration)} with explicit options. */
+    public static TcpStore server(String host, int port, Duration timeout, TcpStoreOptions options) {
+        return new TcpStore(host, port, true, timeout, options);
+    }
+
+    /** {@link #client(String, int, Duration)} with explicit options. */
+    public static TcpStore client(String host, int port, Duration timeout, TcpStoreOptions options) {
+        return new TcpStore(host, port, false, timeout, options);
+    }
+
+    /**
+     * This end's address of the connection to the server (e.g. "10.0.0.2"): the address other
+     * hosts know this process by, as far as the store can tell.
+     */
+    public String localAddress() {
+        return socket.getLocalAddress().getHostAddress();
+    }
+
+    /** The server side, for tests of its defences; null for a client. */
+    TcpStoreServer serverForTests() {
+        return server;
+    }
+
     /** The host this store was given (the master address). Mirrors {@code TCPStore.host}. */
     public String host() {
         return host;
@@ -119,11 +180,11 @@ public final class TcpStore implements Store {
     }
 
     private void connect() {
-        // A server on the wildcard address is reached through the loopback interface.
-        String target = isWildcard(host) && server != null ? "127.0.0.1" : host;
+        String target = connectTarget();
         long deadline = StoreSupport.deadlineNanos(timeout);
         long sleepMs = 10;
-        IOException last = null;
+        Exception last = null;
+        Exception refusal = null; // the server's own reason outranks a later connect timeout
         while (true) {
             Socket s = new Socket();
             try {
@@ -134,47 +195,71 @@ public final class TcpStore implements Store {
                 }
                 s.connect(address, (int) Math.min(remainingMs, 5_000));
                 s.setTcpNoDelay(true);
-                s.setSoTimeout((int) Math.min(Math.max(remainingMs, 5_000), Integer.MAX_VALUE));
+                long handshakeMs = Math.max(remainingMs, MIN_ANSWER_MS);
+                s.setSoTimeout((int) Math.min(handshakeMs, Integer.MAX_VALUE));
                 DataInputStream din = new DataInputStream(new BufferedInputStream(s.getInputStream()));
                 DataOutputStream dout = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
-                dout.writeInt(MAGIC);
-                dout.writeInt(VERSION);
-                dout.flush();
-                int magic;
-                int version;
-                try {
-                    magic = din.readInt();
-                    version = din.readInt();
-                } catch (IOException e) {
-                    StoreSupport.closeQuietly(s);
-                    throw new DistributedException("Connected to " + host + ":" + port
-                            + " but it did not answer as a ddp4j TcpStore (" + e + "); another program may hold"
-                            + " that port: check --master-port / MASTER_PORT", e);
-                }
-                if (magic != MAGIC || version != VERSION) {
-                    StoreSupport.closeQuietly(s);
-                    throw new DistributedException("The service at " + host + ":" + port + " is not a ddp4j TcpStore"
-                            + (magic == MAGIC ? " of this version (protocol " + version + ", expected " + VERSION + ")"
-                                    : "; another program holds that port: check --master-port / MASTER_PORT"));
+                try (CallDeadline d = CallDeadline.arm(s, handshakeMs)) {
+                    try {
+                        limits = StoreHandshake.client(din, dout, secret, host + ":" + port);
+                    } catch (StoreHandshake.NotAStoreException e) {
+                        throw new DistributedException(e.getMessage());
+                    } catch (SocketTimeoutException e) {
+                        throw handshakeTimeout(handshakeMs);
+                    } catch (IOException e) {
+                        if (d.expired()) {
+                            throw handshakeTimeout(handshakeMs);
+                        }
+                        throw new DistributedException("Connected to " + host + ":" + port + " but it did not answer as a"
+                                + " ddp4j TcpStore (" + e + "); another program may hold that port: check --master-port /"
+                                + " MASTER_PORT", e);
+                    }
                 }
                 socket = s;
                 in = din;
                 out = dout;
                 return;
-            } catch (IOException e) {
-                StoreSupport.closeQuietly(s);
+            } catch (StoreHandshake.RefusedException e) {
+                StoreSupport.closeQuietly(s); // e.g. too many connections: they may free up
+                refusal = e;
                 last = e;
+            } catch (IOException e) {
+                StoreSupport.closeQuietly(s); // not listening yet: the server may come up soon
+                last = e;
+            } catch (RuntimeException e) {
+                StoreSupport.closeQuietly(s);
+                throw e;
             }
             long left = deadline - System.nanoTime();
             if (left <= 0) {
+                String why = refusal == null ? "last error: " + last
+                        : refusal.getMessage() + (last == refusal ? "" : "; last error: " + last);
                 throw new DistributedTimeoutException("Could not connect to the TcpStore at " + host + ":" + port
-                        + " within " + StoreSupport.formatDuration(timeout) + " (last error: " + last
+                        + " within " + StoreSupport.formatDuration(timeout) + " (" + why
                         + "): the master (rank 0, or node 0's launcher) may not be up, or --master-addr/MASTER_ADDR"
                         + " and --master-port/MASTER_PORT may not point at it");
             }
             sleep(Math.min(sleepMs, Math.max(1, left / 1_000_000)));
             sleepMs = Math.min(sleepMs * 2, 250);
         }
+    }
+
+    private DistributedTimeoutException handshakeTimeout(long ms) {
+        return new DistributedTimeoutException("Connected to " + host + ":" + port + " but it did not complete the"
+                + " TcpStore handshake within " + ms + " ms: the store's process (rank 0, or node 0's launcher) may be"
+                + " stopped or hung, or another program holds that port (check --master-port / MASTER_PORT)");
+    }
+
+    /** Where this instance's own connection goes: a wildcard-bound server is reached through its master address or loopback. */
+    private String connectTarget() {
+        if (server == null) {
+            return host;
+        }
+        String bound = server.boundAddress().getHostAddress();
+        if (!server.boundAddress().isAnyLocalAddress()) {
+            return bound;
+        }
+        return isWildcard(host) ? "127.0.0.1" : host;
     }
 
     private static boolean isWildcard(String h) {
@@ -195,24 +280,56 @@ public final class TcpStore implements Store {
                 throw new DistributedException("The connection to the " + where + " is no longer usable (" + broken
                         + "); cannot " + what);
             }
-            try {
-                long soTimeout = Math.max(waitMs, StoreSupport.toMillisSaturated(timeout)) + ANSWER_GRACE_MS;
-                socket.setSoTimeout((int) Math.min(soTimeout, Integer.MAX_VALUE));
-                return exchange.run(in, out);
-            } catch (SocketTimeoutException e) {
-                broken = "no answer in time";
-                throw new DistributedTimeoutException("The " + where + " did not answer " + what + " in time: the"
-                        + " master (rank 0, or node 0's launcher) may be hung or the network may be down");
-            } catch (IOException e) {
-                broken = e.toString();
-                if (closed) {
-                    throw new DistributedException(where + " was closed during " + what, e);
+            long deadlineMs = waitMs > 0 ? StoreSupport.saturatedAdd(waitMs, Math.min(requestMs, MAX_ANSWER_GRACE_MS))
+                    : requestMs;
+            try (CallDeadline deadline = CallDeadline.arm(socket, deadlineMs)) {
+                try {
+                    socket.setSoTimeout((int) Math.min(deadlineMs, Integer.MAX_VALUE));
+                    return exchange.run(in, out);
+                } catch (SocketTimeoutException e) {
+                    throw noAnswer(what, deadlineMs);
+                } catch (IOException e) {
+                    if (deadline.expired()) {
+                        throw noAnswer(what, deadlineMs);
+                    }
+                    broken = e.toString();
+                    if (closed) {
+                        throw new DistributedException(where + " was closed during " + what, e);
+                    }
+                    throw new DistributedException("Lost the connection to the " + where + " during " + what + " (" + e
+                            + "): the master process that hosts the store (rank 0, or node 0's launcher) may have exited",
+                            e);
                 }
-                throw new DistributedException("Lost the connection to the " + where + " during " + what + " (" + e
-                        + "): the master process that hosts the store (rank 0, or node 0's launcher) may have exited",
-                        e);
             }
         }
+    }
+
+    private DistributedTimeoutException noAnswer(String what, long deadlineMs) {
+        broken = "no answer within " + deadlineMs + " ms";
+        StoreSupport.closeQuietly(socket);
+        return new DistributedTimeoutException("The " + where + " did not answer " + what + " within " + deadlineMs
+                + " ms: the master (rank 0, or node 0's launcher) may be stopped or hung, or the network to it may be"
+                + " down");
+    }
+
+    /** Refuses a key or value the server would reject, before sending anything. */
+    private void checkSize(String op, String key, byte[] bytes, int max, String what, String limitName) {
+        if (bytes.length > max) {
+            String shown = key.length() > 60 ? key.substring(0, 60) + "..." : key;
+            throw new IllegalArgumentException("TcpStore " + op + "(\"" + shown + "\"): the " + what + " is "
+                    + bytes.length + " bytes, more than the " + max + " the " + where + " accepts (" + limitName
+                    + " on the store's host)");
+        }
+    }
+
+    private void checkKey(String op, String key) {
+        StoreSupport.checkKey(key);
+        checkSize(op, key, key.getBytes(java.nio.charset.StandardCharsets.UTF_8), limits.maxKeyBytes(), "key",
+                TcpStoreOptions.MAX_KEY_BYTES_ENV);
+    }
+
+    private void checkValue(String op, String key, byte[] value) {
+        checkSize(op, key, value, limits.maxValueBytes(), "value", TcpStoreOptions.MAX_VALUE_BYTES_ENV);
     }
 
     /** Reads the status byte; throws for TIMEOUT and ERROR answers. */
@@ -238,8 +355,9 @@ public final class TcpStore implements Store {
      */
     @Override
     public void set(String key, byte[] value) {
-        StoreSupport.checkKey(key);
+        checkKey("set", key);
         Objects.requireNonNull(value, "value");
+        checkValue("set", key, value);
         call("set(\"" + key + "\")", 0, (in, out) -> {
             out.writeByte(SET);
             writeString(out, key);
@@ -258,7 +376,7 @@ public final class TcpStore implements Store {
      */
     @Override
     public byte[] get(String key) {
-        StoreSupport.checkKey(key);
+        checkKey("get", key);
         long waitMs = StoreSupport.toMillisSaturated(timeout);
         return call("get(\"" + key + "\")", waitMs, (in, out) -> {
             out.writeByte(GET);
@@ -277,7 +395,7 @@ public final class TcpStore implements Store {
      */
     @Override
     public long add(String key, long delta) {
-        StoreSupport.checkKey(key);
+        checkKey("add", key);
         return call("add(\"" + key + "\")", 0, (in, out) -> {
             out.writeByte(ADD);
             writeString(out, key);
@@ -291,9 +409,11 @@ public final class TcpStore implements Store {
     /** {@inheritDoc} An absent key with a non-empty {@code expected} is left absent and {@code expected} is returned, as in PyTorch. */
     @Override
     public byte[] compareSet(String key, byte[] expected, byte[] desired) {
-        StoreSupport.checkKey(key);
+        checkKey("compareSet", key);
         Objects.requireNonNull(expected, "expected");
         Objects.requireNonNull(desired, "desired");
+        checkValue("compareSet", key, expected);
+        checkValue("compareSet", key, desired);
         return call("compareSet(\"" + key + "\")", 0, (in, out) -> {
             out.writeByte(COMPARE_SET);
             writeString(out, key);
@@ -315,6 +435,7 @@ public final class TcpStore implements Store {
     @Override
     public void waitFor(List<String> keys, Duration timeout) {
         StoreSupport.checkKeys(keys);
+        keys.forEach(k -> checkKey("waitFor", k));
         Objects.requireNonNull(timeout, "timeout");
         long waitMs = StoreSupport.toMillisSaturated(timeout);
         call("waitFor(" + StoreSupport.quote(keys) + ")", waitMs, (in, out) -> {
@@ -330,6 +451,7 @@ public final class TcpStore implements Store {
     @Override
     public boolean check(List<String> keys) {
         StoreSupport.checkKeys(keys);
+        keys.forEach(k -> checkKey("check", k));
         return call("check(" + StoreSupport.quote(keys) + ")", 0, (in, out) -> {
             out.writeByte(CHECK);
             writeStrings(out, keys);
@@ -341,7 +463,7 @@ public final class TcpStore implements Store {
 
     @Override
     public boolean deleteKey(String key) {
-        StoreSupport.checkKey(key);
+        checkKey("deleteKey", key);
         return call("deleteKey(\"" + key + "\")", 0, (in, out) -> {
             out.writeByte(DELETE);
             writeString(out, key);

@@ -8,6 +8,7 @@ import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.BindException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -15,6 +16,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.ddp4j.distributed.DistributedException;
 
@@ -22,27 +25,61 @@ import org.ddp4j.distributed.DistributedException;
  * The server half of {@link TcpStore}: a listening socket, an accept thread, and one daemon thread
  * per client connection. The keys live in a {@link HashStore}; blocking requests wait on its
  * condition in the connection's own thread, so a waiting client never holds up the others.
+ *
+ * <p>Defences, each closing only the offending connection (logged at warn with the peer's
+ * address, see {@link RefusalLog}): a connection must authenticate ({@link StoreHandshake})
+ * within the handshake timeout before any request is read; key and value lengths above the
+ * limits, negative lengths and unknown opcodes close the connection before anything is
+ * allocated; connections beyond {@link TcpStoreOptions#maxConnections()} are refused with a
+ * reason the client reports.
  */
 final class TcpStoreServer implements AutoCloseable {
     private static final AtomicInteger SERVERS = new AtomicInteger();
+    /** Refused connections kept open briefly so that their refusal is read before the close; beyond this, closed at once. */
+    private static final int MAX_LINGERING = 256;
+    /** How long a refused connection stays open after its refusal was sent. */
+    private static final long LINGER_MS = 1_000;
 
     private final ServerSocket serverSocket;
     private final String where;
     private final HashStore state;
+    private final StoreSecret secret;
+    private final TcpStoreOptions options;
+    private final StoreHandshake.Limits limits;
+    private final RefusalLog refusals;
+    private final AtomicInteger open = new AtomicInteger();
+    private final ScheduledThreadPoolExecutor closer;
+    private final AtomicInteger lingering = new AtomicInteger();
     private final Set<Socket> connections = ConcurrentHashMap.newKeySet();
     private final Set<Thread> threads = ConcurrentHashMap.newKeySet();
     private final Thread acceptThread;
     private volatile boolean closed;
 
     /**
-     * Binds {@code host:port} and starts accepting.
+     * Binds {@code host:port} with the options of the environment ({@link TcpStoreOptions#fromEnvironment()}).
      *
-     * @throws DistributedException if the port is in use, or the address is not one of this machine's
+     * @throws DistributedException if the port is in use, the address is not one of this machine's,
+     *     or the store secret cannot be found or created
      */
     TcpStoreServer(String host, int port) {
-        InetSocketAddress address = new InetSocketAddress(host, port);
+        this(host, port, TcpStoreOptions.fromEnvironment());
+    }
+
+    /**
+     * Binds the address {@link StoreBindAddress} chooses for {@code host} (or the configured one)
+     * and starts accepting.
+     *
+     * @throws DistributedException if the port is in use, the address is not one of this machine's,
+     *     or the store secret cannot be found or created
+     */
+    TcpStoreServer(String host, int port, TcpStoreOptions options) {
+        this.options = options;
+        this.secret = options.secret(); // fail before binding if there is no usable secret
+        this.limits = new StoreHandshake.Limits(options.maxKeyBytes(), options.maxValueBytes());
+        String bindHost = StoreBindAddress.choose(host, options.bindAddress());
+        InetSocketAddress address = new InetSocketAddress(bindHost, port);
         if (address.isUnresolved()) {
-            throw new DistributedException("TcpStore server: cannot resolve host \"" + host
+            throw new DistributedException("TcpStore server: cannot resolve host \"" + bindHost
                     + "\"; set --master-addr / MASTER_ADDR to an address of this machine");
         }
         ServerSocket ss = null;
@@ -54,22 +91,28 @@ final class TcpStoreServer implements AutoCloseable {
             StoreSupport.closeQuietly(ss);
             String msg = String.valueOf(e.getMessage());
             if (msg.contains("in use")) {
-                throw new DistributedException("TcpStore server: port " + port + " on " + host
+                throw new DistributedException("TcpStore server: port " + port + " on " + bindHost
                         + " is already in use (another job or a previous run still holds it); choose another"
                         + " --master-port / MASTER_PORT", e);
             }
-            throw new DistributedException("TcpStore server: cannot listen on " + host + ":" + port + " (" + msg
+            throw new DistributedException("TcpStore server: cannot listen on " + bindHost + ":" + port + " (" + msg
                     + "); --master-addr / MASTER_ADDR must be an address of the machine that hosts the store"
-                    + " (or 0.0.0.0)", e);
+                    + " (or set " + TcpStoreOptions.BIND_ADDR_ENV + "=0.0.0.0 to listen on every interface)", e);
         } catch (IOException e) {
             StoreSupport.closeQuietly(ss);
-            throw new DistributedException("TcpStore server: cannot listen on " + host + ":" + port + ": " + e, e);
+            throw new DistributedException("TcpStore server: cannot listen on " + bindHost + ":" + port + ": " + e, e);
         }
         this.serverSocket = ss;
         this.where = "TcpStore server at " + host + ":" + ss.getLocalPort();
         this.state = new HashStore(Duration.ZERO, where);
-        this.acceptThread = new Thread(this::acceptLoop,
-                "ddp4j-tcpstore-" + SERVERS.incrementAndGet() + "-accept-" + ss.getLocalPort());
+        this.refusals = new RefusalLog(where);
+        int id = SERVERS.incrementAndGet();
+        this.closer = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "ddp4j-tcpstore-" + id + "-closer");
+            t.setDaemon(true);
+            return t;
+        });
+        this.acceptThread = new Thread(this::acceptLoop, "ddp4j-tcpstore-" + id + "-accept-" + ss.getLocalPort());
         acceptThread.setDaemon(true);
         acceptThread.start();
     }
@@ -77,6 +120,21 @@ final class TcpStoreServer implements AutoCloseable {
     /** The port actually bound (differs from the requested one when that was 0). */
     int port() {
         return serverSocket.getLocalPort();
+    }
+
+    /** The address actually bound (e.g. 0.0.0.0/0.0.0.0 when listening on every interface). */
+    InetAddress boundAddress() {
+        return serverSocket.getInetAddress();
+    }
+
+    /** The latest refused or dropped connections, as logged, oldest first. */
+    List<String> refusals() {
+        return refusals.recent();
+    }
+
+    /** Connections currently held (authenticated or still in their handshake). */
+    int openConnections() {
+        return open.get();
     }
 
     private void acceptLoop() {
@@ -91,11 +149,20 @@ final class TcpStoreServer implements AutoCloseable {
                 }
                 continue; // e.g. too many open files; keep serving the connections we have
             }
-            connections.add(s);
-            if (closed) { // close() may have missed this one
+            if (closed) {
                 StoreSupport.closeQuietly(s);
                 return;
             }
+            if (open.get() >= options.maxConnections()) {
+                String reason = "it already serves " + options.maxConnections() + " connections, its limit ("
+                        + TcpStoreOptions.MAX_CONNECTIONS_ENV + "=" + options.maxConnections()
+                        + " on the store's host): raise it there if the job needs more";
+                refusals.refused("refused a connection from", s.getRemoteSocketAddress(), reason);
+                refuse(s, reason);
+                continue;
+            }
+            open.incrementAndGet();
+            connections.add(s);
             Thread t = new Thread(() -> serve(s), acceptThread.getName().replace("accept", "conn-" + (++n)));
             t.setDaemon(true);
             threads.add(t);
@@ -103,20 +170,45 @@ final class TcpStoreServer implements AutoCloseable {
         }
     }
 
+    /**
+     * Tells a connection over the cap why it is refused, without a thread: the few bytes fit the
+     * socket's empty send buffer, and the socket is closed a second later, once the client has
+     * read them (closing at once, with its hello unread, would send a reset that loses them).
+     */
+    private void refuse(Socket s, String reason) {
+        if (lingering.incrementAndGet() > MAX_LINGERING) {
+            lingering.decrementAndGet();
+            StoreSupport.closeQuietly(s);
+            return;
+        }
+        try {
+            DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
+            StoreHandshake.refuse(out, reason);
+            s.shutdownOutput();
+            closer.schedule(() -> closeRefused(s), LINGER_MS, TimeUnit.MILLISECONDS);
+        } catch (IOException | RuntimeException e) {
+            closeRefused(s);
+        }
+    }
+
+    private void closeRefused(Socket s) {
+        try {
+            var in = s.getInputStream();
+            in.skip(in.available()); // the unread hello would turn the close into a reset
+        } catch (IOException e) {
+            // closing anyway
+        }
+        StoreSupport.closeQuietly(s);
+        lingering.decrementAndGet();
+    }
+
     private void serve(Socket socket) {
+        Object peer = socket.getRemoteSocketAddress();
         try (socket) {
             socket.setTcpNoDelay(true);
             DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
             DataOutputStream out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
-            socket.setSoTimeout(10_000); // the handshake must come promptly
-            if (in.readInt() != MAGIC) {
-                return; // not one of ours: drop it without answering
-            }
-            int version = in.readInt();
-            out.writeInt(MAGIC);
-            out.writeInt(VERSION);
-            out.flush();
-            if (version != VERSION) {
+            if (!authenticate(socket, peer, in, out)) {
                 return;
             }
             socket.setSoTimeout(0); // clients may stay idle between calls for as long as they like
@@ -127,7 +219,16 @@ final class TcpStoreServer implements AutoCloseable {
                 } catch (EOFException e) {
                     return; // client closed its end
                 }
-                handle((byte) op, in, out);
+                try {
+                    if (!handle((byte) op, in, out)) {
+                        refusals.refused("closed the connection from", peer, "it sent an unknown request (opcode "
+                                + op + ")");
+                        return;
+                    }
+                } catch (OversizedException e) {
+                    refusals.refused("closed the connection from", peer, e.getMessage());
+                    return;
+                }
                 out.flush();
             }
         } catch (IOException e) {
@@ -135,20 +236,66 @@ final class TcpStoreServer implements AutoCloseable {
         } finally {
             connections.remove(socket);
             threads.remove(Thread.currentThread());
+            open.decrementAndGet();
         }
     }
 
-    private void handle(byte op, DataInputStream in, DataOutputStream out) throws IOException {
+    /** Runs the server's half of the handshake within the handshake timeout; logs and returns false on refusal. */
+    private boolean authenticate(Socket socket, Object peer, DataInputStream in, DataOutputStream out) {
+        long ms = StoreSupport.toMillisSaturated(options.handshakeTimeout());
+        try (CallDeadline deadline = CallDeadline.arm(socket, ms)) {
+            try {
+                socket.setSoTimeout((int) Math.min(ms, Integer.MAX_VALUE));
+                int magic;
+                try {
+                    magic = in.readInt();
+                } catch (EOFException e) {
+                    return false; // a port probe: connected and left
+                }
+                if (magic != MAGIC) {
+                    refusals.refused("refused a connection from", peer, String.format(java.util.Locale.ROOT,
+                            "it sent a request without the TcpStore handshake (no secret; first bytes 0x%08x)", magic));
+                    return false;
+                }
+                int version = in.readInt();
+                if (version != VERSION) {
+                    out.writeInt(MAGIC);
+                    out.writeInt(VERSION);
+                    out.flush();
+                    refusals.refused("refused a connection from", peer, "it speaks TcpStore protocol " + version
+                            + ", this server " + VERSION + " (another ddp4j version)");
+                    return false;
+                }
+                StoreHandshake.Verdict v = StoreHandshake.server(in, out, secret, limits);
+                if (!v.accepted()) {
+                    refusals.refused("refused a connection from", peer, v.refusal());
+                    return false;
+                }
+                return !deadline.expired();
+            } catch (IOException e) {
+                if (!closed) {
+                    refusals.refused("dropped a connection from", peer, deadline.expired() || e instanceof
+                            java.net.SocketTimeoutException ? "it did not complete the handshake within "
+                            + StoreSupport.formatDuration(options.handshakeTimeout())
+                            : "the handshake failed (" + e + ")");
+                }
+                return false;
+            }
+        }
+    }
+
+    /** Reads and answers one request; false for an unknown opcode (nothing read, nothing answered). */
+    private boolean handle(byte op, DataInputStream in, DataOutputStream out) throws IOException {
         try {
             switch (op) {
                 case SET -> {
-                    String key = readString(in);
-                    byte[] value = readBytes(in);
+                    String key = key(in);
+                    byte[] value = value(in);
                     state.set(key, value);
                     out.writeByte(OK);
                 }
                 case GET -> {
-                    String key = readString(in);
+                    String key = key(in);
                     Duration timeout = Duration.ofMillis(in.readLong());
                     byte[] value = state.tryGet(key, timeout);
                     if (value == null) {
@@ -160,22 +307,22 @@ final class TcpStoreServer implements AutoCloseable {
                     }
                 }
                 case ADD -> {
-                    String key = readString(in);
+                    String key = key(in);
                     long delta = in.readLong();
                     long value = state.add(key, delta);
                     out.writeByte(OK);
                     out.writeLong(value);
                 }
                 case COMPARE_SET -> {
-                    String key = readString(in);
-                    byte[] expected = readBytes(in);
-                    byte[] desired = readBytes(in);
+                    String key = key(in);
+                    byte[] expected = value(in);
+                    byte[] desired = value(in);
                     byte[] value = state.compareSet(key, expected, desired);
                     out.writeByte(OK);
                     writeBytes(out, value);
                 }
                 case WAIT -> {
-                    List<String> keys = readStrings(in);
+                    List<String> keys = keys(in);
                     Duration timeout = Duration.ofMillis(in.readLong());
                     List<String> missing = state.tryWait(keys, timeout);
                     if (missing.isEmpty()) {
@@ -186,13 +333,13 @@ final class TcpStoreServer implements AutoCloseable {
                     }
                 }
                 case CHECK -> {
-                    List<String> keys = readStrings(in);
+                    List<String> keys = keys(in);
                     boolean all = state.check(keys);
                     out.writeByte(OK);
                     out.writeBoolean(all);
                 }
                 case DELETE -> {
-                    String key = readString(in);
+                    String key = key(in);
                     boolean existed = state.deleteKey(key);
                     out.writeByte(OK);
                     out.writeBoolean(existed);
@@ -201,13 +348,28 @@ final class TcpStoreServer implements AutoCloseable {
                     out.writeByte(OK);
                     out.writeInt(state.numKeys());
                 }
-                default -> throw new IOException("unknown TcpStore opcode " + op);
+                default -> {
+                    return false;
+                }
             }
         } catch (DistributedException e) {
             // add() on a non-counter, overflow, shutdown: the request was read in full, so answer it.
             out.writeByte(ERROR);
             writeString(out, String.valueOf(e.getMessage()));
         }
+        return true;
+    }
+
+    private String key(DataInputStream in) throws IOException {
+        return readString(in, options.maxKeyBytes(), "key", TcpStoreOptions.MAX_KEY_BYTES_ENV);
+    }
+
+    private List<String> keys(DataInputStream in) throws IOException {
+        return readStrings(in, options.maxKeyBytes(), "key", TcpStoreOptions.MAX_KEY_BYTES_ENV);
+    }
+
+    private byte[] value(DataInputStream in) throws IOException {
+        return readBytes(in, options.maxValueBytes(), "value", TcpStoreOptions.MAX_VALUE_BYTES_ENV);
     }
 
     /** Stops accepting, closes every connection, wakes blocked requests, and waits briefly for the threads. */
@@ -218,6 +380,9 @@ final class TcpStoreServer implements AutoCloseable {
         }
         closed = true;
         StoreSupport.closeQuietly(serverSocket);
+        for (Runnable r : closer.shutdownNow()) {
+            r.run(); // close the lingering refused connections now
+        }
         state.shutDown();
         for (Socket s : connections) {
             StoreSupport.closeQuietly(s);
