@@ -21,19 +21,21 @@ import org.ddp4j.distributed.store.TcpStore;
  *       key that tells every launcher of attempt 0 that a worker failed. Prints "stranger: refused: ..."
  *       and exits 0 when the store turns it away, prints "stranger: got in ..." and exits 3 when
  *       the write went through.
- *   <li>{@code flood HOST PORT N}: opens N raw connections, each sending the store's handshake
- *       magic and version and then a request announcing a 1 GiB key, and holds them open for a
- *       while without sending the bytes. Prints what the store did with each connection; exits 0.
+ *   <li>{@code flood HOST PORT N}: opens N raw connections and holds them open for a while, each
+ *       announcing 1 GiB that never comes: the even ones as the issue's attack did (protocol 1's
+ *       handshake, then a SET whose key is 1 GiB long), the odd ones in the store's current
+ *       protocol (its magic and version and a nonce, then 32 bytes that start with a 1 GiB
+ *       length where the HMAC proof belongs). Prints what the store did with each connection; exits 0.
  * </ul>
  */
 public final class StoreStranger {
     private StoreStranger() {}
 
-    /** TcpStoreProtocol's handshake magic, "DDP4", and version 1; its SET opcode. */
+    /** TcpStoreProtocol's handshake magic, "DDP4"; protocol 1's SET opcode. */
     private static final int MAGIC = 0x44445034;
-    private static final int VERSION = 1;
     private static final byte SET = 1;
     private static final int ONE_GIB = 1 << 30;
+    private static final int NONCE_BYTES = 32;
 
     public static void main(String[] args) throws Exception {
         String mode = args[0];
@@ -69,9 +71,17 @@ public final class StoreStranger {
                 s.connect(new InetSocketAddress(host, port), 5000);
                 DataOutputStream out = new DataOutputStream(s.getOutputStream());
                 out.writeInt(MAGIC);
-                out.writeInt(VERSION);
-                out.writeByte(SET);
-                out.writeInt(ONE_GIB); // the key's length; the key itself never comes
+                if (i % 2 == 0) {
+                    out.writeInt(1);
+                    out.writeByte(SET);
+                } else {
+                    out.writeInt(currentProtocolVersion());
+                    out.write(new byte[NONCE_BYTES]);
+                }
+                out.writeInt(ONE_GIB); // what never comes
+                if (i % 2 == 1) {
+                    out.write(new byte[NONCE_BYTES - 4]); // the rest of a (wrong) 32-byte proof
+                }
                 out.flush();
                 sockets.put(i, s);
             } catch (IOException e) {
@@ -86,6 +96,17 @@ public final class StoreStranger {
             } catch (IOException ignored) {
                 // closing is all we wanted
             }
+        }
+    }
+
+    /** The store's protocol version (TcpStoreProtocol.VERSION, package-private), so the flood gets past the version check. */
+    private static int currentProtocolVersion() {
+        try {
+            var field = Class.forName("org.ddp4j.distributed.store.TcpStoreProtocol").getDeclaredField("VERSION");
+            field.setAccessible(true);
+            return field.getInt(null);
+        } catch (ReflectiveOperationException e) {
+            return 1;
         }
     }
 
