@@ -23,8 +23,9 @@
 #
 # The run id (--run, or DDP4J_CLUSTER_RUN, default "0": 1-12 characters of a-z, 0-9) is part of
 # every name (d4c-ID-h1 .. d4c-ID-hN, bridge namespace d4c-ID-sw), so two runs never collide.
-# With --owner PID (or DDP4J_CLUSTER_OWNER) the run is torn down by the next `up`, `down` or `reap`
-# of any run once that process has gone: a test JVM killed midway leaves nothing behind for long.
+# With --owner PID (or DDP4J_CLUSTER_OWNER) the run is torn down once that process has gone: at
+# once by a `watch` of the run, else by the next `up`, `down` or `reap` of any run. So a test JVM
+# killed midway leaves no namespace, process or filter behind.
 # Needs root, iproute2 (ip netns, tc) and nftables (or iptables) for loss and drop.
 set -Eeuo pipefail
 
@@ -39,7 +40,7 @@ die() {
 }
 
 usage() {
-  sed -n '4,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -77,7 +78,7 @@ hosts_of() {
 all_runs() {
   {
     ip netns list 2>/dev/null | awk '{print $1}' | sed -n "s/^$PREFIX-\([a-z0-9]\{1,12\}\)-\(sw\|h[0-9]\{1,\}\)\$/\1/p"
-    [[ -d "$STATE_ROOT" ]] && ls -1 "$STATE_ROOT"
+    if [[ -d "$STATE_ROOT" ]]; then ls -1 "$STATE_ROOT"; fi
   } | sort -u
 }
 
