@@ -352,6 +352,57 @@ void bench(int argc, char** argv) {
 
 }  // namespace
 
+/**
+ * Issue 10 part 3 on plain Gloo: rank 0 runs DDP's all-reduce of bucket 2 of 3 (AVG) while rank 1
+ * all-reduces a 1-element metric (SUM), or (`other_bucket`) DDP's bucket 3 of 3 of another size.
+ * Up to the small all-reduce's capacity the fingerprint rides in the message; above it the ranks
+ * exchange fingerprints before Gloo's ring (two rings of different sizes made Gloo abort the
+ * process before: "enforce fail at pair.cc ... op.preamble.length <= op.nbytes"). Either way both
+ * ranks fail at once, each naming its own call first and the peer's after it.
+ */
+void test_ddp_bucket_against_other(bool other_bucket) {
+  for (int64_t n : {int64_t{300}, int64_t{200000}}) {
+    GlooOptions options;
+    options.timeout = std::chrono::seconds(10);
+    options.shm = false;
+    run_ranks(2, options, [&](int rank, ProcessGroup& pg) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const int64_t other_n = other_bucket ? 2 * n : 1;
+      Tensor t = rank == 0 ? filled(n, 1.0f) : filled(other_n, 0.5f);
+      std::string message;
+      try {
+        if (rank == 0) {
+          pg.allreduce_unchecked(t, ReduceOp::AVG, true, 1, 3)->wait();
+        } else if (other_bucket) {
+          pg.allreduce_unchecked(t, ReduceOp::AVG, true, 2, 3)->wait();
+        } else {
+          pg.allreduce(t, ReduceOp::SUM)->wait();
+        }
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Distributed);
+        message = e.what();
+      }
+      if (rank == 0) std::printf("bucket of %lld vs %s: rank 0: %s\n", static_cast<long long>(n),
+                                 other_bucket ? "bucket" : "metric", message.c_str());
+      const std::string elems = n == 300 ? "300" : "200,000";
+      const std::string bucket = "allReduce(AVG) of " + elems + " float32 elements (#1, DDP bucket 2 of 3)";
+      const std::string other = other_bucket ? "allReduce(AVG) of " + std::string(n == 300 ? "600" : "400,000") +
+                                                   " float32 elements (#1, DDP bucket 3 of 3)"
+                                             : "allReduce(SUM) of 1 float32 element (#1)";
+      const std::string mine = rank == 0 ? bucket : other;
+      const std::string theirs = rank == 0 ? other : bucket;
+      CHECK(message.rfind(mine + " on rank " + std::to_string(rank) + ": a peer called a different collective: rank " +
+                              std::to_string(1 - rank) + " called " + theirs,
+                          0) == 0);
+      CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+      // Found before any data moved: the group goes on.
+      Tensor ok = filled(3, 1.0f);
+      pg.allreduce(ok, ReduceOp::SUM)->wait();
+      CHECK_NEAR(ok.data<float>()[0], 2.0, 0.0);
+    });
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--bench") == 0) {
     bench(argc, argv);
@@ -360,6 +411,8 @@ int main(int argc, char** argv) {
   test_collectives();
   test_unchecked_inline();
   test_size_mismatch();
+  test_ddp_bucket_against_other(false);
+  test_ddp_bucket_against_other(true);
   test_peer_leaves();
   test_peer_leaves_unchecked();
   test_gpu_tensor_is_refused();

@@ -396,6 +396,55 @@ void test_disagreement() {
   cleanup_dir();
 }
 
+/**
+ * Ranks whose calls agree in op, dtype and size but not in the caller's fingerprint (a DDP bucket
+ * on rank 0, a plain all-reduce on rank 1, as a process group passes them): both fail at once,
+ * each naming its own call first and the peer's after it, at one element (one step) and beyond
+ * one chunk (pipelined); matching fingerprints still reduce.
+ */
+void test_fingerprint_mismatch() {
+  ShmOptions options;
+  options.timeout = std::chrono::seconds(10);
+  options.chunk_bytes = 4096;
+  for (size_t n : {size_t{1}, size_t{5000}}) {
+    auto status = run_ranks(2, options, [&](int rank, ShmTransport& t) {
+      Fingerprint fp;
+      fp.seq = 57;
+      fp.kind = Fingerprint::kAllReduce;
+      fp.arg = static_cast<uint32_t>(ReduceOp::AVG);
+      fp.dtype = static_cast<uint32_t>(DType::Float32);
+      fp.numel = n;
+      std::vector<float> buf(n, static_cast<float>(rank + 1));
+      t.allreduce(buf.data(), buf.data(), n, DType::Float32, ReduceOp::AVG, &fp);  // same fingerprint: fine
+      CHECK_NEAR(buf[n - 1], 1.5, 0.0);
+      fp.seq = 58;
+      if (rank == 0) {
+        fp.bucket = 1;
+        fp.buckets = 3;
+      }
+      const auto t0 = Clock::now();
+      try {
+        t.allreduce(buf.data(), buf.data(), n, DType::Float32, ReduceOp::AVG, &fp);
+        CHECK(false);
+      } catch (const Error& e) {
+        const std::string m = e.what();
+        if (rank == 0) std::printf("fingerprint mismatch (%zu): %s\n", n, m.c_str());
+        CHECK(e.kind() == ErrorKind::Distributed);
+        const std::string count = n == 1 ? "1 float32 element" : "5,000 float32 elements";
+        const std::string bucket = "allReduce(AVG) of " + count + " (#58, DDP bucket 2 of 3)";
+        const std::string plain = "allReduce(AVG) of " + count + " (#58)";
+        CHECK(m.rfind((rank == 0 ? bucket : plain) + " on rank " + std::to_string(rank) +
+                          ": a peer called a different collective: rank " + std::to_string(1 - rank),
+                      0) == 0);
+        CHECK(m.find(" called " + (rank == 0 ? plain : bucket)) != std::string::npos);
+      }
+      CHECK(Clock::now() - t0 < std::chrono::seconds(2));
+    });
+    CHECK(status[0] == 0 && status[1] == 0);
+    cleanup_dir();
+  }
+}
+
 /** Ranks that pass different chunk sizes (segment sizes) all fail fast with Error(Distributed). */
 void test_segment_disagreement() {
   char tmpl[] = "/tmp/ddp4j-shm-test-XXXXXX";
@@ -454,6 +503,7 @@ int main() {
     cleanup_dir();
   }
   test_disagreement();
+  test_fingerprint_mismatch();
   test_segment_disagreement();
   test_timeout();
   test_kill_during_allreduce(2);

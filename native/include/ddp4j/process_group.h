@@ -121,12 +121,17 @@ class ProcessGroup {
   virtual std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op) = 0;
 
   /**
-   * allreduce for callers that verified once that every rank issues the same all-reduces with the
-   * same sizes (DDP checks its bucket layout at construction): a backend may skip its per-collective
-   * agreement check, and with `run_inline` run the op on the calling thread when nothing else is
-   * queued (the returned Work is then complete). A mismatch is not caught. Default: allreduce.
+   * DDP's all-reduce of its bucket `bucket` (0-based) of `buckets`: a backend may replace its
+   * up-front agreement check (a round trip) by one that travels with the data, naming the bucket
+   * in its messages, and with `run_inline` run the op on the calling thread when nothing else is
+   * queued (the returned Work is then complete). See GlooProcessGroup::allreduce_unchecked for
+   * what Gloo catches. Default: allreduce (NCCL: a mismatch hangs until the timeout).
    */
-  virtual std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline) {
+  virtual std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline,
+                                                    int bucket = -1, int buckets = 0) {
+    (void)run_inline;
+    (void)bucket;
+    (void)buckets;
     return allreduce(tensor, op);
   }
 

@@ -23,10 +23,6 @@ namespace {
 
 using Millis = std::chrono::milliseconds;
 
-std::string elements_str(int64_t n, int64_t dtype) {
-  return detail::concat(n, " ", dtype_name(static_cast<DType>(dtype)), n == 1 ? " element" : " elements");
-}
-
 /** Element-wise c[i] = f(a[i], b[i]) for Gloo's reduction callback (a or b may alias c). */
 template <typename T, typename F>
 void reduce_into(void* c, const void* a, const void* b, size_t n) {
@@ -242,37 +238,27 @@ bool GlooProcessGroup::shm_inline(size_t bytes) const { return shm_only() && byt
 
 std::string GlooProcessGroup::transport() const { return host_ ? host_->transport() : "gloo"; }
 
-std::string GlooProcessGroup::describe(const Header& h) {
-  switch (h.kind) {
-    case kAllreduce:
-      return detail::concat("allReduce(", reduce_op_name(static_cast<ReduceOp>(h.arg)), ") of ",
-                            elements_str(h.numel, h.dtype));
-    case kBroadcast:
-      return detail::concat("broadcast from rank ", h.arg, " of ", elements_str(h.numel, h.dtype));
-    case kAllgather:
-      return detail::concat("allGather of ", elements_str(h.numel, h.dtype), " per rank");
-    case kBarrier:
-      return "barrier";
-    default:
-      return detail::concat("unknown collective ", h.kind);
-  }
-}
-
-std::shared_ptr<Work> GlooProcessGroup::enqueue(const Header& header, std::vector<Tensor> keep_alive,
-                                                std::function<void(uint32_t)> run, bool check, bool run_inline) {
-  auto work = std::make_shared<Work>(std::function<std::string()>([header] { return describe(header); }),
-                                     std::move(keep_alive));
-  Op op{work, header, std::move(run), check};
+std::shared_ptr<Work> GlooProcessGroup::enqueue(const Fingerprint& fp, std::vector<Tensor> keep_alive,
+                                                std::function<void(uint32_t, const Fingerprint&)> run, Check check,
+                                                bool run_inline) {
+  if (check == Check::kBefore && !options_.check_collectives) check = Check::kNone;
+  Op op{nullptr, fp, std::move(run), check};
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    DDP4J_CHECK(!stopping_, IllegalState, describe(header), ": the process group is closed");
+    DDP4J_CHECK(!stopping_, IllegalState, describe(fp), ": the process group is closed");
+    // Numbered in issue order, which is run order: every rank numbers its collectives alike.
+    op.fp.seq = ++seq_;
+    const Fingerprint described = op.fp;
+    op.work = std::make_shared<Work>(std::function<std::string()>([described] { return describe(described); }),
+                                     std::move(keep_alive));
     if (!run_inline || running_ || !queue_.empty()) {
-      queue_.push_back(std::move(op));
+      queue_.push_back(op);
       run_inline = false;
     } else {
       running_ = true;  // keeps the worker off until this op is done, so ops stay in issue order
     }
   }
+  std::shared_ptr<Work> work = op.work;
   if (!run_inline) {
     cv_.notify_one();
     return work;
@@ -290,71 +276,100 @@ std::shared_ptr<Work> GlooProcessGroup::enqueue(const Header& header, std::vecto
   return work;
 }
 
-std::function<void(uint32_t)> GlooProcessGroup::allreduce_fn(const Tensor& tensor, ReduceOp op, Header* header) {
+std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket,
+                                                      int buckets) {
   check_collective_tensor("allReduce", "input", tensor);
   DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, "allReduce: unknown ReduceOp ",
                   static_cast<int>(op));
   DDP4J_CHECK_ARG(op != ReduceOp::AVG || tensor.dtype() == DType::Float32,
                   "allReduce: ReduceOp.AVG needs a float32 tensor, got ", tensor.describe(),
                   "; use SUM and divide by the world size");
-  *header = Header{kAllreduce, static_cast<int64_t>(tensor.dtype()), tensor.numel(), static_cast<int64_t>(op)};
+  Fingerprint fp;
+  fp.kind = Fingerprint::kAllReduce;
+  fp.arg = static_cast<uint32_t>(op);
+  fp.dtype = static_cast<uint32_t>(tensor.dtype());
+  fp.numel = static_cast<uint64_t>(tensor.numel());
+  fp.bucket = bucket >= 0 ? bucket : -1;
+  fp.buckets = bucket >= 0 ? buckets : 0;
+
   Tensor t = tensor;
+  const int world = size();
+  auto divide_if_avg = [t, op, world] {
+    if (op != ReduceOp::AVG) return;
+    float* p = t.data<float>();
+    const size_t n = static_cast<size_t>(t.numel());
+    const float inv = 1.0f / static_cast<float>(world);
+    for (size_t i = 0; i < n; i++) p[i] *= inv;
+  };
+  const bool inline_ok = run_inline || shm_inline(tensor.nbytes());
+
+  if (host_) {
+    // One host: the transport compares fingerprints in every step. Hierarchical: the ranks
+    // exchange them first, since the leaders' ring follows (see below).
+    std::shared_ptr<HostCollectives> host = host_;
+    const Check check = shm_only() ? Check::kAlong : Check::kBefore;
+    return enqueue(fp, {tensor}, [t, op, host](uint32_t tag, const Fingerprint& f) { host->allreduce(t, op, tag, &f); },
+                   check, inline_ok);
+  }
+  if (small_ && t.nbytes() <= small_->capacity) {
+    // The fingerprint rides in the message's header: no message of its own.
+    std::shared_ptr<SmallAllreduce> small = small_;
+    GlooProcessGroup* self = this;  // ops run before the destructor returns (it joins the worker)
+    return enqueue(fp, {tensor}, [t, op, small, self, divide_if_avg](uint32_t, const Fingerprint& f) {
+      const size_t n = static_cast<size_t>(t.numel());
+      const int parity = small->exchange(f, t.raw_data(), t.nbytes());
+      self->check_peers(f, parity);  // before any peer data is used
+      if (n == 0) return;
+      if (t.dtype() == DType::Float32) {
+        small->reduce_into<float>(parity, t.data<float>(), n, reduce_function<float>(op));
+      } else {
+        small->reduce_into<int64_t>(parity, t.data<int64_t>(), n, reduce_function<int64_t>(op));
+      }
+      divide_if_avg();
+    }, Check::kAlong, inline_ok);
+  }
+  // Gloo's ring: fingerprints first (one small message each way, on the small all-reduce's
+  // connections when the group has them). Not after the ring: ranks that enter it with different
+  // sizes make Gloo abort the process (an enforce in its network thread when a peer's chunk
+  // exceeds the posted receive), e.g. DDP bucket 1 on one rank against bucket 2 on another.
   auto context = context_;
   const Millis timeout = options_.timeout;
-  const int world = size();
-  std::shared_ptr<SmallAllreduce> small = small_;
-  std::shared_ptr<HostCollectives> host = host_;
-  return [t, op, context, timeout, world, small, host](uint32_t tag) {
+  return enqueue(fp, {tensor}, [t, op, context, timeout, divide_if_avg](uint32_t tag, const Fingerprint&) {
     if (t.numel() == 0) return;
-    if (host) {
-      host->allreduce(t, op, tag);
-      return;
-    }
-    const size_t n = static_cast<size_t>(t.numel());
-    if (small && t.nbytes() <= small->capacity) {
-      if (t.dtype() == DType::Float32) {
-        small->run<float>(t.data<float>(), n, reduce_function<float>(op));
-      } else {
-        small->run<int64_t>(t.data<int64_t>(), n, reduce_function<int64_t>(op));
-      }
-    } else {
-      gloo_detail::ring_allreduce(context, t, n, op, tag, timeout);
-    }
-    if (op == ReduceOp::AVG) {
-      float* p = t.data<float>();
-      const float inv = 1.0f / static_cast<float>(world);
-      for (size_t i = 0; i < n; i++) p[i] *= inv;
-    }
-  };
+    gloo_detail::ring_allreduce(context, t, static_cast<size_t>(t.numel()), op, tag, timeout);
+    divide_if_avg();
+  }, Check::kBefore, inline_ok);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
-  Header h;
-  auto run = allreduce_fn(tensor, op, &h);
-  return enqueue(h, {tensor}, std::move(run), /*check=*/!shm_only(), shm_inline(tensor.nbytes()));
+  return allreduce_any(tensor, op, /*run_inline=*/false, -1, 0);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline) {
-  Header h;
-  auto run = allreduce_fn(tensor, op, &h);
-  return enqueue(h, {tensor}, std::move(run), /*check=*/false, run_inline || shm_inline(tensor.nbytes()));
+std::shared_ptr<Work> GlooProcessGroup::allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline,
+                                                            int bucket, int buckets) {
+  return allreduce_any(tensor, op, run_inline, bucket, buckets);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root) {
   check_collective_tensor("broadcast", "input", tensor);
   DDP4J_CHECK_ARG(root >= 0 && root < size(), "broadcast: source rank ", root, " is not in [0, ", size(), ")");
-  Header h{kBroadcast, static_cast<int64_t>(tensor.dtype()), tensor.numel(), root};
+  Fingerprint fp;
+  fp.kind = Fingerprint::kBroadcast;
+  fp.arg = static_cast<uint32_t>(root);
+  fp.dtype = static_cast<uint32_t>(tensor.dtype());
+  fp.numel = static_cast<uint64_t>(tensor.numel());
   Tensor t = tensor;
   auto context = context_;
   const Millis timeout = options_.timeout;
   if (host_) {
     std::shared_ptr<HostCollectives> host = host_;
-    // The header check stays on even on one host: the transport's broadcast root only publishes and
-    // never reads its peers, so two ranks that both think they are the root would not notice.
-    return enqueue(h, {tensor}, [t, root, host](uint32_t tag) { host->broadcast(t, root, tag); }, true,
-                   shm_inline(t.nbytes()));
+    // The fingerprint exchange stays on even on one host: the transport's broadcast root only
+    // publishes and never reads its peers, so two ranks that both think they are the root would
+    // not notice.
+    return enqueue(fp, {tensor}, [t, root, host](uint32_t tag, const Fingerprint& f) { host->broadcast(t, root, tag, &f); },
+                   Check::kBefore, shm_inline(t.nbytes()));
   }
-  return enqueue(h, {tensor}, [t, root, context, timeout](uint32_t tag) {
+  return enqueue(fp, {tensor}, [t, root, context, timeout](uint32_t tag, const Fingerprint&) {
     if (t.numel() == 0) return;
     gloo::BroadcastOptions opts(context);
     opts.setTag(tag);
@@ -362,7 +377,7 @@ std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root
     opts.setRoot(root);
     opts.setOutput<uint8_t>(static_cast<uint8_t*>(t.raw_data()), t.nbytes());
     gloo::broadcast(opts);
-  });
+  }, Check::kBefore);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Tensor& input) {
@@ -372,17 +387,21 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Te
                   " and input ", input.describe(), " have different dtypes");
   DDP4J_CHECK_ARG(output.numel() == input.numel() * size(), "allGather: output ", output.describe(), " must have ",
                   size(), " x ", input.numel(), " = ", input.numel() * size(), " elements (world size x input)");
-  Header h{kAllgather, static_cast<int64_t>(input.dtype()), input.numel(), 0};
+  Fingerprint fp;
+  fp.kind = Fingerprint::kAllGather;
+  fp.dtype = static_cast<uint32_t>(input.dtype());
+  fp.numel = static_cast<uint64_t>(input.numel());
   Tensor in = input;
   Tensor out = output;
   auto context = context_;
   const Millis timeout = options_.timeout;
   if (shm_only()) {
     std::shared_ptr<HostCollectives> host = host_;
-    return enqueue(h, {input, output}, [in, out, host](uint32_t) { host->allgather(in.raw_data(), out.raw_data(), in.nbytes()); },
-                   false, shm_inline(out.nbytes()));
+    return enqueue(fp, {input, output}, [in, out, host](uint32_t, const Fingerprint& f) {
+      host->allgather(in.raw_data(), out.raw_data(), in.nbytes(), &f);
+    }, Check::kAlong, shm_inline(out.nbytes()));
   }
-  return enqueue(h, {input, output}, [in, out, context, timeout](uint32_t tag) {
+  return enqueue(fp, {input, output}, [in, out, context, timeout](uint32_t tag, const Fingerprint&) {
     if (in.numel() == 0) return;
     gloo::AllgatherOptions opts(context);
     opts.setTag(tag);
@@ -390,13 +409,16 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Te
     opts.setInput<uint8_t>(static_cast<uint8_t*>(in.raw_data()), in.nbytes());
     opts.setOutput<uint8_t>(static_cast<uint8_t*>(out.raw_data()), out.nbytes());
     gloo::allgather(opts);
-  });
+  }, Check::kBefore);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_collective_tensor("allGather", "input", input);
   check_allgather_outputs(outputs, input, [&](const Tensor& t) { check_collective_tensor("allGather", "output", t); });
-  Header h{kAllgather, static_cast<int64_t>(input.dtype()), input.numel(), 0};
+  Fingerprint fp;
+  fp.kind = Fingerprint::kAllGather;
+  fp.dtype = static_cast<uint32_t>(input.dtype());
+  fp.numel = static_cast<uint64_t>(input.numel());
   std::vector<Tensor> keep(outputs);
   keep.push_back(input);
   Tensor in = input;
@@ -406,13 +428,13 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& out
   const int world = size();
   std::shared_ptr<HostCollectives> host = shm_only() ? host_ : nullptr;
   const bool inline_ok = shm_inline(in.nbytes() * static_cast<size_t>(world));
-  return enqueue(h, std::move(keep), [in, outs, context, timeout, world, host](uint32_t tag) {
+  return enqueue(fp, std::move(keep), [in, outs, context, timeout, world, host](uint32_t tag, const Fingerprint& f) {
     if (in.numel() == 0) return;
     // Gather into one flat buffer (Gloo's layout), then copy each rank's block out. The flat buffer
     // also keeps this correct when an output aliases the input.
     Tensor flat = Tensor::empty({in.numel() * world}, in.dtype(), in.device());
     if (host) {
-      host->allgather(in.raw_data(), flat.raw_data(), in.nbytes());
+      host->allgather(in.raw_data(), flat.raw_data(), in.nbytes(), &f);
     } else {
       gloo::AllgatherOptions opts(context);
       opts.setTag(tag);
@@ -425,17 +447,19 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& out
     for (size_t r = 0; r < outs.size(); r++) {
       std::memcpy(outs[r].raw_data(), static_cast<const char*>(flat.raw_data()) + r * block, block);
     }
-  }, !host, host && inline_ok);
+  }, host ? Check::kAlong : Check::kBefore, host && inline_ok);
 }
 
 std::shared_ptr<Work> GlooProcessGroup::barrier() {
   // The header exchange is an allgather, which no rank leaves before every rank has entered it:
   // that is the barrier. On one host the shared-memory barrier replaces it.
+  Fingerprint fp;
+  fp.kind = Fingerprint::kBarrier;
   if (shm_only()) {
     std::shared_ptr<HostCollectives> host = host_;
-    return enqueue(Header{kBarrier, 0, 0, 0}, {}, [host](uint32_t) { host->barrier(); }, false, true);
+    return enqueue(fp, {}, [host](uint32_t, const Fingerprint& f) { host->barrier(&f); }, Check::kAlong, true);
   }
-  return enqueue(Header{kBarrier, 0, 0, 0}, {}, nullptr);
+  return enqueue(fp, {}, nullptr, Check::kBefore);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,7 +483,7 @@ void GlooProcessGroup::worker_loop() {
 }
 
 void GlooProcessGroup::run_op(Op& op) {
-  const uint64_t seq = seq_++;
+  const uint64_t seq = op.fp.seq;
   // Distinct tags per op keep a fast rank's next collective apart from a slow rank's current one.
   const uint32_t header_tag = static_cast<uint32_t>(seq * 2);
   const uint32_t data_tag = header_tag + 1;
@@ -471,12 +495,14 @@ void GlooProcessGroup::run_op(Op& op) {
                        "); destroy it and create a new one (Distributed.destroyProcessGroup, then initProcessGroup)")));
   } else {
     try {
-      if ((op.check && options_.check_collectives) || (op.header.kind == kBarrier && !op.run)) {
+      if (op.check == Check::kBefore || (op.fp.kind == Fingerprint::kBarrier && !op.run)) {
         exchange_headers(op, header_tag);
       }
-      if (op.run) op.run(data_tag);
+      if (op.run) op.run(data_tag, op.fp);
     } catch (const Error& e) {
-      error = std::current_exception();  // a disagreement between ranks: the connections are intact
+      // A disagreement between ranks, found before any data moved (every rank finds it in the
+      // same exchange): the connections are intact.
+      error = std::current_exception();
       if (host_ && host_->broken()) {
         // The shared-memory transport fails for good (its peers see the segment aborted); the
         // other hosts' ranks must not wait for this one until their timeout either.
@@ -496,6 +522,16 @@ void GlooProcessGroup::run_op(Op& op) {
   op.work->finish(error);
 }
 
+void GlooProcessGroup::check_peers(const Fingerprint& mine, int parity) {
+  for (int r = 0; r < size(); r++) {
+    if (r == rank()) continue;
+    const Fingerprint theirs = small_->fingerprint(parity, r);
+    if (!same_call(mine, theirs)) {
+      throw Error(ErrorKind::Distributed, mismatch_message(mine, rank(), detail::concat("rank ", r), theirs));
+    }
+  }
+}
+
 void GlooProcessGroup::close_connections() {
   try {
     context_->closeConnections();
@@ -512,38 +548,30 @@ void GlooProcessGroup::close_connections() {
 void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
   const int n = size();
   if (n == 1) return;
-  const Header mine = op.header;
-  std::vector<Header> all(static_cast<size_t>(n));
+  const Fingerprint& mine = op.fp;
+  if (small_ && !shm_only()) {
+    // One message to each peer over the small all-reduce's connections.
+    check_peers(mine, small_->exchange(mine, nullptr, 0));
+    return;
+  }
+  std::vector<Fingerprint> all(static_cast<size_t>(n));
   if (shm_only()) {
     // Through the segment: a peer inside any other shared-memory collective is seen at once (the
-    // transport compares call descriptors) instead of both waiting for the timeout.
-    host_->allgather(&mine, all.data(), sizeof(Header));
-  } else if (small_) {
-    // One message to each peer over the small all-reduce's connections.
-    const int parity = small_->exchange(&mine, sizeof(Header));
-    for (int r = 0; r < n; r++) std::memcpy(&all[static_cast<size_t>(r)], small_->payload(parity, r), sizeof(Header));
+    // transport compares fingerprints) instead of both waiting for the timeout.
+    host_->allgather(&mine, all.data(), sizeof(Fingerprint), &mine);
   } else {
     gloo::AllgatherOptions opts(context_);
     opts.setTag(tag);
     opts.setTimeout(options_.timeout);
-    opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(const_cast<Header*>(&mine)), sizeof(Header));
-    opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(Header) * all.size());
+    opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(const_cast<Fingerprint*>(&mine)), sizeof(Fingerprint));
+    opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(Fingerprint) * all.size());
     gloo::allgather(opts);
   }
-
-  bool same = true;
-  for (const Header& h : all) {
-    same = same && h.kind == mine.kind && h.dtype == mine.dtype && h.numel == mine.numel && h.arg == mine.arg;
+  for (int r = 0; r < n; r++) {
+    if (r == rank() || same_call(all[static_cast<size_t>(r)], mine)) continue;
+    throw Error(ErrorKind::Distributed,
+                mismatch_message(mine, rank(), detail::concat("rank ", r), all[static_cast<size_t>(r)]));
   }
-  if (same) return;
-  std::ostringstream ranks;
-  for (int r = 0; r < n; r++) ranks << (r ? "; " : "") << "rank " << r << ": " << describe(all[static_cast<size_t>(r)]);
-  throw Error(ErrorKind::Distributed,
-              detail::concat(op.work->description(), " on rank ", rank(),
-                             ": the ranks called different collectives or passed tensors of different sizes (",
-                             ranks.str(),
-                             "). Every rank must call the same collectives in the same order, with tensors of the same"
-                             " dtype and number of elements"));
 }
 
 }  // namespace ddp4j

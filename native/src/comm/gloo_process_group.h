@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/fingerprint.h"
 #include "ddp4j/process_group.h"
 
 namespace gloo {
@@ -45,10 +46,13 @@ struct GlooOptions {
   /** Network interface to bind instead of a hostname (GLOO_SOCKET_IFNAME in Java); used when hostname is empty. */
   std::string iface;
   /**
-   * Before each collective, exchange a 32-byte header (op, dtype, element count, root / reduce op)
-   * with every rank and fail cleanly on a mismatch. Gloo itself aborts the process (std::terminate
-   * in its network thread) when ranks pass different sizes, so turning this off is only safe for
-   * programs known to be correct (DDP4J_GLOO_CHECK_COLLECTIVES=0 in Java).
+   * Before each collective that Gloo runs (ring all-reduce, broadcast, all-gather), exchange the
+   * 40-byte Fingerprint (collective number, op, dtype, element count, root, DDP bucket) with
+   * every rank and fail cleanly on a mismatch. Gloo itself aborts the process (std::terminate in
+   * its network thread) when ranks pass different sizes, so turning this off is only safe for
+   * programs known to be correct (DDP4J_GLOO_CHECK_COLLECTIVES=0 in Java). The fingerprints
+   * that travel inside ddp4j's own messages (small all-reduce, shared memory) stay on: they cost
+   * nothing extra.
    */
   bool check_collectives = true;
   /**
@@ -90,7 +94,8 @@ struct GlooOptions {
  * its rank when the failed connection identifies it) or for ranks that disagree on the collective;
  * Error(Timeout) naming the op, its element count and the timeout. After a network error or a
  * timeout the group is unusable (Gloo closes its connections) and every later collective fails
- * fast saying so; a disagreement detected by the header check leaves the group usable.
+ * fast saying so. Ranks that called different collectives fail with Error(Distributed) naming
+ * their own call and a peer's (see Fingerprint, allreduce_unchecked); that leaves the group usable.
  *
  * Ranks that share a host may run collectives through shared memory (GlooOptions::shm,
  * HostCollectives; transport() says which); a failure there (dead peer, timeout, disagreement the
@@ -114,41 +119,47 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> barrier() override;
 
   /**
-   * allreduce without the per-collective header check, for callers that have verified once that
-   * every rank issues the same sequence of all-reduces with the same sizes (DDP checks its bucket
-   * layout across ranks at construction). A mismatch here is not caught: Gloo may abort the
-   * process or time out. With `run_inline` and nothing queued or running, the collective runs on
-   * the calling thread and the returned Work is already complete: that saves the two thread
-   * hand-offs of the worker queue when the caller would wait at once anyway.
+   * DDP's all-reduce of bucket `bucket` (0-based) of `buckets` (-1 / 0: not a bucket): allreduce
+   * with the bucket in its fingerprint and so in its messages, and with `run_inline`: when nothing
+   * is queued or running, the collective runs on the calling thread and the returned Work is
+   * already complete (that saves the two thread hand-offs of the worker queue when the caller
+   * would wait at once anyway).
+   *
+   * How every all-reduce compares its Fingerprint with the peers': on one host the shared-memory
+   * transport compares them in its slot descriptors; up to small_allreduce_bytes they ride in
+   * the small all-reduce's message; neither costs a message of its own. Gloo's ring (larger
+   * tensors, and the leaders' stage of the hierarchical path) exchanges them first, one small
+   * message each way, because ranks that enter the ring with different sizes make Gloo abort the
+   * process. A mismatch fails every rank with Error(Distributed) naming its own call and a peer's
+   * (mismatch_message) before any data moved; the group stays usable (shared memory: broken).
    */
-  std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline) override;
-
-  /** What every rank exchanges before a collective (when check_collectives is on). */
-  struct Header {
-    int64_t kind = 0;   // Kind
-    int64_t dtype = 0;  // DType
-    int64_t numel = 0;  // elements per rank
-    int64_t arg = 0;    // ReduceOp for allreduce, root for broadcast
-  };
-  enum Kind : int64_t { kAllreduce = 1, kBroadcast = 2, kAllgather = 3, kBarrier = 4 };
-  /** "allReduce(SUM) of 10 float32 elements" etc. */
-  static std::string describe(const Header& h);
+  std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket = -1,
+                                            int buckets = 0) override;
 
  private:
+  /** When an op compares its fingerprint with the peers'. */
+  enum class Check {
+    kBefore,  // exchange fingerprints first (one small message each way), then move the data
+    kAlong,   // the data movement carries and compares them (small all-reduce, shared memory)
+    kNone,    // not at all (check_collectives off)
+  };
   struct Op {
     std::shared_ptr<Work> work;
-    Header header;
-    std::function<void(uint32_t tag)> run;  // the data movement; empty for barrier
-    bool check = true;                      // exchange the header first (when options_ allow)
+    Fingerprint fp;                                                  // seq assigned at enqueue
+    std::function<void(uint32_t tag, const Fingerprint& fp)> run;  // the data movement; empty for barrier
+    Check check = Check::kBefore;
   };
 
   void rendezvous(gloo::rendezvous::Store& store);
-  std::shared_ptr<Work> enqueue(const Header& header, std::vector<Tensor> keep_alive,
-                                std::function<void(uint32_t tag)> run, bool check = true, bool run_inline = false);
-  std::function<void(uint32_t tag)> allreduce_fn(const Tensor& tensor, ReduceOp op, Header* header);
+  std::shared_ptr<Work> enqueue(const Fingerprint& fp, std::vector<Tensor> keep_alive,
+                                std::function<void(uint32_t, const Fingerprint&)> run, Check check,
+                                bool run_inline = false);
+  std::shared_ptr<Work> allreduce_any(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket, int buckets);
   void worker_loop();
   void run_op(Op& op);
   void exchange_headers(const Op& op, uint32_t tag);
+  /** Throws Error(Distributed) (mismatch_message) if a peer's fingerprint in the exchange `parity` differs. */
+  void check_peers(const Fingerprint& mine, int parity);
   void close_connections();  // after a failure: peers blocked on this rank fail now, not at their timeout
   /** Every rank on this host: the transport checks the ranks agree, so the Gloo header is skipped. */
   bool shm_only() const;
@@ -168,8 +179,9 @@ class GlooProcessGroup : public ProcessGroup {
   bool stopping_ = false;
   bool running_ = false;  // an op is running (on the worker, or inline on a caller's thread)
 
+  uint64_t seq_ = 0;  // collectives enqueued (under mutex_); the next one's fingerprint seq is seq_ + 1
+
   // Only the thread that set running_ (the worker, or a caller running an op inline).
-  uint64_t seq_ = 0;
   std::string broken_;  // first network error or timeout; later collectives fail fast
 
   std::thread worker_;

@@ -127,18 +127,18 @@ std::unique_ptr<HostCollectives> HostCollectives::create(gloo::rendezvous::Store
 
 bool HostCollectives::broken() const { return shm_ && shm_->broken(); }
 
-void HostCollectives::allreduce(const Tensor& t, ReduceOp op, uint32_t tag) {
+void HostCollectives::allreduce(const Tensor& t, ReduceOp op, uint32_t tag, const Fingerprint* fp) {
   if (t.numel() == 0) return;
   const size_t n = static_cast<size_t>(t.numel());
   void* p = t.raw_data();
   if (hosts_ == 1) {
-    shm_->allreduce(p, p, n, t.dtype(), op);  // its AVG divides by the local size, here the world
+    shm_->allreduce(p, p, n, t.dtype(), op, fp);  // its AVG divides by the local size, here the world
     return;
   }
   const ReduceOp base = op == ReduceOp::AVG ? ReduceOp::SUM : op;
-  if (shm_) shm_->reduce(p, p, n, t.dtype(), base, 0);
+  if (shm_) shm_->reduce(p, p, n, t.dtype(), base, 0, fp);
   if (leaders_) gloo_detail::ring_allreduce(leaders_, t, n, base, tag, timeout_);
-  if (shm_) shm_->broadcast(p, t.nbytes(), 0);
+  if (shm_) shm_->broadcast(p, t.nbytes(), 0, fp);
   if (op == ReduceOp::AVG) {
     float* f = t.data<float>();
     const float inv = 1.0f / static_cast<float>(world_);
@@ -146,18 +146,18 @@ void HostCollectives::allreduce(const Tensor& t, ReduceOp op, uint32_t tag) {
   }
 }
 
-void HostCollectives::broadcast(const Tensor& t, int root, uint32_t tag) {
+void HostCollectives::broadcast(const Tensor& t, int root, uint32_t tag, const Fingerprint* fp) {
   if (t.numel() == 0) return;
   void* p = t.raw_data();
   const size_t bytes = t.nbytes();
   const int root_local = local_index_[static_cast<size_t>(root)];
   if (hosts_ == 1) {
-    shm_->broadcast(p, bytes, root_local);
+    shm_->broadcast(p, bytes, root_local, fp);
     return;
   }
   // Root's host first (so its leader has the data), then the leaders, then the other hosts.
   const int root_host = host_of_[static_cast<size_t>(root)];
-  if (host_index_ == root_host && shm_) shm_->broadcast(p, bytes, root_local);
+  if (host_index_ == root_host && shm_) shm_->broadcast(p, bytes, root_local, fp);
   if (leaders_) {
     gloo::BroadcastOptions opts(leaders_);
     opts.setTag(tag);
@@ -166,15 +166,15 @@ void HostCollectives::broadcast(const Tensor& t, int root, uint32_t tag) {
     opts.setOutput<uint8_t>(static_cast<uint8_t*>(p), bytes);
     gloo::broadcast(opts);
   }
-  if (host_index_ != root_host && shm_) shm_->broadcast(p, bytes, 0);
+  if (host_index_ != root_host && shm_) shm_->broadcast(p, bytes, 0, fp);
 }
 
-void HostCollectives::allgather(const void* in, void* out, size_t bytes) {
+void HostCollectives::allgather(const void* in, void* out, size_t bytes, const Fingerprint* fp) {
   if (bytes == 0) return;
-  shm_->allgather(in, out, bytes);
+  shm_->allgather(in, out, bytes, fp);
 }
 
-void HostCollectives::barrier() { shm_->barrier(); }
+void HostCollectives::barrier(const Fingerprint* fp) { shm_->barrier(fp); }
 
 void HostCollectives::abort(const std::string& reason) {
   if (shm_) shm_->abort(reason);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/fingerprint.h"
 #include "ddp4j/process_group.h"
 #include "ddp4j/tensor.h"
 
@@ -64,14 +65,18 @@ class HostCollectives {
   size_t inline_bytes() const { return inline_bytes_; }
   bool broken() const;
 
-  /** In place; AVG (float32) divides by the world size once. */
-  void allreduce(const Tensor& t, ReduceOp op, uint32_t tag);
+  /**
+   * In place; AVG (float32) divides by the world size once. `fp` (every call here; may be null):
+   * the group's fingerprint of the call, compared by the shared-memory transport among this
+   * host's ranks (see ShmTransport::allreduce).
+   */
+  void allreduce(const Tensor& t, ReduceOp op, uint32_t tag, const Fingerprint* fp = nullptr);
   /** In place from group rank `root`. */
-  void broadcast(const Tensor& t, int root, uint32_t tag);
+  void broadcast(const Tensor& t, int root, uint32_t tag, const Fingerprint* fp = nullptr);
   /** single_host() only: `bytes` per rank, group rank r's block at r * bytes of `out`. */
-  void allgather(const void* in, void* out, size_t bytes);
+  void allgather(const void* in, void* out, size_t bytes, const Fingerprint* fp = nullptr);
   /** single_host() only. */
-  void barrier();
+  void barrier(const Fingerprint* fp = nullptr);
   /** Closes the leaders' connections so that other hosts' leaders fail now, not at their timeout. */
   void close_connections();
   /**

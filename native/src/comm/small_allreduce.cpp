@@ -28,7 +28,7 @@ SmallAllreduce::SmallAllreduce(std::shared_ptr<gloo::Context> group_context, siz
   // shrinks it): a first send of a few bytes would leave later large sends crawling. So send a
   // full block to every peer first; it also checks the connections.
   std::vector<char> zeros(capacity);
-  run<char>(zeros.data(), capacity, [](void*, const void*, const void*, size_t) {});
+  exchange(Fingerprint{}, zeros.data(), capacity);  // seq 0: before the group's first collective
   // Sync mode: the thread that waits reads the socket itself, instead of Gloo's network thread
   // reading and then waking it: one thread wake-up less per message. Safe here because only the
   // op holding running_ uses these connections. A message that arrived before the switch was
@@ -40,21 +40,19 @@ SmallAllreduce::SmallAllreduce(std::shared_ptr<gloo::Context> group_context, siz
   }
 }
 
-uint64_t SmallAllreduce::sequence_in(int parity, int r) const {
-  uint64_t seq;
-  std::memcpy(&seq, recv[parity].data() + static_cast<size_t>(r) * block, kHeader);
-  return seq;
-}
-
-int SmallAllreduce::exchange(const void* data, size_t bytes) {
-  const uint64_t seq = ++ops;
-  const int parity = static_cast<int>(seq & 1);
-  std::memcpy(send[parity].data(), &seq, kHeader);
-  std::memcpy(send[parity].data() + kHeader, data, bytes);
+int SmallAllreduce::post(const Fingerprint& fp, const void* data, size_t bytes) {
+  const int parity = static_cast<int>(++ops & 1);
+  std::memset(send[parity].data(), 0, kHeader);
+  std::memcpy(send[parity].data(), &fp, sizeof fp);
+  if (bytes > 0) std::memcpy(send[parity].data() + kHeader, data, bytes);
   for (int p = 0; p < size; p++) {
     if (p != rank) send_to[parity][static_cast<size_t>(p)]->send(0, kHeader + bytes);
   }
   std::memcpy(recv[parity].data() + static_cast<size_t>(rank) * block, send[parity].data(), kHeader + bytes);
+  return parity;
+}
+
+void SmallAllreduce::complete(int parity, uint64_t seq) {
   for (int p = 0; p < size; p++) {
     if (p == rank) continue;
     try {
@@ -67,7 +65,6 @@ int SmallAllreduce::exchange(const void* data, size_t bytes) {
       if (sequence_in(parity, p) != seq) throw;
     }
   }
-  return parity;
 }
 
 }  // namespace ddp4j

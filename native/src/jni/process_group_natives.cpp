@@ -42,9 +42,11 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduce(JN
 // every collective, so DDP's end-of-backward wait sees it and resets its buckets.
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduceUnchecked(JNIEnv* env, jclass, jlong pg,
                                                                                        jlong tensor, jint op,
-                                                                                       jboolean runInline) {
+                                                                                       jboolean runInline, jint bucket,
+                                                                                       jint buckets) {
   return guarded(env, [&] {
-    return handle_unless_done(group_of(pg).allreduce_unchecked(mutable_tensor_of(tensor), reduce_op_of(op), runInline));
+    return handle_unless_done(
+        group_of(pg).allreduce_unchecked(mutable_tensor_of(tensor), reduce_op_of(op), runInline, bucket, buckets));
   });
 }
 

@@ -2,7 +2,7 @@
 //
 // Segment layout (after ShmSegment's own header page):
 //   abort area (4 KiB): who failed first and why, so peers stop waiting at once
-//   one 128-byte line per rank: its phase counter (the futex word), its sleepers count, and the
+//   one 256-byte line per rank: its phase counter (the futex word), its sleepers count, and the
 //     descriptors of the op it last put in each of its two slots
 //   2 slots per rank, chunk_bytes each: double-buffered data
 //
@@ -28,7 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kAbortBytes = 4096;
-constexpr size_t kLineBytes = 128;  // two cache lines: adjacent-line prefetch must not couple ranks
+constexpr size_t kLineBytes = 256;  // whole cache-line pairs: adjacent-line prefetch must not couple ranks
 constexpr uint32_t kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4, kReduce = 5;
 
 /** The op a rank put into one of its slots; peers compare it with their own. */
@@ -37,6 +37,7 @@ struct Desc {
   uint64_t count;
   uint32_t kind;
   uint32_t arg;
+  Fingerprint caller;  // the process group's description of the call; kind kNone when it gave none
 };
 
 inline bool reached(uint32_t value, uint32_t target) { return static_cast<int32_t>(value - target) >= 0; }
@@ -64,6 +65,7 @@ struct ShmTransport::Op {
   uint32_t arg;    // allReduce: dtype << 8 | op; reduce: that | root << 16; broadcast: root
   uint64_t count;  // allReduce: elements; broadcast / allGather: bytes
   Clock::time_point deadline;
+  const Fingerprint* caller = nullptr;  // the caller's fingerprint, compared with the peers' (may be null)
 };
 
 size_t shm_segment_bytes(int local_size, size_t chunk_bytes) {
@@ -193,6 +195,10 @@ void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
     // still done its part of this step.
     if (reached(l.seq.load(std::memory_order_acquire), target)) return;
     if (abort_->state.load(std::memory_order_acquire) != 0) {
+      // Read the peer's counter again: the acquire above makes visible everything the aborting rank
+      // did before it aborted, so a peer that posted this step and then closed its group (the last
+      // barrier before destroyProcessGroup) has done its part; the first read may predate its post.
+      if (reached(l.seq.load(std::memory_order_acquire), target)) return;
       const int r = abort_->local_rank;
       const bool written = abort_->state.load(std::memory_order_acquire) == 2;
       fail(op, ErrorKind::Distributed,
@@ -200,7 +206,7 @@ void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
                           written ? who(r) + " failed: " + std::string(abort_->message) : "a peer failed"));
     }
     const int dead = peers_.first_dead();
-    if (dead >= 0) {
+    if (dead >= 0 && !reached(l.seq.load(std::memory_order_acquire), target)) {
       fail(op, ErrorKind::Distributed, detail::concat(who(dead), " died during ", describe(op), " (shared memory)"));
     }
     const auto now = Clock::now();
@@ -232,10 +238,17 @@ void ShmTransport::begin_step(const Op& op, int slot) {
   d.count = op.count;
   d.kind = op.kind;
   d.arg = op.arg;
+  d.caller = op.caller != nullptr ? *op.caller : Fingerprint{};
 }
 
 void ShmTransport::check_desc(int peer, int slot, const Op& op) {
   const Desc& d = lines_[peer].desc[slot];
+  // Both callers described their call: compare those first, they tell the same-sized
+  // collectives apart (a DDP bucket from a metric) and name the call the way the user sees it.
+  if (op.caller != nullptr && d.caller.present() && !same_call(*op.caller, d.caller)) {
+    fail(op, ErrorKind::Distributed,
+         mismatch_message(*op.caller, global_ranks_[local_rank_], who(peer), d.caller));
+  }
   if (d.step == step_ && d.kind == op.kind && d.arg == op.arg && d.count == op.count) return;
   Op theirs{d.kind, d.arg, d.count, op.deadline};
   const bool known = d.kind >= kAllReduce && d.kind <= kReduce &&
@@ -252,21 +265,23 @@ void ShmTransport::check_desc(int peer, int slot, const Op& op) {
 
 // ---- allreduce ----------------------------------------------------------------------------------
 
-void ShmTransport::allreduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop) {
+void ShmTransport::allreduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop,
+                             const Fingerprint* caller) {
   std::lock_guard<std::mutex> lock(mutex_);
   DDP4J_CHECK_ARG(dtype == DType::Float32 || dtype == DType::Int64, "allReduce: dtype ", dtype_name(dtype));
   const Op op{kAllReduce, (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop), count,
-              Clock::now() + options_.timeout};
+              Clock::now() + options_.timeout, caller};
   reduce_any(op, input, output, count, dtype, rop, -1);
 }
 
-void ShmTransport::reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root) {
+void ShmTransport::reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root,
+                          const Fingerprint* caller) {
   std::lock_guard<std::mutex> lock(mutex_);
   DDP4J_CHECK_ARG(dtype == DType::Float32 || dtype == DType::Int64, "reduce: dtype ", dtype_name(dtype));
   DDP4J_CHECK_ARG(root >= 0 && root < local_size_, "reduce: root ", root, " is not a local rank of ", local_size_);
   const Op op{kReduce,
               (static_cast<uint32_t>(root) << 16) | (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop),
-              count, Clock::now() + options_.timeout};
+              count, Clock::now() + options_.timeout, caller};
   reduce_any(op, input, output, count, dtype, rop, root);
 }
 
@@ -357,10 +372,10 @@ void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output,
 
 // ---- broadcast, allgather, barrier --------------------------------------------------------------
 
-void ShmTransport::broadcast(void* data, size_t bytes, int root) {
+void ShmTransport::broadcast(void* data, size_t bytes, int root, const Fingerprint* caller) {
   std::lock_guard<std::mutex> lock(mutex_);
   DDP4J_CHECK_ARG(root >= 0 && root < local_size_, "broadcast: root ", root, " is not a local rank of ", local_size_);
-  const Op op{kBroadcast, static_cast<uint32_t>(root), bytes, Clock::now() + options_.timeout};
+  const Op op{kBroadcast, static_cast<uint32_t>(root), bytes, Clock::now() + options_.timeout, caller};
   check_usable(op);
   if (local_size_ == 1) return;
   char* p = static_cast<char*>(data);
@@ -384,9 +399,9 @@ void ShmTransport::broadcast(void* data, size_t bytes, int root) {
   } while (off < bytes);
 }
 
-void ShmTransport::allgather(const void* input, void* output, size_t bytes) {
+void ShmTransport::allgather(const void* input, void* output, size_t bytes, const Fingerprint* caller) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const Op op{kAllGather, 0, bytes, Clock::now() + options_.timeout};
+  const Op op{kAllGather, 0, bytes, Clock::now() + options_.timeout, caller};
   check_usable(op);
   const char* in = static_cast<const char*>(input);
   char* out = static_cast<char*>(output);
@@ -417,9 +432,9 @@ void ShmTransport::allgather(const void* input, void* output, size_t bytes) {
   } while (off < bytes);
 }
 
-void ShmTransport::barrier() {
+void ShmTransport::barrier(const Fingerprint* caller) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const Op op{kBarrier, 0, 0, Clock::now() + options_.timeout};
+  const Op op{kBarrier, 0, 0, Clock::now() + options_.timeout, caller};
   check_usable(op);
   if (local_size_ == 1) return;
   const int s = static_cast<int>(step_ & 1);

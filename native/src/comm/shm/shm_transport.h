@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/fingerprint.h"
 #include "comm/shm/shm_segment.h"
 #include "comm/shm/shm_sync.h"
 #include "ddp4j/process_group.h"
@@ -97,27 +98,34 @@ class ShmTransport {
    * `output` are this process's buffers of count elements of `dtype` (Float32 or Int64); they may
    * be the same buffer (in place) but must not otherwise overlap. AVG (float32 only) is SUM times
    * 1.0f / local_size; for a hierarchical AVG use SUM here and divide by the world size once.
+   *
+   * `caller` (optional, also on every call below): the process group's fingerprint of the call.
+   * When the ranks pass one, a rank whose peer passed a different one fails with Error(Distributed)
+   * naming both calls (mismatch_message) before it reads any peer data; without one, only the
+   * transport's own descriptors (op, dtype, size) are compared.
    */
-  void allreduce(const void* input, void* output, size_t count, DType dtype, ReduceOp op);
+  void allreduce(const void* input, void* output, size_t count, DType dtype, ReduceOp op,
+                 const Fingerprint* caller = nullptr);
 
   /**
    * Like allreduce, but only local rank `root` receives the result in `output` (the intra-host
    * stage of a hierarchical all-reduce, before the leaders' Gloo all-reduce). Other ranks' `output`
    * is not touched (it may be null there) and they return as soon as their data is consumed.
    */
-  void reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp op, int root);
+  void reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp op, int root,
+              const Fingerprint* caller = nullptr);
 
   /** Copies local rank `root`'s `bytes` bytes at `data` into every other local rank's `data`. */
-  void broadcast(void* data, size_t bytes, int root);
+  void broadcast(void* data, size_t bytes, int root, const Fingerprint* caller = nullptr);
 
   /**
    * Gathers every local rank's `bytes` bytes at `input` into `output` (local_size * bytes bytes),
    * local rank r's block at offset r * bytes. `input` may be this rank's own block of `output`.
    */
-  void allgather(const void* input, void* output, size_t bytes);
+  void allgather(const void* input, void* output, size_t bytes, const Fingerprint* caller = nullptr);
 
   /** Returns once every local rank has entered the barrier. */
-  void barrier();
+  void barrier(const Fingerprint* caller = nullptr);
 
   /** Whether an earlier failure made this transport unusable (every call then throws). */
   bool broken() const { return !broken_.empty(); }

@@ -339,4 +339,22 @@ public final class Distributed {
     public static Work barrierAsync() {
         return defaultGroup().barrier();
     }
+
+    /**
+     * Runs {@code fn(index, args)} in {@code nprocs} new local JVMs and waits for them; mirrors
+     * {@code torch.multiprocessing.spawn(fn, args, nprocs)}. {@code fn} must be a static method
+     * reference such as {@code MyTrainer::train}; see {@link Spawn} for the environment
+     * ({@link Spawn#env}), output prefixes and {@code join=False} ({@link Spawn#start()}).
+     *
+     * @throws SpawnException naming the first worker that failed (the others are stopped)
+     * @throws IllegalArgumentException if fn is not a static method a new JVM can find
+     */
+    public static void spawn(SpawnFunction fn, int nprocs, String... args) {
+        Spawn.of(fn).nprocs(nprocs).args(args).run();
+    }
+
+    /** {@link #spawn(SpawnFunction, int, String...)} for {@code static void methodName(int index, String[] args)} of type. */
+    public static void spawn(Class<?> type, String methodName, int nprocs, String... args) {
+        Spawn.of(type, methodName).nprocs(nprocs).args(args).run();
+    }
 }

@@ -11,7 +11,9 @@ import java.util.Map;
  *     {@link ProcessGroupGloo#defaultHostname} picks one)
  * @param socketIfname GLOO_SOCKET_IFNAME: the network interface whose address to bind, or null
  * @param checkCollectives DDP4J_GLOO_CHECK_COLLECTIVES: false for "0" or "false", which skips the
- *     header every rank exchanges before a collective; true otherwise
+ *     fingerprint every rank exchanges before a collective that Gloo itself runs (ring all-reduce
+ *     above the small size, broadcast, all-gather); true otherwise. Fingerprints inside ddp4j's
+ *     own messages (small all-reduce, shared memory) are always compared
  * @param smallAllReduceBytes DDP4J_GLOO_SMALL_ALLREDUCE_BYTES: all-reduces of at most this many
  *     bytes take the one-round path (0 turns it off; default 256 KiB); anything but a
  *     non-negative integer is an {@link IllegalStateException} naming the variable

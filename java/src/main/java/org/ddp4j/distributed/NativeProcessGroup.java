@@ -83,10 +83,10 @@ abstract class NativeProcessGroup extends ProcessGroup {
     }
 
     @Override
-    synchronized Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline) {
+    synchronized Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
         checkTensor("allReduce", "tensor", tensor);
         long work = ProcessGroupNatives.allReduceUnchecked(handle("allReduce"), tensor.nativeHandle(), op.ordinal(),
-                runInline);
+                runInline, bucket, buckets);
         return work(work, "allReduce");
     }
 

@@ -12,8 +12,8 @@ import org.ddp4j.tensor.Tensors;
 /**
  * DDP's check, once at construction, that every rank wraps parameters of the same shapes with the
  * same bucket cap (PyTorch's {@code _verify_param_shape_across_processes}). Bucket layouts then
- * agree across ranks by construction, which is what lets DDP's per-step all-reduces skip the
- * process group's per-collective size check.
+ * agree across ranks by construction; a rank that calls something else at a bucket's turn is
+ * caught per step by the bucket all-reduce's fingerprint (see {@link Reducer}).
  */
 final class ParameterLayout {
     private ParameterLayout() {}

@@ -57,13 +57,15 @@ public abstract class ProcessGroup implements AutoCloseable {
     }
 
     /**
-     * DDP's all-reduce: like {@link #allReduce(Tensor, ReduceOp)}, but the backend may skip its
-     * check that all ranks pass the same op and size (the caller verified that once, e.g. DDP's
-     * bucket layout at construction), and with {@code runInline} it may run the collective on the
-     * calling thread when nothing else is queued, returning a completed Work. Package-private: a
-     * mismatch here is not caught and may abort the process (Gloo) or hang until the timeout.
+     * DDP's all-reduce of its bucket {@code bucket} (0-based) of {@code buckets}: like
+     * {@link #allReduce(Tensor, ReduceOp)}, but the backend may replace its up-front check that all
+     * ranks pass the same collective (a round trip) by a fingerprint that travels with the data
+     * (Gloo: a rank whose peer called something else fails with a {@link DistributedException}
+     * naming both calls, e.g. "allReduce(AVG) of 1,234 float32 elements (#57, DDP bucket 2 of 3)"),
+     * and with {@code runInline} it may run the collective on the calling thread when nothing else
+     * is queued, returning a completed Work. Package-private.
      */
-    Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline) {
+    Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
         return allReduce(tensor, op);
     }
 

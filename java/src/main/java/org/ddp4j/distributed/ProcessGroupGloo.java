@@ -30,11 +30,16 @@ import org.ddp4j.tensor.Tensor;
  * time; to run several, give each a {@link PrefixStore}.
  *
  * <p>Collectives run on one worker thread per group, in issue order, each bounded by the group's
- * timeout. Before each collective the ranks exchange a 32-byte header (op, dtype, element count,
- * root or reduce op) so that a mismatch fails cleanly with a {@link DistributedException} naming
- * what every rank passed; Gloo itself would abort the process. Setting the environment variable
- * {@code DDP4J_GLOO_CHECK_COLLECTIVES=0} skips the header (saves one small round trip per
- * collective; only for programs known to be correct). After a network error or a timeout the group
+ * timeout. Every collective carries a 40-byte fingerprint (the group's collective number, op,
+ * dtype, element count, root, DDP bucket) so that ranks that call different collectives fail
+ * cleanly, each with a {@link DistributedException} naming its own call and a peer's, e.g.
+ * "allReduce(SUM) of 1 float32 element (#57) on rank 1: a peer called a different collective:
+ * rank 0 called allReduce(AVG) of 1,234 float32 elements (#57, DDP bucket 2 of 3). ...". Where
+ * ddp4j moves the data itself (shared memory, the small all-reduce below) the fingerprint rides
+ * with the data at no cost; before Gloo's own ring, broadcast and all-gather the ranks exchange
+ * it in one small message each way, since Gloo aborts the process when ranks pass different
+ * sizes. Setting the environment variable {@code DDP4J_GLOO_CHECK_COLLECTIVES=0} skips that
+ * exchange (only for programs known to be correct). After a network error or a timeout the group
  * is unusable: later collectives fail at once; close it and create a new one.
  *
  * <p>All-reduces of up to 256 KiB in groups of 2 to 8 ranks skip Gloo's ring: each rank sends its

@@ -239,13 +239,15 @@ final class Reducer implements AutoCloseable {
     }
 
     /**
-     * Averages the next bucket over the ranks. The layout was verified across ranks at
-     * construction, so the group's per-collective size check is skipped; the last bucket runs on
-     * this thread when the group is idle, since backward waits for it straight away.
+     * Averages the next bucket over the ranks. Its fingerprint (bucket index and count, size, op)
+     * travels with the data instead of a check round trip first, so a rank whose peer called another
+     * collective fails naming both; the last bucket runs on this thread when the group is idle,
+     * since backward waits for it straight away.
      */
     private void launchNext() {
         GradientBucket b = buckets.get(nextToLaunch++);
-        b.work = group.allReduceUnchecked(b.flat, ReduceOp.AVG, nextToLaunch == buckets.size());
+        b.work = group.allReduceUnchecked(b.flat, ReduceOp.AVG, nextToLaunch == buckets.size(), b.index,
+                buckets.size());
     }
 
     /** End of backward: launch buckets whose parameters got no gradient, then await all. */

@@ -68,6 +68,10 @@ public final class ConvNetDemo implements Callable<Integer> {
                     + " node).")
     Path resume;
 
+    @Option(names = "--plot", paramLabel = "FILE.png",
+            description = "Rank 0 draws the training loss (every logged step) and the test accuracy into FILE.png.")
+    Path plot;
+
     @Option(names = "--report-allocations",
             description = "Append allocations_per_step=A to the summary line: system allocations (malloc on the CPU, cudaMalloc on a GPU) per training step after the second.")
     boolean reportAllocations;
@@ -88,6 +92,7 @@ public final class ConvNetDemo implements Callable<Integer> {
             throw new IllegalArgumentException("the training set in " + data + " holds no images, so there is nothing to"
                     + " train on: point --data at a folder with Fashion-MNIST's (or MNIST's) IDX files");
         }
+        PlotOption.checkFolder(plot);
         int firstEpoch = resume == null ? 0 : TrainingCheckpoint.epochsDone(resume); // validates both files
         if (firstEpoch >= epochs) {
             throw new IllegalArgumentException(resume + " was saved after epoch " + firstEpoch + " and --epochs is " + epochs
@@ -114,7 +119,11 @@ public final class ConvNetDemo implements Callable<Integer> {
         }
 
         int totalSteps = loader.size();
+        TrainingPlot curve = plot != null && rank == 0 ? new TrainingPlot("ConvNet on Fashion-MNIST, " + world + " rank(s)",
+                "training loss (rank 0, mean since the previous point)") : null;
         long steps = 0;
+        double plotLossSum = 0; // rank 0's losses since the last plotted point (--plot only)
+        int plotLossCount = 0;
         float lastLoss = Float.NaN;
         long start = System.nanoTime();
         long allocationsAfterStep2 = -1;
@@ -129,11 +138,20 @@ public final class ConvNetDemo implements Callable<Integer> {
                     optimizer.step();
                     i++;
                     steps++;
+                    if (curve != null) {
+                        plotLossSum += loss.item();
+                        plotLossCount++;
+                    }
                     if (steps == 2) {
                         allocationsAfterStep2 = allocationCount(device);
                     }
                     if (i % 100 == 0 || i == totalSteps) {
                         lastLoss = loss.item();
+                        if (curve != null) {
+                            curve.addLoss(steps, plotLossSum / plotLossCount);
+                            plotLossSum = 0;
+                            plotLossCount = 0;
+                        }
                         if (rank == 0 && i % 100 == 0) {
                             System.out.printf(Locale.ROOT, "Epoch [%d/%d], Step [%d/%d], Loss: %.4f%n",
                                     epoch + 1, epochs, i, totalSteps, lastLoss);
@@ -165,6 +183,11 @@ public final class ConvNetDemo implements Callable<Integer> {
             double accuracy = testAccuracy(model, test, testBatchSize, device);
             System.out.printf(Locale.ROOT, "Test accuracy of the model on the %d test images: %.2f %%%n", test.size(), accuracy * 100);
             System.out.printf(Locale.ROOT, "summary test_accuracy=%.4f%n", accuracy);
+            if (curve != null) {
+                curve.addAccuracy(steps, accuracy);
+                curve.write(plot);
+                System.out.println("Plot written to " + plot);
+            }
         }
         Distributed.destroyProcessGroup();
         return 0;

@@ -1,5 +1,6 @@
 package org.ddp4j.examples;
 
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.ddp4j.data.Batch;
@@ -34,6 +35,9 @@ public final class LinearDemo implements Callable<Integer> {
     @Option(names = "--lr", description = "SGD learning rate (default: ${DEFAULT-VALUE}).")
     double lr = 0.01;
 
+    @Option(names = "--plot", paramLabel = "FILE.png", description = "Rank 0 draws its training loss at every step into FILE.png.")
+    Path plot;
+
     @Mixin
     DeviceOption deviceOption = new DeviceOption();
 
@@ -47,6 +51,7 @@ public final class LinearDemo implements Callable<Integer> {
         String addr = env.getOrDefault("MASTER_ADDR", "?");
         String port = env.getOrDefault("MASTER_PORT", "?");
         Device device = deviceOption.resolve(env);
+        PlotOption.checkFolder(plot);
         Distributed.initProcessGroup(DeviceOption.backendFor(device));
         int rank = Distributed.getRank();
         int world = Distributed.getWorldSize();
@@ -72,6 +77,7 @@ public final class LinearDemo implements Callable<Integer> {
 
         SGD optimizer = new SGD(model.parameters(), lr);
         MSELoss lossFn = new MSELoss();
+        TrainingPlot curve = plot != null && rank == 0 ? new TrainingPlot("Linear demo, " + world + " rank(s)", "training loss (rank 0)") : null;
         long steps = 0;
         float lastLoss = Float.NaN;
         long start = System.nanoTime();
@@ -90,6 +96,9 @@ public final class LinearDemo implements Callable<Integer> {
                     if (epoch == epochs - 1) {
                         lastLoss = loss.item();
                     }
+                    if (curve != null) {
+                        curve.addLoss(steps + 1, loss.item());
+                    }
                 }
                 steps++;
                 batchIndex++;
@@ -98,6 +107,10 @@ public final class LinearDemo implements Callable<Integer> {
         double seconds = (System.nanoTime() - start) / 1e9;
         System.out.println("parameters after training: " + model.namedParameters());
         System.out.println(new Summary(rank, world, steps, seconds, 1, lastLoss).lineWithStepTime());
+        if (curve != null) {
+            curve.write(plot);
+            System.out.println("Plot written to " + plot);
+        }
         Distributed.destroyProcessGroup();
         return 0;
     }

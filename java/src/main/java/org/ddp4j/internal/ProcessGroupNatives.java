@@ -24,12 +24,14 @@ public final class ProcessGroupNatives {
     public static native long allReduce(long group, long tensor, int op);
 
     /**
-     * An all-reduce without the per-collective agreement check (for callers that verified their
-     * collectives agree across ranks). With {@code runInline} and an idle group a backend may run it
-     * on the calling thread. Returns 0 when the collective has already finished successfully, else a
-     * work handle (whose await throws if it failed).
+     * DDP's all-reduce of bucket {@code bucket} (0-based) of {@code buckets}: its agreement check
+     * travels with the data instead of taking a round trip first, and its messages name the bucket.
+     * With {@code runInline} and an idle group a backend may run it on the calling thread. Returns 0
+     * when the collective has already finished successfully, else a work handle (whose await throws
+     * if it failed).
      */
-    public static native long allReduceUnchecked(long group, long tensor, int op, boolean runInline);
+    public static native long allReduceUnchecked(long group, long tensor, int op, boolean runInline, int bucket,
+            int buckets);
 
     /** Queues a broadcast of the tensor from rank {@code root} ({@code broadcast}). Returns a work handle. */
     public static native long broadcast(long group, long tensor, int root);

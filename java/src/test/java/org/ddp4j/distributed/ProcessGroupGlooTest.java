@@ -145,8 +145,12 @@ class ProcessGroupGlooTest {
             Work w = group.allReduce(t, ReduceOp.SUM);
             var e = assertThrows(DistributedException.class, w::await);
             assertFalse(e instanceof DistributedTimeoutException, e.getMessage());
-            assertTrue(e.getMessage().contains("rank 0: allReduce(SUM) of 10 float32 elements"), e.getMessage());
-            assertTrue(e.getMessage().contains("rank 1: allReduce(SUM) of 12 float32 elements"), e.getMessage());
+            // Each rank names its own call first, then the peer's.
+            String mine = "allReduce(SUM) of " + (rank == 0 ? 10 : 12) + " float32 elements (#";
+            String theirs = "rank " + (1 - rank) + " called allReduce(SUM) of " + (rank == 0 ? 12 : 10) + " float32";
+            assertTrue(e.getMessage().startsWith(mine), e.getMessage());
+            assertTrue(e.getMessage().contains("on rank " + rank + ": a peer called a different collective: " + theirs),
+                    e.getMessage());
             assertThrows(DistributedException.class, w::await); // the error sticks
             assertTrue(w.isCompleted());
 
@@ -252,8 +256,8 @@ class ProcessGroupGlooTest {
                 // ...then the op's own timeout.
                 var e = assertThrows(DistributedTimeoutException.class, w::await);
                 done.countDown();
-                assertTrue(e.getMessage().contains("allReduce(MAX) of 5 float32 elements timed out after 500 ms"),
-                        e.getMessage());
+                assertTrue(e.getMessage().matches("(?s).*allReduce\\(MAX\\) of 5 float32 elements \\(#\\d+\\) timed out"
+                        + " after 500 ms.*"), e.getMessage());
                 return null;
             } finally {
                 done.countDown();

@@ -1,0 +1,66 @@
+// Fingerprints of collectives: comparison and messages (see fingerprint.h).
+#include "comm/fingerprint.h"
+
+#include <cstring>
+
+#include "ddp4j/errors.h"
+#include "ddp4j/process_group.h"
+#include "ddp4j/tensor.h"
+
+namespace ddp4j {
+namespace {
+
+/** 1234567 -> "1,234,567": element counts of DDP buckets are long. */
+std::string grouped(uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); i++) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string elements(const Fingerprint& f) {
+  // A peer's fingerprint is read from the wire: never index a name table with it unchecked.
+  const char* dtype = f.dtype <= static_cast<uint32_t>(DType::Int64) ? dtype_name(static_cast<DType>(f.dtype)) : "?";
+  return detail::concat(grouped(f.numel), " ", dtype, f.numel == 1 ? " element" : " elements");
+}
+
+}  // namespace
+
+bool same_call(const Fingerprint& a, const Fingerprint& b) {
+  return a.seq == b.seq && a.numel == b.numel && a.kind == b.kind && a.arg == b.arg && a.dtype == b.dtype &&
+         a.bucket == b.bucket && a.buckets == b.buckets;
+}
+
+std::string describe(const Fingerprint& f) {
+  std::string what;
+  switch (f.kind) {
+    case Fingerprint::kAllReduce:
+      what = detail::concat("allReduce(",
+                            f.arg < static_cast<uint32_t>(kNumReduceOps) ? reduce_op_name(static_cast<ReduceOp>(f.arg))
+                                                                         : "?",
+                            ") of ", elements(f));
+      break;
+    case Fingerprint::kBroadcast: what = detail::concat("broadcast from rank ", f.arg, " of ", elements(f)); break;
+    case Fingerprint::kAllGather: what = detail::concat("allGather of ", elements(f), " per rank"); break;
+    case Fingerprint::kBarrier: what = "barrier"; break;
+    default: return detail::concat("an unknown collective (kind ", f.kind, ")");
+  }
+  std::string tags = f.seq > 0 ? detail::concat("#", f.seq) : std::string();
+  if (f.bucket >= 0) {
+    tags += detail::concat(tags.empty() ? "" : ", ", "DDP bucket ", f.bucket + 1, " of ", f.buckets);
+  }
+  return tags.empty() ? what : detail::concat(what, " (", tags, ")");
+}
+
+std::string mismatch_message(const Fingerprint& mine, int rank, const std::string& peer, const Fingerprint& theirs) {
+  return detail::concat(describe(mine), " on rank ", rank, ": a peer called a different collective: ", peer,
+                        " called ", describe(theirs),
+                        ". Every rank must call the same collectives in the same order, with tensors of the same"
+                        " dtype and number of elements; this call's result was not used (the tensor's contents are"
+                        " undefined)");
+}
+
+}  // namespace ddp4j

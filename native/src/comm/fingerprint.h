@@ -1,0 +1,45 @@
+// fingerprint.h: what a rank says about the collective it is running. It travels with the data
+// where ddp4j moves the data itself (in the small all-reduce's message header, in the
+// shared-memory transport's slot descriptor), and in one small message ahead of Gloo's own
+// collectives, so that ranks that called different collectives fail, each naming its own call
+// and the peer's, instead of mixing their data (issue 10, part 3).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace ddp4j {
+
+/** One rank's description of one collective of a process group; ranks compare theirs field by field (same_call). */
+struct Fingerprint {
+  enum Kind : uint32_t { kNone = 0, kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4 };
+
+  uint64_t seq = 0;     // the group's collective number, from 1 (ranks that issued the same collectives agree)
+  uint64_t numel = 0;   // elements per rank
+  uint32_t kind = kNone;
+  uint32_t arg = 0;     // all-reduce: ReduceOp; broadcast: root rank; otherwise 0
+  uint32_t dtype = 0;   // DType
+  int32_t bucket = -1;  // DDP's bucket index (0-based), -1 for any other collective
+  int32_t buckets = 0;  // DDP's number of buckets (0 for any other collective)
+  uint32_t reserved = 0;  // keeps the size a multiple of 8; always 0
+
+  bool present() const { return kind != kNone; }
+};
+static_assert(sizeof(Fingerprint) == 40, "a fixed wire and shared-memory layout");
+
+/** Whether two ranks called the same collective. */
+bool same_call(const Fingerprint& a, const Fingerprint& b);
+
+/**
+ * The call in words, e.g. "allReduce(AVG) of 1,234 float32 elements (#57, DDP bucket 2 of 3)",
+ * "broadcast from rank 0 of 10 int64 elements (#3)", "barrier (#5)". The bucket is shown 1-based.
+ */
+std::string describe(const Fingerprint& f);
+
+/**
+ * The error a rank reports when a peer's fingerprint differs from its own: its own call and rank
+ * first, then "a peer called a different collective", the peer (e.g. "rank 1" or "rank 1 (pid
+ * 42)") and the peer's call, then what to do.
+ */
+std::string mismatch_message(const Fingerprint& mine, int rank, const std::string& peer, const Fingerprint& theirs);
+
+}  // namespace ddp4j
