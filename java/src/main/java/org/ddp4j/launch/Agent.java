@@ -36,6 +36,7 @@ final class Agent {
     private volatile boolean shuttingDown;
     private volatile WorkerGroup current;
     private volatile Store currentStore;
+    private KeepAlive keepAlive;
 
     /** An agent for the node and job described by {@code cfg}; {@link #run()} does the work. */
     Agent(LaunchConfig cfg) {
@@ -57,13 +58,19 @@ final class Agent {
         LOG.debug("{}: worker command line {}", me, argv);
         Store root;
         try {
-            root = new TcpStore(cfg.masterAddr(), cfg.masterPort(), cfg.nodeRank() == 0, cfg.rdzvTimeout());
+            TcpStore tcp = new TcpStore(cfg.masterAddr(), cfg.masterPort(), cfg.nodeRank() == 0, cfg.rdzvTimeout());
+            root = new DeadlineStore(tcp, cfg.keepAliveTimeout(), cfg.endpoint());
         } catch (RuntimeException e) {
             String what = cfg.nodeRank() == 0
                     ? "cannot serve the store on " + cfg.endpoint()
                     : "cannot reach the store of node 0 at " + cfg.endpoint() + " within " + cfg.rdzvTimeout().toSeconds() + " s";
             error(what + ": " + e.getMessage());
             return 1;
+        }
+        if (cfg.nnodes() > 1) {
+            keepAlive = new KeepAlive(cfg.nodeRank(), cfg.nnodes(), cfg.masterAddr(), cfg.endpoint(),
+                    cfg.keepAliveInterval(), cfg.keepAliveTimeout(),
+                    () -> TcpStore.client(cfg.masterAddr(), cfg.masterPort(), cfg.keepAliveTimeout()));
         }
         Thread hook = new Thread(this::onShutdown, "ddp4j-run-shutdown-node" + cfg.nodeRank());
         Runtime.getRuntime().addShutdownHook(hook);
@@ -83,9 +90,15 @@ final class Agent {
             } catch (IllegalStateException e) {
                 // the JVM is already shutting down
             }
+            if (keepAlive != null) {
+                if (!keepAlive.storeLost()) {
+                    keepAlive.leave();
+                }
+                keepAlive.close();
+            }
             try {
                 root.close();
-            } catch (RuntimeException e) {
+            } catch (Exception e) {
                 LOG.debug("closing the store: {}", e.toString());
             }
         }
@@ -97,10 +110,14 @@ final class Agent {
             currentStore = store;
             NodeRendezvous.NodeRanks r;
             try {
-                r = NodeRendezvous.join(store, cfg.nodeRank(), cfg.nnodes(), cfg.nprocPerNode(), cfg.rdzvTimeout(), cfg.endpoint());
+                r = NodeRendezvous.join(store, cfg.nodeRank(), cfg.nnodes(), cfg.nprocPerNode(), cfg.rdzvTimeout(),
+                        cfg.endpoint(), () -> keepAlive == null ? null : keepAlive.lost());
             } catch (DistributedException e) {
                 error(e.getMessage());
                 return 1;
+            }
+            if (keepAlive != null) {
+                keepAlive.watchAll();
             }
             if (cfg.nnodes() > 1) {
                 LOG.info("{}: rendezvous complete (attempt {}): world size {}, this node has ranks {}..{}",
@@ -137,8 +154,13 @@ final class Agent {
                     }
 
                     @Override
-                    public String storeLost() {
-                        return watcher == null ? null : watcher.storeLost();
+                    public String lost() {
+                        return keepAlive == null ? null : keepAlive.lost();
+                    }
+
+                    @Override
+                    public boolean storeLost() {
+                        return keepAlive != null && keepAlive.storeLost();
                     }
 
                     @Override
@@ -159,14 +181,31 @@ final class Agent {
             if (outcome instanceof WorkerGroup.Succeeded) {
                 return finish(store, true);
             } else if (outcome instanceof WorkerGroup.LocalFailure f) {
-                String desc = WorkerGroup.describeFailure(f.rank(), f.localRank(), cfg.nodeRank(), f.exitCode());
-                publishFailure(store, desc);
-                error(desc + (f.stopped() == 0 ? "; no other local worker was still running"
-                        : "; stopped the other " + f.stopped() + " running worker(s)"));
+                String desc = RootCause.describe(f.rank(), cfg.nodeRank(), f.localRank(), f.exitCode());
+                String cause = rootCause(store, f.exitCode(), f.exitMillis(), desc);
+                List<String> consequences = new ArrayList<>();
+                if (!cause.equals(desc)) {
+                    consequences.add(desc);
+                }
+                for (int[] other : f.alsoFailed()) {
+                    consequences.add(RootCause.describe(other[0], cfg.nodeRank(), other[1], other[2]));
+                }
+                String stopped = f.stopped() == 0 ? "no other local worker was still running"
+                        : "stopped the other " + f.stopped() + " running worker(s)";
+                if (cause.equals(desc)) {
+                    error(desc + "; " + stopped);
+                } else {
+                    error(me + ": " + desc + ", a consequence of: " + cause + "; " + stopped);
+                }
+                summary(cause, consequences);
+                if (keepAlive != null && keepAlive.lost() != null) {
+                    return finishLost(store);
+                }
             } else if (outcome instanceof WorkerGroup.RemoteFailure f) {
                 error(me + ": " + f.message() + "; stopped the " + f.stopped() + " local worker(s)");
-                if (f.storeLost()) {
-                    return 1;
+                summary(f.message(), List.of());
+                if (keepAlive != null && keepAlive.lost() != null) {
+                    return finishLost(store);
                 }
             } else {
                 return 1;
@@ -214,10 +253,43 @@ final class Agent {
             return;
         }
         try {
-            store.compareSet(FailureWatcher.FAILED_KEY, new byte[0], desc.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            RootCause.claim(store, desc);
         } catch (RuntimeException e) {
             LOG.warn("could not tell the other nodes about the failure: {}", e.toString());
         }
+    }
+
+    /**
+     * The root cause of a local worker's failure: the failure itself on a single node; else as
+     * agreed through the store ({@link RootCause}), or the lost node when the keep-alive lost one.
+     */
+    private String rootCause(Store store, int exitCode, long exitMillis, String desc) throws InterruptedException {
+        if (keepAlive == null) {
+            return desc;
+        }
+        if (keepAlive.storeLost()) {
+            return keepAlive.lost();
+        }
+        return RootCause.decide(store, exitCode, exitMillis, desc, keepAlive::lost, keepAlive::anyLate,
+                cfg.keepAliveTimeout().plus(RootCause.GRACE));
+    }
+
+    /** The last line of a failed attempt: the root cause, then what failed because of it. */
+    private void summary(String cause, List<String> consequences) {
+        error(me + ": the job failed; root cause: " + cause
+                + (consequences.isEmpty() ? "" : "; failed as a consequence: " + String.join(", ", consequences)));
+    }
+
+    /**
+     * Ends the job after the keep-alive lost a node: no restart (the lost node cannot rejoin). Tells
+     * the other nodes, when the store is still there, and lets them read it.
+     */
+    private int finishLost(Store store) throws InterruptedException {
+        if (keepAlive.storeLost()) {
+            return 1;
+        }
+        publishFailure(store, keepAlive.lost());
+        return finish(store, false);
     }
 
     /**
@@ -227,7 +299,7 @@ final class Agent {
      */
     private int finish(Store store, boolean success) throws InterruptedException {
         int code = success ? 0 : 1;
-        if (cfg.nnodes() == 1) {
+        if (cfg.nnodes() == 1 || keepAlive.storeLost()) {
             return code;
         }
         try {
@@ -252,7 +324,15 @@ final class Agent {
         long deadline = System.nanoTime() + limit.toNanos();
         List<Integer> missing = missingExits(store);
         while (!missing.isEmpty() && System.nanoTime() < deadline && !shuttingDown) {
-            if (success && store.check(List.of(FailureWatcher.FAILED_KEY))) {
+            String lost = keepAlive.lost();
+            if (success && lost != null) {
+                error(me + ": the workers of this node finished, but " + lost);
+                summary(lost, List.of());
+                success = false;
+                code = 1;
+                deadline = Math.min(deadline, System.nanoTime() + FAILURE_LINGER.toNanos());
+                publishFailure(store, lost);
+            } else if (success && store.check(List.of(FailureWatcher.FAILED_KEY))) {
                 String desc = NodeRendezvous.string(store.get(FailureWatcher.FAILED_KEY));
                 error(me + ": the workers of this node finished, but " + desc);
                 success = false;
@@ -261,6 +341,13 @@ final class Agent {
             }
             Thread.sleep(FailureWatcher.POLL_INTERVAL.toMillis());
             missing = missingExits(store);
+        }
+        String lost = keepAlive.lost();
+        if (success && lost != null) {
+            // The lost node dropped out of the missing list; its loss still fails the job.
+            error(me + ": the workers of this node finished, but " + lost);
+            summary(lost, List.of());
+            code = 1;
         }
         if (!missing.isEmpty() && !shuttingDown) {
             LOG.warn("{}: node rank(s) {} did not finish within {} s; closing the store", me,
@@ -272,7 +359,8 @@ final class Agent {
     private List<Integer> missingExits(Store store) {
         List<Integer> missing = new ArrayList<>();
         for (int node = 0; node < cfg.nnodes(); node++) {
-            if (!store.check(List.of(exitKey(node)))) {
+            // A lost node never comes; one that left the keep-alive is done even if its exit key was lost.
+            if (!keepAlive.isLost(node) && !keepAlive.hasLeft(node) && !store.check(List.of(exitKey(node)))) {
                 missing.add(node);
             }
         }

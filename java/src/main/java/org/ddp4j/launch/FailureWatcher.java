@@ -7,10 +7,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Polls an attempt's store on a daemon thread for the {@value #FAILED_KEY} key that a launcher sets
- * when one of its workers fails, so every node stops its workers too. A store that stays
- * unreachable for {@link #LOST_AFTER} is reported as lost: node 0's launcher, which serves it, is
- * gone.
+ * Polls an attempt's store on a daemon thread for the {@value #FAILED_KEY} key, the attempt's root
+ * cause (see {@link RootCause}), so every node stops its workers when one fails. Whether the store
+ * and the other nodes are still there is the {@link KeepAlive}'s business: a call that fails or
+ * overruns here is only retried.
  */
 final class FailureWatcher implements AutoCloseable {
 
@@ -22,14 +22,10 @@ final class FailureWatcher implements AutoCloseable {
     /** How often the store is polled. */
     static final Duration POLL_INTERVAL = Duration.ofMillis(200);
 
-    /** How long the store may fail to answer before it counts as lost. */
-    static final Duration LOST_AFTER = Duration.ofSeconds(5);
-
     private final Store store;
     private final String endpoint;
     private final Thread thread;
     private volatile String failure;
-    private volatile String lost;
     private final Object sleeper = new Object();
     private volatile boolean closed;
 
@@ -47,30 +43,17 @@ final class FailureWatcher implements AutoCloseable {
         return failure;
     }
 
-    /** Why the store counts as lost, or null. */
-    String storeLost() {
-        return lost;
-    }
-
     private void loop() {
-        long failingSince = -1;
-        while (!closed && failure == null && lost == null) {
+        while (!closed && failure == null) {
             try {
                 if (store.check(List.of(FAILED_KEY))) {
                     failure = NodeRendezvous.string(store.get(FAILED_KEY));
                 }
-                failingSince = -1;
             } catch (RuntimeException e) {
                 if (closed) {
                     return;
                 }
-                long now = System.nanoTime();
-                if (failingSince < 0) {
-                    failingSince = now;
-                    LOG.debug("store at {} did not answer: {}", endpoint, e.toString());
-                } else if (now - failingSince >= LOST_AFTER.toNanos()) {
-                    lost = "lost the store at " + endpoint + " (did node 0's launcher exit?): " + e.getMessage();
-                }
+                LOG.debug("store at {} did not answer: {}", endpoint, e.toString());
             }
             synchronized (sleeper) {
                 if (closed) {

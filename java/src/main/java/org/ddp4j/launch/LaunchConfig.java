@@ -16,6 +16,8 @@ import java.util.Map;
  * @param masterPort port of that store
  * @param maxRestarts how many times a failed worker group is restarted
  * @param rdzvTimeout how long rendezvous (and the exit barrier) wait for the other nodes
+ * @param keepAliveInterval how often this launcher writes its keep-alive to the store and reads the others'
+ * @param keepAliveTimeout how long a node may stay silent (or the store unanswered) before it is declared lost
  * @param command the main class or command, then its arguments
  * @param env the environment the workers start from (normally {@link System#getenv()})
  * @param out where the workers' prefixed stdout goes
@@ -29,6 +31,8 @@ record LaunchConfig(
         int masterPort,
         int maxRestarts,
         Duration rdzvTimeout,
+        Duration keepAliveInterval,
+        Duration keepAliveTimeout,
         List<String> command,
         Map<String, String> env,
         PrintStream out,
@@ -38,6 +42,12 @@ record LaunchConfig(
         command = List.copyOf(command);
         env = Map.copyOf(env);
     }
+
+    /** Default of {@code --keepalive-interval}, in seconds, when {@value KeepAlive#INTERVAL_ENV} is not set. */
+    static final String DEFAULT_KEEPALIVE_INTERVAL = "1";
+
+    /** Default of {@code --keepalive-timeout}, in seconds, when {@value KeepAlive#TIMEOUT_ENV} is not set. */
+    static final String DEFAULT_KEEPALIVE_TIMEOUT = "20";
 
     /** {@code host:port} of the store, for messages. */
     String endpoint() {

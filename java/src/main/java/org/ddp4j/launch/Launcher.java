@@ -38,6 +38,18 @@ import picocli.CommandLine;
  * {@code MASTER_PORT}, {@code DDP4J_AGENT_STORE=1}, {@code DDP4J_RESTART_COUNT},
  * {@code DDP4J_MAX_RESTARTS}, and {@code OMP_NUM_THREADS=1}/{@code OPENBLAS_NUM_THREADS=1} when
  * more than one worker runs per node and the variables are not set already.
+ *
+ * <p>Liveness. The launchers keep each other alive through the store ({@link KeepAlive}): every
+ * {@code --keepalive-interval} (default 1 s, or {@code DDP4J_KEEPALIVE_INTERVAL}) each bumps its
+ * counter and reads the others'; a node silent for {@code --keepalive-timeout} (default 20 s, or
+ * {@code DDP4J_KEEPALIVE_TIMEOUT}), or a store that does not answer that long, is lost, and every
+ * launcher stops its workers and exits 1 naming it ({@code lost node 1 (10.77.0.2): no keep-alive
+ * for 20 s}). Every store call of the launcher has a deadline ({@link DeadlineStore}). A failed
+ * worker is reported on every node as the attempt's root cause
+ * ({@code rank 1 (node 1, local rank 0) was killed by signal 9}), chosen by {@link RootCause}, with
+ * the failures it caused listed apart. Workers die with their launcher, however it dies: they watch
+ * their stdin pipe from it ({@link WorkerMain}, {@link WorkerCommand#LIFELINE_SCRIPT}), so they see
+ * an empty stdin, as torchrun's do.
  */
 @Command(
         name = "ddp4j-run",
@@ -54,7 +66,7 @@ import picocli.CommandLine;
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {
             "0:all workers exited with code 0",
-            "1:a worker failed, or rendezvous failed",
+            "1:a worker failed, a node was lost (keep-alive), or rendezvous failed",
             "2:invalid command line"
         })
 public final class Launcher implements Callable<Integer> {
@@ -89,6 +101,19 @@ public final class Launcher implements Callable<Integer> {
     @Option(names = {"--rdzv-timeout", "--rdzv_timeout"}, paramLabel = "SECONDS", defaultValue = "300",
             description = "How long to wait for the other nodes (default: ${DEFAULT-VALUE}).")
     private int rdzvTimeoutSeconds;
+
+    @Option(names = {"--keepalive-interval", "--keepalive_interval"}, paramLabel = "SECONDS",
+            description = "How often each launcher writes its keep-alive to the store and reads the other"
+                    + " nodes' (default: $DDP4J_KEEPALIVE_INTERVAL, else " + LaunchConfig.DEFAULT_KEEPALIVE_INTERVAL
+                    + "). Decimals allowed.")
+    private String keepAliveInterval;
+
+    @Option(names = {"--keepalive-timeout", "--keepalive_timeout"}, paramLabel = "SECONDS",
+            description = "A node whose keep-alive stays silent this long, or a store that does not answer this"
+                    + " long, is declared lost: every launcher then stops its workers and exits non-zero"
+                    + " (default: $DDP4J_KEEPALIVE_TIMEOUT, else " + LaunchConfig.DEFAULT_KEEPALIVE_TIMEOUT
+                    + "). Pauses shorter than this (a stopped process, a long GC) are ridden out.")
+    private String keepAliveTimeout;
 
     @Parameters(paramLabel = "MAIN_CLASS_OR_COMMAND", arity = "0..*",
             description = "The worker: a main class or a command, then its arguments.")
@@ -170,8 +195,17 @@ public final class Launcher implements Callable<Integer> {
     @Override
     public Integer call() {
         validate();
+        Duration interval = seconds("--keepalive-interval", KeepAlive.INTERVAL_ENV, keepAliveInterval,
+                LaunchConfig.DEFAULT_KEEPALIVE_INTERVAL);
+        Duration timeout = seconds("--keepalive-timeout", KeepAlive.TIMEOUT_ENV, keepAliveTimeout,
+                LaunchConfig.DEFAULT_KEEPALIVE_TIMEOUT);
+        if (timeout.compareTo(interval.multipliedBy(2)) < 0) {
+            throw usage("--keepalive-timeout (" + KeepAlive.seconds(timeout) + " s) must be at least twice"
+                    + " --keepalive-interval (" + KeepAlive.seconds(interval) + " s), or one late keep-alive"
+                    + " would count as a lost node");
+        }
         LaunchConfig cfg = new LaunchConfig(nprocPerNode, nnodes, nodeRank, masterAddr.trim(), masterPort,
-                maxRestarts, Duration.ofSeconds(rdzvTimeoutSeconds), command, env, out, err);
+                maxRestarts, Duration.ofSeconds(rdzvTimeoutSeconds), interval, timeout, command, env, out, err);
         return new Agent(cfg).run();
     }
 
@@ -202,6 +236,33 @@ public final class Launcher implements Callable<Integer> {
             throw usage("missing MAIN_CLASS_OR_COMMAND: the worker to start, e.g. "
                     + "ddp4j-run --nproc-per-node 2 org.ddp4j.examples.LinearDemo");
         }
+    }
+
+    /**
+     * A duration in seconds from the option, else from the environment variable, else the default;
+     * a value that is not a positive number is a usage error naming where it came from.
+     */
+    private Duration seconds(String option, String envVar, String given, String fallback) {
+        String source = option;
+        String text = given;
+        if (text == null) {
+            text = env.get(envVar);
+            source = envVar;
+        }
+        if (text == null || text.isBlank()) {
+            text = fallback;
+            source = option + " default";
+        }
+        double value;
+        try {
+            value = Double.parseDouble(text.trim());
+        } catch (NumberFormatException e) {
+            throw usage(source + " must be a number of seconds, got '" + text + "'");
+        }
+        if (!(value >= 0.05 && value <= 86_400)) {
+            throw usage(source + " must be between 0.05 and 86400 seconds, got " + text.trim());
+        }
+        return Duration.ofNanos(Math.round(value * 1e9));
     }
 
     private ParameterException usage(String message) {

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.DistributedTimeoutException;
@@ -47,6 +48,16 @@ final class NodeRendezvous {
      *     claim the same node rank
      */
     static NodeRanks join(Store store, int nodeRank, int nnodes, int nproc, Duration timeout, String endpoint) {
+        return join(store, nodeRank, nnodes, nproc, timeout, endpoint, () -> null);
+    }
+
+    /**
+     * As {@link #join(Store, int, int, int, Duration, String)}, giving up early with a
+     * {@link DistributedException} carrying {@code abort}'s message once it returns one (the
+     * keep-alive lost a node: waiting on for it would be pointless).
+     */
+    static NodeRanks join(Store store, int nodeRank, int nnodes, int nproc, Duration timeout, String endpoint,
+            Supplier<String> abort) {
         byte[] mine = bytes(nnodes);
         byte[] agreed = store.compareSet(NNODES_KEY, new byte[0], mine);
         if (!Arrays.equals(agreed, mine)) {
@@ -67,7 +78,7 @@ final class NodeRendezvous {
             keys.add(nprocKey(node));
         }
         try {
-            store.waitFor(keys, timeout);
+            awaitAll(store, keys, timeout, abort);
         } catch (DistributedTimeoutException e) {
             List<Integer> missing = new ArrayList<>();
             for (int node = 0; node < nnodes; node++) {
@@ -97,6 +108,30 @@ final class NodeRendezvous {
         }
         return new NodeRanks(offset, world, counts);
     }
+
+    /** Waits for {@code keys} in slices of at most {@link #SLICE}, asking {@code abort} between slices. */
+    private static void awaitAll(Store store, List<String> keys, Duration timeout, Supplier<String> abort) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            String why = abort.get();
+            if (why != null) {
+                throw new DistributedException("rendezvous abandoned: " + why);
+            }
+            long left = deadline - System.nanoTime();
+            Duration slice = Duration.ofNanos(Math.max(1_000_000L, Math.min(left, SLICE.toNanos())));
+            try {
+                store.waitFor(keys, slice);
+                return;
+            } catch (DistributedTimeoutException e) {
+                if (System.nanoTime() - deadline >= 0) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    /** How long one wait of the rendezvous lasts before the keep-alive's verdict is asked again. */
+    static final Duration SLICE = Duration.ofSeconds(1);
 
     static byte[] bytes(long value) {
         return Long.toString(value).getBytes(StandardCharsets.UTF_8);

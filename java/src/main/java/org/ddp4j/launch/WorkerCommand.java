@@ -13,11 +13,12 @@ import java.util.Optional;
  *
  * <p>If the first argument is a Java class name (it contains a '.' but no '/', and the class loads
  * from the launcher's own class path), each worker is a new JVM:
- * {@code <this java> -cp <java.class.path> <jvm flags> MainClass args...}, where the JVM flags are a
- * default that keeps native-lib-loader from deleting a sibling worker's extracted libraries, the
- * worker defaults of {@link #memoryDefaults} and {@link #jitDefaults}, then the words of
- * {@code DDP4J_JAVA_OPTS}. Otherwise
- * the arguments are run as a command as they are.
+ * {@code <this java> -cp <java.class.path> <jvm flags> org.ddp4j.launch.WorkerMain MainClass args...},
+ * where the JVM flags are a default that keeps native-lib-loader from deleting a sibling worker's
+ * extracted libraries, the worker defaults of {@link #memoryDefaults} and {@link #jitDefaults}, then
+ * the words of {@code DDP4J_JAVA_OPTS}; {@link WorkerMain} halts the worker when its launcher dies.
+ * Otherwise the arguments are run as a command through {@link #LIFELINE_SCRIPT}, which gives it the
+ * same guarantee.
  */
 final class WorkerCommand {
 
@@ -66,7 +67,7 @@ final class WorkerCommand {
         }
         String first = command.get(0);
         if (!isJavaClass(first)) {
-            return List.copyOf(command);
+            return commandArgv(command, env);
         }
         List<String> argv = new ArrayList<>();
         argv.add(javaExecutable());
@@ -77,8 +78,77 @@ final class WorkerCommand {
         argv.addAll(memoryDefaults(userOptions, localWorkers));
         argv.addAll(jitDefaults(userOptions));
         argv.addAll(userOptions);
+        argv.add(WorkerMain.class.getName());
         argv.addAll(command);
         return List.copyOf(argv);
+    }
+
+    /**
+     * The bash script that runs a command worker and kills it when its launcher dies: it starts a
+     * watcher in the background that reads the launcher's silent stdin pipe (kept as fd 3) and, at
+     * end of file, kills the command's process group (the command runs in a session of its own,
+     * through {@code setsid}, so its children go too), then replaces itself with the command, which
+     * keeps the shell's pid (the launcher's worker pid) and gets an empty stdin. The watcher also
+     * ends, silently, once the command is gone. It prints nothing: its stderr is a pipe to the dead
+     * launcher, and writing there would kill it with SIGPIPE before it kills the command.
+     */
+    static final String LIFELINE_SCRIPT = String.join("\n",
+            "exec 3<&0",
+            "( while :; do",
+            "    IFS= read -r -t 1 line <&3; rc=$?",
+            "    if [ $rc -eq 0 ]; then continue; fi",
+            "    kill -0 $$ 2>/dev/null || exit 0",
+            "    if [ $rc -le 128 ]; then",
+            "      kill -KILL -- -$$ 2>/dev/null || kill -KILL $$ 2>/dev/null",
+            "      exit 0",
+            "    fi",
+            "  done ) >/dev/null &",
+            "exec \"$@\" </dev/null 3<&-");
+
+    /** The shell that runs {@link #LIFELINE_SCRIPT}. */
+    static final String BASH = "/bin/bash";
+
+    /** Puts the command worker in a session (and process group) of its own; optional. */
+    static final String SETSID = "/usr/bin/setsid";
+
+    /**
+     * The command line of a worker that is not a Java class: {@code [setsid] bash -c LIFELINE_SCRIPT
+     * ddp4j-worker COMMAND...}. A command that cannot be found is returned as it is, so starting it
+     * fails with the launcher's "cannot start worker" message; without bash, too (no lifeline then).
+     */
+    static List<String> commandArgv(List<String> command, Map<String, String> env) {
+        if (!Files.isExecutable(Path.of(BASH)) || findExecutable(command.get(0), env) == null) {
+            return List.copyOf(command);
+        }
+        List<String> argv = new ArrayList<>();
+        if (Files.isExecutable(Path.of(SETSID))) {
+            argv.add(SETSID);
+        }
+        argv.add(BASH);
+        argv.add("-c");
+        argv.add(LIFELINE_SCRIPT);
+        argv.add("ddp4j-worker");
+        argv.addAll(command);
+        return List.copyOf(argv);
+    }
+
+    /** {@code name} as the worker would run it: a path if it has a '/', else looked up on the worker's PATH. */
+    static Path findExecutable(String name, Map<String, String> env) {
+        if (name.isEmpty()) {
+            return null;
+        }
+        if (name.contains("/")) {
+            Path p = Path.of(name);
+            return Files.isExecutable(p) && !Files.isDirectory(p) ? p : null;
+        }
+        String path = env.getOrDefault("PATH", System.getenv().getOrDefault("PATH", "/usr/bin:/bin"));
+        for (String dir : path.split(":")) {
+            Path p = Path.of(dir.isEmpty() ? "." : dir, name);
+            if (Files.isExecutable(p) && !Files.isDirectory(p)) {
+                return p;
+            }
+        }
+        return null;
     }
 
     /**

@@ -31,8 +31,17 @@ final class WorkerGroup {
     /** How long to wait for the output threads once the workers are gone. */
     private static final Duration DRAIN = Duration.ofSeconds(2);
 
-    /** One local worker. */
-    record Worker(int rank, int localRank, Process process) {}
+    /**
+     * One local worker; {@code exitedAt} receives the wall-clock time (ms) of its exit as soon as the
+     * JDK reaps it, which orders failures on different nodes (see {@link RootCause}).
+     */
+    record Worker(int rank, int localRank, Process process, java.util.concurrent.atomic.AtomicLong exitedAt) {
+        /** When the worker exited (ms since the epoch), or now if that was not recorded yet. */
+        long exitMillis() {
+            long t = exitedAt.get();
+            return t > 0 ? t : System.currentTimeMillis();
+        }
+    }
 
     /** How a group ended. */
     sealed interface Outcome {}
@@ -40,10 +49,18 @@ final class WorkerGroup {
     /** Every worker exited with code 0. */
     record Succeeded() implements Outcome {}
 
-    /** A local worker exited non-zero; {@code stopped} others were still running and were stopped. */
-    record LocalFailure(int rank, int localRank, int exitCode, int stopped) implements Outcome {}
+    /**
+     * A local worker exited non-zero (the first to exit, at {@code exitMillis}, wall clock);
+     * {@code stopped} others were still running and were stopped; {@code alsoFailed} are the other
+     * local workers that had already exited non-zero by then, as {@code {rank, localRank, exitCode}}.
+     */
+    record LocalFailure(int rank, int localRank, int exitCode, long exitMillis, int stopped, List<int[]> alsoFailed)
+            implements Outcome {}
 
-    /** The watcher reported a problem elsewhere (another node failed, the store went away). */
+    /**
+     * A problem elsewhere: another node's worker failed, or a node (or the store) was lost; with
+     * {@code storeLost} the store can no longer be reached.
+     */
     record RemoteFailure(String message, boolean storeLost, int stopped) implements Outcome {}
 
     /** The launcher is shutting down (signal); the workers were stopped. */
@@ -54,8 +71,11 @@ final class WorkerGroup {
         /** A message if another node's worker failed, else null. */
         String remoteFailure();
 
-        /** A message if the store is unreachable, else null. */
-        String storeLost();
+        /** A message if the keep-alive declared a node (or the store) lost, else null. */
+        String lost();
+
+        /** Whether the lost node is the one serving the store, so the store cannot be used any more. */
+        boolean storeLost();
 
         /** Whether the launcher is shutting down. */
         boolean shuttingDown();
@@ -114,12 +134,11 @@ final class WorkerGroup {
                 group.stop();
                 throw new StartException(rank, local, e);
             }
-            try {
-                p.getOutputStream().close(); // workers read no stdin: they see end of file
-            } catch (IOException ignored) {
-                // nothing to do
-            }
-            workers.add(new Worker(rank, local, p));
+            // The worker's stdin stays open and silent: its lifeline. When this launcher dies, however it
+            // dies, the worker reads end of file and exits (see WorkerMain and WorkerCommand).
+            java.util.concurrent.atomic.AtomicLong exitedAt = new java.util.concurrent.atomic.AtomicLong();
+            p.onExit().thenRun(() -> exitedAt.compareAndSet(0, System.currentTimeMillis()));
+            workers.add(new Worker(rank, local, p, exitedAt));
             String prefix = "[rank" + rank + "]: ";
             pumps.add(new OutputPump(p.getInputStream(), out, prefix).start("ddp4j-run-rank" + rank + "-out"));
             pumps.add(new OutputPump(p.getErrorStream(), err, prefix).start("ddp4j-run-rank" + rank + "-err"));
@@ -141,6 +160,8 @@ final class WorkerGroup {
         Outcome outcome = null;
         while (outcome == null) {
             boolean allDone = true;
+            Worker first = null;
+            List<int[]> others = new ArrayList<>();
             for (Worker w : workers) {
                 if (w.process().isAlive()) {
                     allDone = false;
@@ -148,10 +169,21 @@ final class WorkerGroup {
                 }
                 int code = w.process().exitValue();
                 if (code != 0) {
-                    int stopped = stop();
-                    outcome = new LocalFailure(w.rank(), w.localRank(), code, stopped);
-                    break;
+                    if (first == null || w.exitMillis() < first.exitMillis()) {
+                        first = w;
+                    }
                 }
+            }
+            if (first != null) {
+                for (Worker w : workers) {
+                    if (w != first && !w.process().isAlive() && w.process().exitValue() != 0) {
+                        others.add(new int[] {w.rank(), w.localRank(), w.process().exitValue()});
+                    }
+                }
+                int stopped = stop();
+                outcome = new LocalFailure(first.rank(), first.localRank(), first.process().exitValue(),
+                        first.exitMillis(), stopped, List.copyOf(others));
+                break;
             }
             if (outcome != null) {
                 break;
@@ -162,13 +194,14 @@ final class WorkerGroup {
                 outcome = new Interrupted(stop());
             } else if (watch.remoteFailure() != null) {
                 outcome = new RemoteFailure(watch.remoteFailure(), false, stop());
-            } else if (watch.storeLost() != null) {
-                outcome = new RemoteFailure(watch.storeLost(), true, stop());
+            } else if (watch.lost() != null) {
+                outcome = new RemoteFailure(watch.lost(), watch.storeLost(), stop());
             } else {
                 Thread.sleep(MONITOR_INTERVAL.toMillis());
             }
         }
         LOG.debug("node {}: workers done ({}); draining their output", nodeRank, outcome);
+        closeLifelines();
         drain();
         return outcome;
     }
@@ -204,6 +237,7 @@ final class WorkerGroup {
             }
             awaitExit(targets, Duration.ofSeconds(1));
         }
+        closeLifelines();
         for (Worker w : workers) {
             try {
                 w.process().waitFor(1, TimeUnit.SECONDS); // reaped: no zombie left behind
@@ -264,26 +298,14 @@ final class WorkerGroup {
         }
     }
 
-    /** Describes a worker's failure, e.g. {@code worker rank 1 (local rank 1, node 0) failed with exit code 3}. */
-    static String describeFailure(int rank, int localRank, int nodeRank, int exitCode) {
-        return "worker rank " + rank + " (local rank " + localRank + ", node " + nodeRank
-                + ") failed with exit code " + exitCode + signalHint(exitCode);
-    }
-
-    private static String signalHint(int exitCode) {
-        if (exitCode <= 128 || exitCode > 128 + 64) {
-            return "";
+    /** Closes the workers' stdin pipes: a worker still running then sees its launcher gone. */
+    private void closeLifelines() {
+        for (Worker w : workers) {
+            try {
+                w.process().getOutputStream().close();
+            } catch (IOException e) {
+                LOG.debug("closing the stdin of rank {}: {}", w.rank(), e.toString());
+            }
         }
-        int sig = exitCode - 128;
-        String name = switch (sig) {
-            case 1 -> "SIGHUP";
-            case 2 -> "SIGINT";
-            case 6 -> "SIGABRT";
-            case 9 -> "SIGKILL, perhaps out of memory";
-            case 11 -> "SIGSEGV";
-            case 15 -> "SIGTERM";
-            default -> "signal " + sig;
-        };
-        return " (128+" + sig + ": killed by " + name + "?)";
     }
 }

@@ -20,6 +20,12 @@ import org.ddp4j.cuda.DeviceAssignment;
  *   <li>{@code sleep}: writes {@code DIR/pid-<RANK>} and sleeps 60 s.
  *   <li>{@code fail-first-attempt}: RANK 1 exits 3 when DDP4J_RESTART_COUNT is 0; otherwise prints
  *       its attempt and exits 0.
+ *   <li>{@code train STEPS}: joins the Gloo group (env://), writes {@code DIR/pid-<RANK>}, then
+ *       all-reduces {@code rank + 1} STEPS times, 100 ms apart, exiting 1 on a wrong sum; prints
+ *       {@code step N} every 20 steps and {@code trained} at the end. A peer that dies makes the
+ *       all-reduce throw: the JVM exits 1, as a training rank would.
+ *   <li>{@code train-fail STEPS}: as {@code train}, but RANK 1 exits 3 at step 20.
+ *   <li>{@code stdin}: reads its stdin to the end and prints {@code stdin bytes=N}.
  * </ul>
  */
 public final class LaunchTestWorker {
@@ -86,8 +92,37 @@ public final class LaunchTestWorker {
                 }
                 System.out.println("attempt " + attempt + " ok");
             }
+            case "stdin" -> System.out.println("stdin bytes=" + System.in.readAllBytes().length);
+            case "train", "train-fail" -> train(Integer.parseInt(args[2]), mode.equals("train-fail"), dir, rank);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
+    }
+
+    private static void train(int steps, boolean rank1Fails, Path dir, int rank) throws Exception {
+        org.ddp4j.distributed.ProcessGroup group = org.ddp4j.distributed.Distributed.initProcessGroup("gloo");
+        int world = group.size();
+        writeAtomically(dir.resolve("pid-" + rank), Long.toString(ProcessHandle.current().pid()));
+        float expected = world * (world + 1) / 2f;
+        for (int step = 1; step <= steps; step++) {
+            if (rank1Fails && rank == 1 && step == 20) {
+                System.err.println("rank 1 fails now");
+                System.exit(3);
+            }
+            try (org.ddp4j.tensor.Tensor t = org.ddp4j.tensor.Tensor.of(new float[] {rank + 1}, 1)) {
+                org.ddp4j.distributed.Distributed.allReduce(t, org.ddp4j.distributed.ReduceOp.SUM);
+                float got = t.toFloatArray()[0];
+                if (got != expected) {
+                    System.err.println("wrong sum at step " + step + ": " + got + ", expected " + expected);
+                    System.exit(1);
+                }
+            }
+            if (step % 20 == 0) {
+                System.out.println("step " + step);
+            }
+            Thread.sleep(100);
+        }
+        System.out.println("trained");
+        org.ddp4j.distributed.Distributed.destroyProcessGroup();
     }
 
     private static void writeAtomically(Path file, String text) throws IOException {

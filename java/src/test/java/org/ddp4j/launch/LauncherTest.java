@@ -151,7 +151,7 @@ class LauncherTest {
         Run r = launch(baseEnv(), "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
                 WORKER, "fail-rank1", dir.toString());
         assertNotEquals(0, r.code());
-        assertTrue(r.err().contains("ddp4j-run: worker rank 1 (local rank 1, node 0) failed with exit code 3;"
+        assertTrue(r.err().contains("ddp4j-run: rank 1 (node 0, local rank 1) exited with code 3;"
                 + " stopped the other 1 running worker(s)"), r.err());
         assertTrue(r.err().contains("[rank1]: rank 1 fails now"), r.err());
         assertTrue(r.millis() < 20_000, "took " + r.millis() + " ms");
@@ -225,9 +225,9 @@ class LauncherTest {
             pool.shutdownNow();
         }
         assertNotEquals(0, r1.code());
-        assertTrue(r1.err().contains("worker rank 1 (local rank 0, node 1) failed with exit code 3"), r1.err());
+        assertTrue(r1.err().contains("rank 1 (node 1, local rank 0) exited with code 3"), r1.err());
         assertNotEquals(0, r0.code());
-        assertTrue(r0.err().contains("node 0: worker rank 1 (local rank 0, node 1) failed with exit code 3;"
+        assertTrue(r0.err().contains("node 0: rank 1 (node 1, local rank 0) exited with code 3;"
                 + " stopped the 1 local worker(s)"), r0.err());
         assertTrue(r0.millis() < 30_000, "took " + r0.millis() + " ms");
         long pid = Long.parseLong(Files.readString(dir.resolve("pid-0")).trim());
@@ -235,11 +235,24 @@ class LauncherTest {
     }
 
     @Test
+    void javaWorkersSeeAnEmptyStdin() throws IOException {
+        // The launcher keeps each worker's stdin pipe open as its lifeline; the worker's program must
+        // still see end of file at once, as it did when the pipe was closed.
+        Run r = launch(baseEnv(), "--master-port", Integer.toString(freePort()), WORKER, "stdin", dir.toString());
+        assertEquals(0, r.code(), r.err());
+        assertEquals(List.of("[rank0]: stdin bytes=0"), r.outLines());
+        Run sh = launch(baseEnv(), "--master-port", Integer.toString(freePort()), "sh", "-c", "echo \"stdin bytes=$(wc -c)\"");
+        assertEquals(0, sh.code(), sh.err());
+        assertEquals(List.of("[rank0]: stdin bytes=0"), sh.outLines());
+        assertEquals("", sh.err(), "the lifeline watcher of a command worker says nothing when all goes well");
+    }
+
+    @Test
     void restartsTheWorkerGroupAfterAFailure() throws IOException {
         Run r = launch(baseEnv(), "--nproc-per-node", "2", "--max-restarts", "1", "--master-port",
                 Integer.toString(freePort()), WORKER, "fail-first-attempt", dir.toString());
         assertEquals(0, r.code(), r.err());
-        assertTrue(r.err().contains("worker rank 1 (local rank 1, node 0) failed with exit code 3"), r.err());
+        assertTrue(r.err().contains("rank 1 (node 0, local rank 1) exited with code 3"), r.err());
         assertTrue(r.err().contains("restarting the worker group of node 0 (restart 1 of 1)"), r.err());
         assertTrue(r.outLines().contains("[rank0]: attempt 1 ok"), r.out());
         assertTrue(r.outLines().contains("[rank1]: attempt 1 ok"), r.out());
@@ -265,7 +278,7 @@ class LauncherTest {
         }
         assertEquals(0, r0.code(), r0.err());
         assertEquals(0, r1.code(), r1.err());
-        assertTrue(r0.err().contains("node 0: worker rank 1 (local rank 0, node 1) failed with exit code 3"), r0.err());
+        assertTrue(r0.err().contains("node 0: rank 1 (node 1, local rank 0) exited with code 3"), r0.err());
         assertTrue(r0.err().contains("restarting the worker group of node 0 (restart 1 of 2)"), r0.err());
         assertTrue(r1.err().contains("restarting the worker group of node 1 (restart 1 of 2)"), r1.err());
         assertEquals(List.of("[rank0]: rank 0 sleeping", "[rank0]: attempt 1 ok"), r0.outLines());
@@ -354,6 +367,28 @@ class LauncherTest {
         assertEquals(0, r.code());
         assertTrue(r.out().contains("--nproc-per-node"), r.out());
         assertTrue(r.out().contains("MAIN_CLASS_OR_COMMAND"), r.out());
+    }
+
+    @Test
+    void keepAliveKnobsAreValidatedAndDocumented() {
+        Run r = launch(baseEnv(), "--keepalive-interval", "5", "--keepalive-timeout", "6", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--keepalive-timeout (6 s) must be at least twice --keepalive-interval (5 s)"), r.err());
+
+        Map<String, String> env = baseEnv();
+        env.put(KeepAlive.TIMEOUT_ENV, "soon");
+        r = launch(env, WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("DDP4J_KEEPALIVE_TIMEOUT must be a number of seconds, got 'soon'"), r.err());
+
+        r = launch(baseEnv(), "--keepalive-interval", "0", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--keepalive-interval must be between 0.05 and 86400 seconds, got 0"), r.err());
+
+        r = launch(baseEnv(), "--help");
+        assertTrue(r.out().contains("--keepalive-interval=SECONDS"), r.out());
+        assertTrue(r.out().contains("--keepalive-timeout=SECONDS"), r.out());
+        assertTrue(r.out().contains("DDP4J_KEEPALIVE_TIMEOUT"), r.out());
     }
 
     @Test

@@ -30,7 +30,7 @@ class WorkerCommandTest {
         assertEquals("-cp", argv.get(1));
         assertEquals(System.getProperty("java.class.path"), argv.get(2));
         assertEquals(List.of(WorkerCommand.LEFTOVER_AGE_FLAG, WorkerCommand.DEFAULT_GC_FLAG,
-                WorkerCommand.DEFAULT_JIT_FLAG, "-Xmx1g", "-Dx=a b", LaunchTestWorker.class.getName(), "env", "/tmp"),
+                WorkerCommand.DEFAULT_JIT_FLAG, "-Xmx1g", "-Dx=a b", WorkerMain.class.getName(), LaunchTestWorker.class.getName(), "env", "/tmp"),
                 argv.subList(3, argv.size()));
     }
 
@@ -52,13 +52,26 @@ class WorkerCommandTest {
         assertEquals(List.of(), WorkerCommand.memoryDefaults(List.of("-XX:+UseParallelGC", "-XX:MaxRAMPercentage=60"), 8));
         List<String> argv = WorkerCommand.argv(List.of(LaunchTestWorker.class.getName()), Map.of(), 2);
         assertEquals(List.of(WorkerCommand.LEFTOVER_AGE_FLAG, "-XX:+UseSerialGC", "-XX:MaxRAMPercentage=25.0",
-                "-XX:TieredStopAtLevel=1", LaunchTestWorker.class.getName()), argv.subList(3, argv.size()));
+                "-XX:TieredStopAtLevel=1", WorkerMain.class.getName(), LaunchTestWorker.class.getName()), argv.subList(3, argv.size()));
     }
 
     @Test
-    void commandsRunAsGiven() {
-        List<String> cmd = List.of("python3", "train.py", "--epochs", "3");
-        assertEquals(cmd, WorkerCommand.argv(cmd, Map.of(WorkerCommand.JAVA_OPTS_ENV, "-Xmx1g")));
+    void commandsRunThroughTheLifelineScript() {
+        List<String> cmd = List.of("sh", "train.sh", "--epochs", "3");
+        List<String> argv = WorkerCommand.argv(cmd, Map.of(WorkerCommand.JAVA_OPTS_ENV, "-Xmx1g", "PATH", "/usr/bin:/bin"));
+        assertEquals(cmd, argv.subList(argv.size() - cmd.size(), argv.size()), "the command, unchanged, comes last");
+        int bash = argv.indexOf(WorkerCommand.BASH);
+        assertEquals(List.of(WorkerCommand.BASH, "-c", WorkerCommand.LIFELINE_SCRIPT, "ddp4j-worker"),
+                argv.subList(bash, bash + 4));
+        assertEquals(cmd.size() + 4 + bash, argv.size());
+    }
+
+    @Test
+    void commandsThatCannotBeFoundRunAsGivenSoTheStartFailureNamesThem() {
+        List<String> cmd = List.of("/nonexistent/train.sh", "--epochs", "3");
+        assertEquals(cmd, WorkerCommand.argv(cmd, Map.of()));
+        List<String> onPath = List.of("ddp4j-no-such-program");
+        assertEquals(onPath, WorkerCommand.argv(onPath, Map.of("PATH", "/usr/bin:/bin")));
     }
 
     @Test

@@ -1,0 +1,172 @@
+package org.ddp4j.launch;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+import org.ddp4j.distributed.store.Store;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Picks the one failure of an attempt that every launcher names as its root cause, through the
+ * attempt's store.
+ *
+ * <p>When one worker dies, its peers' collectives fail and they exit non-zero too, often within
+ * milliseconds; those are consequences. The rules, applied the same way on every node:
+ * <ol>
+ *   <li>Every failure seen by a launcher is appended to a log in the store ({@code failures/<seq>},
+ *       numbered in the order the store received them).
+ *   <li>A worker killed by a signal is a cause, never a consequence (a failing collective makes a
+ *       worker exit, not die by a signal): its launcher claims the root-cause key at once.
+ *   <li>A worker that exited non-zero first waits {@link #GRACE}, and longer while another node's
+ *       keep-alive is late (that node may be dying), so a signal death or a lost node elsewhere
+ *       can be published first. Then the first signal death in the log is claimed, else the
+ *       failure that exited first by its launcher's wall clock (a peer's collective fails only
+ *       after the cause died; on hosts whose clocks differ by more than that reaction time, tens of
+ *       milliseconds, the order among plain exits can be wrong).
+ *   <li>The root-cause key ({@value FailureWatcher#FAILED_KEY}) is set once, by compare-and-set: the
+ *       first claim wins and every launcher reports what it holds.
+ * </ol>
+ */
+final class RootCause {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RootCause.class);
+
+    /** How long a launcher whose worker exited non-zero waits for a failure elsewhere to be published. */
+    static final Duration GRACE = Duration.ofSeconds(3);
+
+    private static final String COUNT_KEY = "failures/count";
+    private static final char SIGNAL = 'S';
+    private static final char OTHER = 'X';
+    private static final long POLL_MS = 100;
+
+    private RootCause() {}
+
+    /** Whether a worker's exit code is a death by a signal: the JDK reports those as 128 + the signal number. */
+    static boolean killedBySignal(int exitCode) {
+        return exitCode > 128 && exitCode <= 128 + 64;
+    }
+
+    /**
+     * Names a worker failure, e.g. {@code rank 1 (node 1, local rank 0) was killed by signal 9} or
+     * {@code rank 1 (node 1, local rank 0) exited with code 3}.
+     */
+    static String describe(int rank, int nodeRank, int localRank, int exitCode) {
+        String who = "rank " + rank + " (node " + nodeRank + ", local rank " + localRank + ")";
+        if (killedBySignal(exitCode)) {
+            int sig = exitCode - 128;
+            return who + " was killed by signal " + sig + signalHint(sig);
+        }
+        return who + " exited with code " + exitCode;
+    }
+
+    private static String signalHint(int sig) {
+        return switch (sig) {
+            case 6 -> " (SIGABRT)";
+            case 9 -> " (SIGKILL: kill -9, or the kernel's out-of-memory killer)";
+            case 11 -> " (SIGSEGV)";
+            case 15 -> " (SIGTERM)";
+            default -> "";
+        };
+    }
+
+    /**
+     * Records a local worker failure and returns the attempt's root cause, as agreed through
+     * {@code store}: the description of this failure or of one elsewhere. Never throws; when the store
+     * cannot be reached the local description is returned.
+     *
+     * @param lost the keep-alive's verdict, checked while waiting: a lost node becomes the root cause
+     * @param late whether some node's keep-alive is late (then the wait goes on, up to {@code maxWait})
+     * @param maxWait the longest wait in all (the keep-alive timeout plus {@link #GRACE} is enough)
+     */
+    static String decide(Store store, int exitCode, long exitMillis, String description, Supplier<String> lost,
+            BooleanSupplier late, Duration maxWait) throws InterruptedException {
+        boolean signal = killedBySignal(exitCode);
+        long start = System.nanoTime();
+        try {
+            long seq = store.add(COUNT_KEY, 1);
+            store.set("failures/" + seq, bytes((signal ? SIGNAL : OTHER) + Long.toString(exitMillis) + "|" + description));
+            if (signal) {
+                return claim(store, description);
+            }
+            while (true) {
+                if (store.check(List.of(FailureWatcher.FAILED_KEY))) {
+                    return string(store.get(FailureWatcher.FAILED_KEY));
+                }
+                String gone = lost.get();
+                if (gone != null) {
+                    return claim(store, gone);
+                }
+                long waited = System.nanoTime() - start;
+                if (waited >= maxWait.toNanos() || (waited >= GRACE.toNanos() && !late.getAsBoolean())) {
+                    break;
+                }
+                Thread.sleep(POLL_MS);
+            }
+            return claim(store, firstInLog(store, description));
+        } catch (RuntimeException e) {
+            // The store itself may be going away with node 0: let the keep-alive decide.
+            LOG.warn("could not agree on the root cause with the other nodes: {}", e.toString());
+            while (true) {
+                String gone = lost.get();
+                if (gone != null) {
+                    return gone;
+                }
+                long waited = System.nanoTime() - start;
+                if (waited >= maxWait.toNanos() || (waited >= GRACE.toNanos() && !late.getAsBoolean())) {
+                    return description;
+                }
+                Thread.sleep(POLL_MS);
+            }
+        }
+    }
+
+    /** Claims {@code description} as the root cause unless one was claimed already; returns the winner. */
+    static String claim(Store store, String description) {
+        byte[] won = store.compareSet(FailureWatcher.FAILED_KEY, new byte[0], bytes(description));
+        return string(won);
+    }
+
+    /** The first signal death in the failure log, else the entry that exited first (then the first logged). */
+    private static String firstInLog(Store store, String fallback) {
+        long count = store.add(COUNT_KEY, 0);
+        String first = null;
+        long firstMillis = Long.MAX_VALUE;
+        for (long i = 1; i <= count; i++) {
+            String key = "failures/" + i;
+            if (!store.check(List.of(key))) {
+                continue; // its launcher is between add and set
+            }
+            String entry = string(store.get(key));
+            int bar = entry.indexOf('|');
+            if (entry.isEmpty() || bar < 0) {
+                continue;
+            }
+            String description = entry.substring(bar + 1);
+            if (entry.charAt(0) == SIGNAL) {
+                return description;
+            }
+            long millis;
+            try {
+                millis = Long.parseLong(entry.substring(1, bar));
+            } catch (NumberFormatException e) {
+                millis = Long.MAX_VALUE - 1;
+            }
+            if (millis < firstMillis) {
+                firstMillis = millis;
+                first = description;
+            }
+        }
+        return first != null ? first : fallback;
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static String string(byte[] b) {
+        return new String(b, StandardCharsets.UTF_8);
+    }
+}
