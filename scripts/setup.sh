@@ -10,6 +10,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # python3-numpy: the tests read checkpoints with an independent safetensors reader (python3-torch,
 # for regenerating golden files only, is not installed here)
 packages=(cmake make g++ libgloo-dev libopenblas-dev dataset-fashion-mnist fontconfig fonts-dejavu-core python3-numpy)
+# the namespace cluster of the multi-host tests (scripts/cluster.sh): ip netns and tc (iproute2),
+# packet loss and drops (nftables), kill(1) for SIGSTOP/SIGCONT (procps)
+packages+=(iproute2 nftables procps)
 command -v mvn >/dev/null 2>&1 || packages+=(maven)
 command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 missing=()
