@@ -69,7 +69,7 @@ final class Agent {
         } catch (RuntimeException e) {
             String what = cfg.nodeRank() == 0
                     ? "cannot serve the store on " + cfg.endpoint()
-                    : "cannot reach the store of node 0 at " + cfg.endpoint() + " within " + cfg.rdzvTimeout().toSeconds() + " s";
+                    : "cannot reach the store of node 0 at " + cfg.endpoint(); // the cause says why: a timeout names its bound
             error(what + ": " + e.getMessage());
             return 1;
         }
