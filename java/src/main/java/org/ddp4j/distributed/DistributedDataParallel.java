@@ -144,6 +144,11 @@ public final class DistributedDataParallel extends Module {
         return reducer.bucketBytes();
     }
 
+    /** Elements each bucket all-reduces (gradients and flags), in launch order (for tests). */
+    List<Long> bucketNumel() {
+        return reducer.bucketNumel();
+    }
+
     /** The parameters of each bucket, in launch order (for tests). */
     List<List<Tensor>> bucketParameters() {
         return reducer.bucketParameters();

@@ -86,6 +86,11 @@ final class Reducer implements AutoCloseable {
         return buckets.stream().map(GradientBucket::bytes).toList();
     }
 
+    /** Elements each bucket all-reduces (gradients and flags), in launch order. */
+    List<Long> bucketNumel() {
+        return buckets.stream().map(b -> b.flat.numel()).toList();
+    }
+
     /** The parameters of each bucket, in launch order. */
     List<List<Tensor>> bucketParameters() {
         return buckets.stream().map(b -> b.parameters).toList();
