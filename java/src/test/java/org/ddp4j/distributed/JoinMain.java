@@ -14,7 +14,9 @@ import org.ddp4j.tensor.Tensors;
  * {@link UnevenTraining.Heads}'s pattern). Trains {@link UnevenTraining.Heads} in DDP with SGD
  * (momentum, weight decay), printing after each backward {@code nullgrads rank=R step=S [names]},
  * then {@code param rank=R name=v,...} for each final parameter and exits 0. Without join, calls
- * a barrier after the loop (what a script does before saving). A DistributedException prints
+ * a barrier after the loop (what a script does before saving). {@code joinbn} trains a
+ * Conv2d-BatchNorm2d-Linear model instead (buffers broadcast each forward) and prints
+ * {@code state rank=R name=v,...} for its whole state dict. A DistributedException prints
  * {@code failed rank=R: MESSAGE} and exits 3; anything else exits 2.
  */
 public final class JoinMain {
@@ -24,12 +26,17 @@ public final class JoinMain {
         int rank = -1;
         int exit;
         try {
-            boolean join = args[0].equals("join");
+            boolean join = args[0].startsWith("join");
             String[] counts = args[1].split(",");
             boolean pattern = args[2].equals("unused");
             ProcessGroup group = Distributed.initProcessGroup("gloo");
             rank = group.rank();
             int batches = Integer.parseInt(counts[rank]);
+            if (args[0].equals("joinbn")) {
+                trainWithBuffers(rank, batches);
+                System.out.flush();
+                System.exit(0);
+            }
             UnevenTraining.Heads model = new UnevenTraining.Heads();
             DistributedDataParallel ddp = new DistributedDataParallel(model);
             SGD opt = UnevenTraining.optimizer(ddp.parameters());
@@ -55,6 +62,32 @@ public final class JoinMain {
         }
         System.out.flush();
         System.exit(exit);
+    }
+
+    /** A model with buffers (BatchNorm's running statistics), trained inside a join. */
+    private static void trainWithBuffers(int rank, int batches) {
+        org.ddp4j.tensor.Generator g = new org.ddp4j.tensor.Generator(3);
+        org.ddp4j.nn.Module model = new org.ddp4j.nn.Sequential(new org.ddp4j.nn.Conv2d(1, 2, 3, 1, 1, true, g),
+                new org.ddp4j.nn.BatchNorm2d(2), new org.ddp4j.nn.Flatten(), new org.ddp4j.nn.Linear(32, 2, true, g));
+        DistributedDataParallel ddp = new DistributedDataParallel(model);
+        SGD opt = UnevenTraining.optimizer(ddp.parameters());
+        MSELoss loss = new MSELoss();
+        try (var join = ddp.join()) {
+            for (int step = 0; step < batches; step++) {
+                try (var scope = Tensors.scope()) {
+                    opt.zeroGrad();
+                    Tensor x = Tensor.of(new org.ddp4j.tensor.Generator(100L * rank + step).normal(32), 2, 1, 4, 4);
+                    loss.forward(ddp.forward(x), UnevenTraining.target(rank, step)).backward();
+                }
+                opt.step();
+            }
+        }
+        for (Map.Entry<String, Tensor> e : model.stateDict().entrySet()) {
+            Tensor t = e.getValue();
+            float[] v = t.dtype() == org.ddp4j.tensor.DType.FLOAT32 ? t.toFloatArray()
+                    : new float[] {t.toLongArray()[0]};
+            System.out.println("state rank=" + rank + " " + UnevenTraining.format(e.getKey(), v));
+        }
     }
 
     private static void train(DistributedDataParallel ddp, UnevenTraining.Heads model, SGD opt, int rank, int batches,

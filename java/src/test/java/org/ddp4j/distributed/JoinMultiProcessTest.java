@@ -25,7 +25,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 class JoinMultiProcessTest {
 
     @ParameterizedTest(name = "join, batches {0}, heads {1}, DDP4J_SHM={2}")
-    @CsvSource(delimiter = ';', value = {"3,4,5; unused; 1", "4,3; all; 0", "2,2; unused; 1"})
+    @CsvSource(delimiter = ';', value = {"3,4,5; unused; 1", "4,3; all; 0", "2,2; unused; 1", "0,3,1; unused; 0"})
     void unevenRanksFinishAndMatchTheReference(String batches, String heads, String shm) throws Exception {
         int[] counts = java.util.Arrays.stream(batches.split(",")).mapToInt(Integer::parseInt).toArray();
         List<String> outputs = runRanks("join", batches, heads, shm, 0);
@@ -57,6 +57,30 @@ class JoinMultiProcessTest {
         }
         // The other heads did move (the test can fail): c on rank 1's gradient alone.
         assertTrue(reference.get("c.weight")[0] != initial.get("c.weight")[0]);
+    }
+
+    /**
+     * A model with buffers: each forward broadcasts them from the highest rank still training
+     * (found by one small all-reduce), and at the end every rank holds the last joiner's state.
+     */
+    @ParameterizedTest(name = "join with BatchNorm, batches {0}")
+    @CsvSource(delimiter = ';', value = {"2,5", "4,1,3"})
+    void aModelWithBuffersEndsWithTheSameStateOnEveryRank(String batches) throws Exception {
+        List<String> outputs = runRanks("joinbn", batches, "all", "1", 0);
+        List<String> states = new ArrayList<>();
+        for (int rank = 0; rank < outputs.size(); rank++) {
+            String prefix = "state rank=" + rank + " ";
+            List<String> lines = outputs.get(rank).lines().filter(l -> l.startsWith(prefix))
+                    .map(l -> l.substring(prefix.length())).toList();
+            assertEquals(9, lines.size(), outputs.get(rank)); // conv w, b; bn w, b, mean, var, count; linear w, b
+            states.add(String.join("\n", lines));
+        }
+        for (int rank = 1; rank < states.size(); rank++) {
+            assertEquals(states.get(0), states.get(rank), "rank " + rank + " ended with another state than rank 0");
+        }
+        String count = states.get(0).lines().filter(l -> l.contains("num_batches_tracked=")).findFirst().orElseThrow();
+        int most = java.util.Arrays.stream(batches.split(",")).mapToInt(Integer::parseInt).max().orElseThrow();
+        assertTrue(count.endsWith("=" + (float) most), "the last joiner's BatchNorm counted every step: " + count);
     }
 
     @ParameterizedTest(name = "no join, batches {0}, DDP4J_SHM={1}")
