@@ -14,7 +14,7 @@ import org.ddp4j.tensor.Tensors;
  * {@link UnevenTraining.Heads}'s pattern). Trains {@link UnevenTraining.Heads} in DDP with SGD
  * (momentum, weight decay), printing after each backward {@code nullgrads rank=R step=S [names]},
  * then {@code param rank=R name=v,...} for each final parameter and exits 0. Without join, calls
- * a barrier after the loop (what a script does before saving). {@code joinbn} trains a
+ * a barrier after the loop (what a script does before saving); {@code nojoin-exit} exits instead. {@code joinbn} trains a
  * Conv2d-BatchNorm2d-Linear model instead (buffers broadcast each forward) and prints
  * {@code state rank=R name=v,...} for its whole state dict. A DistributedException prints
  * {@code failed rank=R: MESSAGE} and exits 3; anything else exits 2.
@@ -46,7 +46,9 @@ public final class JoinMain {
                 }
             } else {
                 train(ddp, model, opt, rank, batches, pattern);
-                Distributed.barrier();
+                if (!args[0].equals("nojoin-exit")) {
+                    Distributed.barrier();
+                }
             }
             for (Map.Entry<String, Tensor> e : model.namedParameters().entrySet()) {
                 System.out.println("param rank=" + rank + " " + UnevenTraining.format(e.getKey(), e.getValue().toFloatArray()));

@@ -98,6 +98,12 @@ class JoinMultiProcessTest {
 
     private static List<String> runRanks(String mode, String batches, String heads, String shm, int expectedExit)
             throws Exception {
+        return runRanks(mode, batches, heads, shm, rank -> expectedExit);
+    }
+
+    /** Starts one JVM per rank, waits for each (90 s), checks its exit code, returns the outputs. */
+    private static List<String> runRanks(String mode, String batches, String heads, String shm,
+            java.util.function.IntUnaryOperator expectedExit) throws Exception {
         int world = batches.split(",").length;
         int port = DistributedTest.freePort();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
@@ -126,7 +132,7 @@ class JoinMultiProcessTest {
                             + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
                 }
                 String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                assertEquals(expectedExit, p.exitValue(), "rank " + rank + " output:\n" + out);
+                assertEquals(expectedExit.applyAsInt(rank), p.exitValue(), "rank " + rank + " output:\n" + out);
                 outputs.add(out);
             }
             return outputs;
@@ -135,6 +141,17 @@ class JoinMultiProcessTest {
                 p.destroyForcibly();
             }
         }
+    }
+
+    /** Rank 0 runs out of batches and exits: rank 1's next backward fails at once, suggesting join. */
+    @ParameterizedTest(name = "no join, rank 0 exits, DDP4J_SHM={0}")
+    @CsvSource({"1", "0"})
+    void withoutJoinTheRankLeftAloneFailsSuggestingJoin(String shm) throws Exception {
+        List<String> outputs = runRanks("nojoin-exit", "3,4", "all", shm, rank -> rank == 0 ? 0 : 3);
+        String failed = line(outputs.get(1), "failed rank=1: ");
+        assertTrue(failed.contains("died") && failed.contains("try (var join = ddp.join()) { ... }"), failed);
+        assertTrue(outputs.get(1).contains("nullgrads rank=1 step=2 "), outputs.get(1));
+        assertTrue(!outputs.get(1).contains("nullgrads rank=1 step=3 "), "no step on a wrong gradient: " + outputs.get(1));
     }
 
     private static String line(String out, String prefix) {
