@@ -1,5 +1,6 @@
 package org.ddp4j.distributed;
 
+import java.util.Arrays;
 import java.util.List;
 import org.ddp4j.tensor.Tensor;
 
@@ -76,7 +77,7 @@ final class GradientBucket {
 
     /** Forgets which parameters were used: called after each synchronisation. */
     void clearUsed() {
-        java.util.Arrays.fill(used, false);
+        Arrays.fill(used, false);
         usedCount = 0;
     }
 
@@ -94,8 +95,8 @@ final class GradientBucket {
             values[i] = training && used[i] ? 1f : 0f;
         }
         values[used.length] = training ? 1f : 0f;
-        try (Tensor t = Tensor.of(values, values.length)) {
-            flags.copyFrom(t.to(flags.device()));
+        try (Tensor host = Tensor.of(values, values.length); Tensor t = host.to(flags.device())) {
+            flags.copyFrom(t);
         }
     }
 
