@@ -267,7 +267,7 @@ final class Reducer implements AutoCloseable {
             } catch (RuntimeException e) {
                 // Backward stops here and its queued callbacks are dropped: start the next one clean.
                 resetForNextBackward();
-                throw e;
+                throw withJoinHint(e);
             }
         }
         queueFinish();
@@ -321,10 +321,8 @@ final class Reducer implements AutoCloseable {
                     applyUsage(b, communicates() ? b.flags.toFloatArray() : null);
                 }
             }
-        } catch (DistributedTimeoutException e) {
-            throw new DistributedTimeoutException(e.getMessage() + JOIN_HINT);
-        } catch (DistributedException e) {
-            throw e.getMessage().contains("ddp.join()") ? e : new DistributedException(e.getMessage() + JOIN_HINT, e);
+        } catch (RuntimeException e) {
+            throw withJoinHint(e);
         } finally {
             resetForNextBackward();
         }
@@ -334,6 +332,22 @@ final class Reducer implements AutoCloseable {
     static final String JOIN_HINT = ". If the ranks have different numbers of batches (uneven inputs), wrap the training"
             + " loop in try (var join = ddp.join()) { ... }: ranks that run out of data then shadow the others'"
             + " gradient all-reduces";
+
+    /**
+     * A failed bucket all-reduce, its message ending with {@link #JOIN_HINT} (once; the native
+     * fingerprint message already carries it); other exceptions unchanged.
+     */
+    private static RuntimeException withJoinHint(RuntimeException e) {
+        if (!(e instanceof DistributedException) || String.valueOf(e.getMessage()).contains("ddp.join()")) {
+            return e;
+        }
+        if (e instanceof DistributedTimeoutException) {
+            DistributedTimeoutException t = new DistributedTimeoutException(e.getMessage() + JOIN_HINT);
+            t.initCause(e);
+            return t;
+        }
+        return new DistributedException(e.getMessage() + JOIN_HINT, e);
+    }
 
     /**
      * After a bucket's all-reduce on a rank that left some of its parameters unused: a parameter
@@ -387,6 +401,17 @@ final class Reducer implements AutoCloseable {
             return true;
         } finally {
             resetForNextBackward();
+            zeroSlicesWithoutGradient(); // a parameter without a gradient must contribute zeros later
+        }
+    }
+
+    private void zeroSlicesWithoutGradient() {
+        for (GradientBucket b : buckets) {
+            for (int slot = 0; slot < b.parameters.size(); slot++) {
+                if (b.parameters.get(slot).grad() == null) {
+                    b.views.get(slot).fill(0);
+                }
+            }
         }
     }
 
