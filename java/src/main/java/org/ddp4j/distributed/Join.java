@@ -17,8 +17,13 @@ import org.ddp4j.tensor.Tensors;
  * rank training, every rank is in close(); the highest of the ranks that joined last (they hold
  * the model trained to the end) broadcasts parameters and buffers to all, and close() returns.
  *
- * <p>Each wait is bounded by the group's timeout. Not thread-safe: the training thread opens and
- * closes it.
+ * <p>Each wait is bounded by the group's timeout. Every rank must open the join around the same
+ * loop and run one training forward per backward inside it (the joined ranks shadow exactly one
+ * forward's and one backward's collectives per iteration); {@code noSync()} is refused inside it.
+ * Unlike PyTorch there is no {@code throw_on_early_termination}: gradients of the ranks still
+ * training are divided by the full world size, PyTorch's default. If the loop body throws, close()
+ * still shadows, so the other ranks finish or the group's timeout ends it. Not thread-safe: the
+ * training thread opens and closes it.
  */
 public final class Join implements AutoCloseable {
     private final DistributedDataParallel ddp;
