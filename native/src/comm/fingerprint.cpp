@@ -60,7 +60,12 @@ std::string mismatch_message(const Fingerprint& mine, int rank, const std::strin
                         " called ", describe(theirs),
                         ". Every rank must call the same collectives in the same order, with tensors of the same"
                         " dtype and number of elements; this call's result was not used (the tensor's contents are"
-                        " undefined)");
+                        " undefined)",
+                        mine.bucket >= 0 || theirs.bucket >= 0
+                            ? ". If the ranks have different numbers of batches (uneven inputs), wrap the training loop"
+                              " in try (var join = ddp.join()) { ... }: ranks that run out of data then shadow the"
+                              " others' gradient all-reduces"
+                            : "");
 }
 
 }  // namespace ddp4j

@@ -38,6 +38,21 @@ import org.ddp4j.tensor.Tensors;
  * in which rank 0 saw the gradients become ready (PyTorch's {@code _rebuild_buckets}), so that the
  * first buckets fill as early as possible. Results do not depend on the bucket layout.
  *
+ * <p><b>Unused parameters</b> are always handled as PyTorch's {@code find_unused_parameters=True},
+ * at no extra cost: a parameter no rank used in the forward since the last synchronisation gets
+ * no gradient ({@code grad()} is null after backward, so optimizers skip it: SGD's momentum and
+ * weight decay do not move it); one used by some ranks only gets the sum of the using ranks'
+ * gradients divided by the world size (the others count as zeros). The hooks that did not fire by
+ * the end of backward tell each rank what it left unused; the ranks agree through flags carried
+ * in the bucket all-reduces themselves (no extra collective, no graph walk). A parameter whose
+ * gradient is null gets a fresh one from its next use. {@code findUnusedParameters} is accepted
+ * for PyTorch compatibility and changes nothing.
+ *
+ * <p><b>Uneven inputs:</b> when ranks have different numbers of batches, wrap the training loop in
+ * {@link #join()} (PyTorch's {@code with model.join():}); without it the rank with more batches
+ * fails in its next backward (a peer is in another collective, has exited, or the group's timeout
+ * passes) with a message that suggests {@code ddp.join()}.
+ *
  * <p>Overlap of communication with backward can be turned off with the environment variable
  * {@code DDP4J_DDP_OVERLAP=0}: every bucket is then all-reduced after backward has finished (for
  * measuring what the overlap saves; the results are the same). In a group of one rank there is
@@ -51,6 +66,8 @@ public final class DistributedDataParallel extends Module {
     private final Module module;
     private final ProcessGroup group;
     private final Reducer reducer;
+    /** The open {@link Join}, or null. */
+    private Join join;
 
     /**
      * Wraps {@code module} for training on the default process group.
@@ -100,8 +117,19 @@ public final class DistributedDataParallel extends Module {
             checkDevice("buffer", b, group);
         }
         ParameterLayout.verifyAcrossRanks(group, module, params, bucketCapBytes);
-        broadcastState(module.stateDict().values());
+        broadcastState(module.stateDict().values(), 0);
         reducer = new Reducer(params, group, bucketCapBytes);
+    }
+
+    /**
+     * As {@link #DistributedDataParallel(Module, ProcessGroup, long)}; {@code findUnusedParameters}
+     * is accepted for PyTorch's name and changes nothing: unused parameters are always found, at
+     * no cost (see the class documentation). Mirrors {@code DistributedDataParallel(module,
+     * process_group=group, bucket_cap_mb=..., find_unused_parameters=...)}.
+     */
+    public DistributedDataParallel(Module module, ProcessGroup group, long bucketCapBytes,
+            boolean findUnusedParameters) {
+        this(module, group, bucketCapBytes);
     }
 
     /** Parameters and buffers must live where the group's collectives run (Gloo: CPU, NCCL: its GPU). */
@@ -128,16 +156,21 @@ public final class DistributedDataParallel extends Module {
         return reducer.bucketBytes();
     }
 
+    /** Elements each bucket all-reduces (gradients and flags), in launch order (for tests). */
+    List<Long> bucketNumel() {
+        return reducer.bucketNumel();
+    }
+
     /** The parameters of each bucket, in launch order (for tests). */
     List<List<Tensor>> bucketParameters() {
         return reducer.bucketParameters();
     }
 
     /**
-     * Broadcasts tensors from rank 0, coalesced into one flat tensor per dtype so that a model's
+     * Broadcasts tensors from {@code root}, coalesced into one flat tensor per dtype so that a model's
      * many small buffers cost one collective, not one each (as PyTorch's _broadcast_coalesced).
      */
-    private void broadcastState(Collection<Tensor> tensors) {
+    void broadcastState(Collection<Tensor> tensors, int root) {
         Map<DType, List<Tensor>> byType = new EnumMap<>(DType.class);
         for (Tensor t : tensors) {
             byType.computeIfAbsent(t.dtype(), k -> new ArrayList<>()).add(t);
@@ -150,7 +183,7 @@ public final class DistributedDataParallel extends Module {
                 Tensor flat = Tensor.full(0, group.getKey(), this.group.device(), numel);
                 copySlices(group.getValue(), flat, true);
                 flats.add(flat);
-                works.add(this.group.broadcast(flat, 0));
+                works.add(this.group.broadcast(flat, root));
             }
             int i = 0;
             for (Map.Entry<DType, List<Tensor>> group : byType.entrySet()) {
@@ -172,7 +205,8 @@ public final class DistributedDataParallel extends Module {
 
     /**
      * Runs the wrapped module; in training mode first broadcasts its buffers from rank 0 (as
-     * PyTorch's {@code broadcast_buffers=True}). The first training forward after the first
+     * PyTorch's {@code broadcast_buffers=True}); inside {@link #join()}, from the highest rank still
+     * training, found by one small all-reduce (as PyTorch), only for a module that has buffers. The first training forward after the first
      * synchronised backward also rebuilds the gradient buckets in the order gradients became ready.
      */
     @Override
@@ -182,7 +216,9 @@ public final class DistributedDataParallel extends Module {
         }
         // With one rank there is nothing to broadcast or average: skip the collectives.
         if (isTraining() && reducer.isSyncEnabled() && reducer.communicates()) {
-            broadcastState(module.namedBuffers().values());
+            Collection<Tensor> buffers = module.namedBuffers().values();
+            int root = join != null && !buffers.isEmpty() ? Join.highestRankWhere(group, true) : 0;
+            broadcastState(buffers, root);
         }
         return module.forward(input);
     }
@@ -210,6 +246,11 @@ public final class DistributedDataParallel extends Module {
      * locally and are all-reduced by the first backward after it. Mirrors {@code no_sync()}.
      */
     public NoSync noSync() {
+        if (join != null) {
+            throw new IllegalStateException("DistributedDataParallel.noSync() inside join() is not supported: the ranks"
+                    + " that have joined could not tell a skipped synchronisation from a finished rank; close the"
+                    + " join first, or synchronise every step inside it");
+        }
         reducer.setSyncEnabled(false);
         return new NoSync();
     }
@@ -222,6 +263,48 @@ public final class DistributedDataParallel extends Module {
         public void close() {
             reducer.setSyncEnabled(true);
         }
+    }
+
+    /**
+     * Lets ranks with different numbers of batches train together. Mirrors PyTorch's
+     * {@code with model.join():} (torch.distributed.algorithms.Join with DDP's join hook):
+     * <pre>{@code
+     * try (var join = ddp.join()) {
+     *     for (Batch b : loader) { ... forward, backward, step ... }
+     * }
+     * }</pre>
+     * Every rank must open it (around the same loop). A rank whose loop ends early waits in
+     * {@link Join#close()}, taking part in the others' gradient all-reduces with zeros, so each
+     * step's gradient is the sum over the ranks still training divided by the world size
+     * (PyTorch's default {@code divide_by_initial_world_size=True}); buffers are broadcast from the
+     * highest rank still training. When every rank has reached close(), the highest of the ranks
+     * that joined last broadcasts its parameters and buffers, so every rank ends with the trained
+     * model (as PyTorch's join hook). Inside the join, each step's bucket all-reduces carry whether
+     * their rank still trains, so a step costs no extra collective (one small all-reduce per
+     * forward for a module with buffers, to pick the broadcasting rank, as PyTorch).
+     *
+     * @throws IllegalStateException if a join is already open on this model, or inside {@link #noSync()}
+     */
+    public Join join() {
+        if (join != null) {
+            throw new IllegalStateException("DistributedDataParallel.join(): a join is already open on this model; close"
+                    + " it first (use one try (var join = ddp.join()) { ... } around the training loop)");
+        }
+        if (!reducer.isSyncEnabled()) {
+            throw new IllegalStateException("DistributedDataParallel.join() inside noSync() is not supported; close the"
+                    + " noSync scope first");
+        }
+        join = new Join(this);
+        return join;
+    }
+
+    /** Called by {@link Join#close()}. */
+    void joinClosed() {
+        join = null;
+    }
+
+    Reducer reducer() {
+        return reducer;
     }
 
     /** Frees the buckets (the gradients) and the wrapped module. */

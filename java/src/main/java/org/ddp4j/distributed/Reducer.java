@@ -21,6 +21,14 @@ import org.ddp4j.tensor.Tensors;
  * first hook of a backward launches what is left and awaits every bucket before
  * {@code backward()} returns.
  *
+ * <p>Unused parameters are found for free: the hooks that did not fire by the end of backward are
+ * the parameters this rank did not use. Each bucket carries one "used" flag per parameter in its
+ * own all-reduce (see {@link GradientBucket}); a parameter no rank used gets no gradient
+ * ({@code grad()} null, so optimizers skip it), one used by some ranks gets the average with zeros
+ * from the others: PyTorch's {@code find_unused_parameters=True} result, with no graph walk. The
+ * flags are read back only on a rank that itself left a parameter of the bucket unused. While a
+ * {@link Join} is open, the same all-reduce carries a "still training" flag.
+ *
  * <p>After the first synchronised backward the buckets are rebuilt once, in the order in which
  * rank 0 saw the gradients become ready (PyTorch's {@code _rebuild_buckets}), so that the first
  * buckets fill as early as possible; rank 0 broadcasts that order so every rank builds the same
@@ -37,6 +45,8 @@ final class Reducer implements AutoCloseable {
     private final Map<Tensor, Integer> paramIndex = new IdentityHashMap<>();
     private final List<GradientBucket> buckets = new ArrayList<>();
     private final Map<Tensor, GradientBucket> bucketOf = new IdentityHashMap<>();
+    /** Each parameter's position in its bucket. */
+    private final Map<Tensor, Integer> slotOf = new IdentityHashMap<>();
     private int nextToLaunch;
     private boolean finishQueued;
     private boolean syncEnabled = true;
@@ -74,6 +84,11 @@ final class Reducer implements AutoCloseable {
     /** Bucket sizes in bytes, in launch order. */
     List<Long> bucketBytes() {
         return buckets.stream().map(GradientBucket::bytes).toList();
+    }
+
+    /** Elements each bucket all-reduces (gradients and flags), in launch order. */
+    List<Long> bucketNumel() {
+        return buckets.stream().map(b -> b.flat.numel()).toList();
     }
 
     /** The parameters of each bucket, in launch order. */
@@ -139,30 +154,53 @@ final class Reducer implements AutoCloseable {
             addBucket(current);
         }
         for (GradientBucket b : old) {
-            b.flat.close(); // the gradients moved to the new buckets
+            b.close(); // the gradients moved to the new buckets
         }
     }
 
+    /**
+     * A parameter without a gradient keeps none (its slice stays zero until autograd gives it
+     * one, see {@link #adoptGradient}), as PyTorch's grad is None before the first backward.
+     */
     private void addBucket(List<Tensor> bucketParams) {
         long numel = 0;
         for (Tensor p : bucketParams) {
             numel += p.numel();
         }
-        Tensor flat = Tensor.full(0, DType.FLOAT32, group.device(), numel).keep();
+        // The gradients, then one used flag per parameter and the still-training flag.
+        Tensor flat = Tensor.full(0, DType.FLOAT32, group.device(), numel + bucketParams.size() + 1).keep();
         long offset = 0;
-        for (Tensor p : bucketParams) {
+        List<Tensor> views = new ArrayList<>();
+        for (int slot = 0; slot < bucketParams.size(); slot++) {
+            Tensor p = bucketParams.get(slot);
             Tensor view = flat.flatSlice(offset, p.shape()).keep();
             if (p.grad() != null) {
                 view.copyFrom(p.grad());
                 p.grad().close();
+                p.setGrad(view);
             }
-            p.setGrad(view);
+            views.add(view);
+            slotOf.put(p, slot);
             offset += p.numel();
         }
-        GradientBucket bucket = new GradientBucket(buckets.size(), bucketParams, flat);
+        GradientBucket bucket = new GradientBucket(buckets.size(), bucketParams, flat, views, numel);
         buckets.add(bucket);
         for (Tensor p : bucketParams) {
             bucketOf.put(p, bucket);
+        }
+    }
+
+    /**
+     * Keeps the gradient a slice of the bucket: when the parameter had no gradient (unused
+     * everywhere in the last step, or never used), autograd made a new tensor; its values move
+     * into the slice, which was zero, and the slice becomes the gradient again.
+     */
+    private static void adoptGradient(Tensor parameter, Tensor view) {
+        Tensor grad = parameter.grad();
+        if (grad != view) {
+            view.copyFrom(grad);
+            grad.close();
+            parameter.setGrad(view);
         }
     }
 
@@ -209,22 +247,33 @@ final class Reducer implements AutoCloseable {
 
     /** The post-accumulate hook of every parameter: marks its bucket, launches what is ready. */
     private void onGradientReady(Tensor parameter) {
-        if (!syncEnabled || !communicates()) {
+        GradientBucket bucket = bucketOf.get(parameter);
+        int slot = slotOf.get(parameter);
+        adoptGradient(parameter, bucket.views.get(slot));
+        bucket.markUsed(slot); // inside noSync too: a use there counts at the next sync, as PyTorch
+        if (!syncEnabled) {
+            return;
+        }
+        if (!communicates()) {
+            queueFinish();
             return;
         }
         if (readyOrder != null && !readyOrderComplete) {
             readyOrder.add(paramIndex.get(parameter));
         }
-        GradientBucket bucket = bucketOf.get(parameter);
         if (bucket.markReady() && overlap) {
             try {
                 launchReadyBuckets();
             } catch (RuntimeException e) {
                 // Backward stops here and its queued callbacks are dropped: start the next one clean.
                 resetForNextBackward();
-                throw e;
+                throw withJoinHint(e);
             }
         }
+        queueFinish();
+    }
+
+    private void queueFinish() {
         if (!finishQueued) {
             finishQueued = true;
             Tensors.queueBackwardCallback(this::finishBackward);
@@ -246,22 +295,123 @@ final class Reducer implements AutoCloseable {
      */
     private void launchNext() {
         GradientBucket b = buckets.get(nextToLaunch++);
+        b.writeFlags(true);
         b.work = group.allReduceUnchecked(b.flat, ReduceOp.AVG, nextToLaunch == buckets.size(), b.index,
                 buckets.size());
     }
 
-    /** End of backward: launch buckets whose parameters got no gradient, then await all. */
+    /**
+     * End of backward: launch buckets whose parameters got no gradient, await all, then take the
+     * gradient away from parameters that no rank used. A failed all-reduce is rethrown with a
+     * hint at {@link DistributedDataParallel#join()}, the usual cause of a rank missing.
+     */
     private void finishBackward() {
         try {
-            while (nextToLaunch < buckets.size()) {
-                launchNext();
+            if (communicates()) {
+                while (nextToLaunch < buckets.size()) {
+                    launchNext();
+                }
+                for (GradientBucket b : buckets) {
+                    b.work.await();
+                }
+                readyOrderComplete = readyOrder != null;
+            }
+            for (GradientBucket b : buckets) {
+                if (!b.allUsedLocally()) {
+                    applyUsage(b, communicates() ? b.flags.toFloatArray() : null);
+                }
+            }
+        } catch (RuntimeException e) {
+            throw withJoinHint(e);
+        } finally {
+            resetForNextBackward();
+        }
+    }
+
+    /** Appended to a failed bucket all-reduce: the usual reason a peer is elsewhere is uneven inputs. */
+    static final String JOIN_HINT = ". If the ranks have different numbers of batches (uneven inputs), wrap the training"
+            + " loop in try (var join = ddp.join()) { ... }: ranks that run out of data then shadow the others'"
+            + " gradient all-reduces";
+
+    /**
+     * A failed bucket all-reduce, its message ending with {@link #JOIN_HINT} (once; the native
+     * fingerprint message already carries it); other exceptions unchanged.
+     */
+    private static RuntimeException withJoinHint(RuntimeException e) {
+        if (!(e instanceof DistributedException) || String.valueOf(e.getMessage()).contains("ddp.join()")) {
+            return e;
+        }
+        if (e instanceof DistributedTimeoutException) {
+            DistributedTimeoutException t = new DistributedTimeoutException(e.getMessage() + JOIN_HINT);
+            t.initCause(e);
+            return t;
+        }
+        return new DistributedException(e.getMessage() + JOIN_HINT, e);
+    }
+
+    /**
+     * After a bucket's all-reduce on a rank that left some of its parameters unused: a parameter
+     * whose averaged used flag is zero was used by no rank and loses its gradient (the slice is
+     * zeroed for when it comes back); the others keep the average as their gradient.
+     *
+     * @param flags the averaged flags, or null at world size one (then this rank's own use decides)
+     */
+    private static void applyUsage(GradientBucket b, float[] flags) {
+        for (int slot = 0; slot < b.parameters.size(); slot++) {
+            Tensor p = b.parameters.get(slot);
+            Tensor view = b.views.get(slot);
+            boolean usedAnywhere = flags == null ? b.usedLocally(slot) : flags[slot] != 0f;
+            if (usedAnywhere) {
+                p.setGrad(view);
+            } else {
+                view.fill(0);
+                p.setGrad(null);
+            }
+        }
+    }
+
+    /**
+     * One backward of a rank that has joined ({@link Join}): every bucket all-reduced in launch
+     * order with zeros (gradients, used flags and the training flag), matching the collectives and
+     * fingerprints of the ranks still training. Bucket 0 is awaited first: when its training flag
+     * averages to zero no rank trains any more, every rank is in here, and none launches the rest.
+     * The buckets (this rank's gradients) end up holding the others' averaged gradients.
+     *
+     * @return whether some rank still trained, so this iteration was shadowed
+     */
+    boolean shadowBackward() {
+        try {
+            for (int i = 0; i < buckets.size(); i++) {
+                GradientBucket b = buckets.get(i);
+                b.flat.fill(0);
+                b.work = group.allReduceUnchecked(b.flat, ReduceOp.AVG, i == buckets.size() - 1, b.index,
+                        buckets.size());
+                if (i == 0) {
+                    b.work.await();
+                    float[] flags = b.flags.toFloatArray();
+                    if (flags[flags.length - 1] == 0f) {
+                        return false;
+                    }
+                }
             }
             for (GradientBucket b : buckets) {
                 b.work.await();
             }
+            readyOrderComplete = readyOrder != null;
+            return true;
         } finally {
             resetForNextBackward();
-            readyOrderComplete = readyOrder != null;
+            zeroSlicesWithoutGradient(); // a parameter without a gradient must contribute zeros later
+        }
+    }
+
+    private void zeroSlicesWithoutGradient() {
+        for (GradientBucket b : buckets) {
+            for (int slot = 0; slot < b.parameters.size(); slot++) {
+                if (b.parameters.get(slot).grad() == null) {
+                    b.views.get(slot).fill(0);
+                }
+            }
         }
     }
 
@@ -269,6 +419,7 @@ final class Reducer implements AutoCloseable {
     private void resetForNextBackward() {
         for (GradientBucket b : buckets) {
             b.reset();
+            b.clearUsed();
         }
         nextToLaunch = 0;
         finishQueued = false;
@@ -278,7 +429,7 @@ final class Reducer implements AutoCloseable {
     @Override
     public void close() {
         for (GradientBucket b : buckets) {
-            b.flat.close();
+            b.close();
         }
     }
 }

@@ -58,7 +58,7 @@ class CollectiveFingerprintTest {
 
     /**
      * Rank 1 calls {@code other}; every other rank runs a DDP backward of a Linear(in, 4) (one
-     * bucket of 4 x in + 4 floats). Returns each rank's failure (an AssertionError if one
+     * bucket of 4 x in + 4 gradient floats and 3 flags). Returns each rank's failure (an AssertionError if one
      * succeeded).
      */
     private static List<Failure> mismatch(String layout, int world, int in, Other other) throws Exception {
@@ -68,7 +68,7 @@ class CollectiveFingerprintTest {
                     DistributedDataParallel ddp = new DistributedDataParallel(
                             new Linear(in, 4, true, new Generator(rank)), g, 25L << 20)) {
                 assertEquals(1, ddp.bucketBytes().size(), "one bucket");
-                long bucketFloats = ddp.bucketBytes().get(0) / 4;
+                long bucketFloats = ddp.bucketNumel().get(0);
                 long start = System.nanoTime();
                 try (var scope = Tensors.scope()) {
                     if (rank == 1) {
@@ -114,7 +114,7 @@ class CollectiveFingerprintTest {
         "hosts, 3, 16, METRIC", "hosts, 3, 32768, SAME_SIZE"})
     void everyRankFailsNamingItsOwnCallAndThePeers(String layout, int world, int in, Other other) throws Exception {
         List<Failure> failures = mismatch(layout, world, in, other);
-        long floats = 4L * in + 4;
+        long floats = 4L * in + 4 + 3; // gradients, 2 used flags, the training flag
         String bucket = String.format("allReduce(AVG) of %,d float32 elements (#", floats);
         String metric = other == Other.METRIC ? "allReduce(SUM) of 1 float32 element (#" : bucket;
         for (int r = 0; r < world; r++) {
@@ -212,8 +212,9 @@ class CollectiveFingerprintTest {
                 return fail("rank " + rank + " went on after the models' backwards were swapped");
             }
         });
-        String small = String.format("allReduce(AVG) of %,d float32 elements (#", 4L * in + 4);
-        String large = String.format("allReduce(AVG) of %,d float32 elements (#", 8L * in + 4);
+        // Gradients, then 2 used flags and the training flag.
+        String small = String.format("allReduce(AVG) of %,d float32 elements (#", 4L * in + 4 + 3);
+        String large = String.format("allReduce(AVG) of %,d float32 elements (#", 8L * in + 4 + 3);
         for (int r = 0; r < 2; r++) {
             assertTrue(outcomes.get(r).error() == null, "rank " + r + ": " + outcomes.get(r).error());
             String m = outcomes.get(r).value();

@@ -45,7 +45,7 @@ class FingerprintMultiProcessTest {
                 pb.redirectErrorStream(true);
                 processes.add(pb.start());
             }
-            String bucket = "allReduce(AVG) of 68 float32 elements (#";
+            String bucket = "allReduce(AVG) of 71 float32 elements (#"; // 68 gradients, 2 used flags, training flag
             String metric = "allReduce(SUM) of 1 float32 element (#";
             for (int rank = 0; rank < world; rank++) {
                 Process p = processes.get(rank);
