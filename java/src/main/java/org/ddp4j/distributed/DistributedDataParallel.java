@@ -87,7 +87,7 @@ public final class DistributedDataParallel extends Module {
      *     {@link #DistributedDataParallel(Module, ProcessGroup, long)}
      */
     public DistributedDataParallel(Module module, DistributedDataParallelOptions options) {
-        this(module, options.resolvedProcessGroup(), options.bucketCapBytes());
+        this(module, options.resolvedProcessGroup(), options.bucketCapBytes(), options.findUnusedParameters());
     }
 
     /**
