@@ -65,6 +65,15 @@ kill_pidfile() {
   kill -KILL "$pid" 2>/dev/null || true
 }
 
+# Kills process $1 and everything below it, children first.
+kill_tree() {
+  local pid=$1 child
+  for child in $(ps -o pid= --ppid "$pid" 2>/dev/null || true); do
+    kill_tree "$child"
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
 stop() {
   local dir=$1
   [[ -d $dir ]] || return 0
@@ -72,16 +81,28 @@ stop() {
     echo "slurm-local.sh: $dir is not a folder made by 'slurm-local.sh start'; not removing it" >&2
     exit 1
   fi
-  # the watchdog first, so that it does not race this stop; then jobs' processes go with slurmd
+  # the watchdog first, so that it does not race this stop
   kill_pidfile "$dir/pids/watchdog.pid"
+  # cancel what still runs while the daemons can do it properly (bounded: they may be gone already)
+  export SLURM_CONF=$dir/slurm.conf
+  if kill -0 "$(cat "$dir/pids/slurmctld.pid" 2>/dev/null || echo x)" 2>/dev/null; then
+    local i jobs
+    jobs=$(timeout 5 squeue -h -o %i 2>/dev/null || true)
+    [[ -z $jobs ]] || timeout 10 scancel $jobs 2>/dev/null || true
+    for ((i = 0; i < 20; i++)); do
+      [[ -z $(timeout 5 squeue -h -o %i 2>/dev/null || true) ]] && break
+      sleep 0.5
+    done
+  fi
   kill_pidfile "$dir/pids/slurmd.pid"
   kill_pidfile "$dir/pids/slurmctld.pid"
   kill_pidfile "$dir/pids/munged.pid"
-  # slurmstepd outlives slurmd briefly; it runs from the spool folder we are about to delete
+  # slurmstepd (one per job step, re-parented to init) and its tasks can outlive slurmd: this
+  # cluster's carry its SLURM_CONF
   local step
-  for step in $(pgrep -f "slurmstepd.*" 2>/dev/null || true); do
+  for step in $(pgrep -x slurmstepd 2>/dev/null || true); do
     if tr '\0' '\n' <"/proc/$step/environ" 2>/dev/null | grep -qx "SLURM_CONF=$dir/slurm.conf"; then
-      kill -KILL "$step" 2>/dev/null || true
+      kill_tree "$step"
     fi
   done
   rm -rf -- "$dir"
@@ -153,7 +174,7 @@ start() {
   chown -R munge:munge "$dir/munge"
   chmod 755 "$dir/munge" # munged wants its socket's folder open to all; the key itself stays 0600
   chmod 600 "$dir/munge/munge.key"
-  setsid runuser -u munge -- munged -F --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
+  setsid setpriv --reuid=munge --regid=munge --init-groups munged -F --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed" \
     </dev/null >>"$dir/munge/munged.out" 2>&1 &
   echo $! >"$dir/pids/munged.pid"
