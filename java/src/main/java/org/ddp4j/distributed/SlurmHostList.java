@@ -27,7 +27,11 @@ public final class SlurmHostList {
      *     range that is not {@code lo-hi} with {@code lo <= hi} of decimal digits, or more than 2^20 hosts
      */
     public static List<String> expand(String list) {
-        return expand(list, MAX_HOSTS);
+        List<String> hosts = expand(list, MAX_HOSTS + 1); // one more than allowed tells "too many" from "exactly"
+        if (hosts.size() > MAX_HOSTS) {
+            throw new IllegalArgumentException("host list \"" + list.trim() + "\" has more than " + MAX_HOSTS + " hosts");
+        }
+        return hosts;
     }
 
     /**
@@ -53,7 +57,7 @@ public final class SlurmHostList {
                 throw new IllegalArgumentException("empty host name in host list \"" + text + "\"");
             }
             List<List<String>> parts = parseHost(host, text);
-            appendProduct(parts, 0, new StringBuilder(), hosts, limit, text);
+            appendProduct(parts, 0, new StringBuilder(), hosts, limit);
             if (hosts.size() >= limit) {
                 break;
             }
@@ -145,22 +149,20 @@ public final class SlurmHostList {
         return out;
     }
 
+    /** Appends the hosts that {@code parts} multiply out to, stopping once {@code hosts} holds {@code limit}. */
     private static void appendProduct(List<List<String>> parts, int index, StringBuilder prefix, List<String> hosts,
-            int limit, String text) {
+            int limit) {
         if (hosts.size() >= limit) {
             return;
         }
         if (index == parts.size()) {
-            if (hosts.size() >= MAX_HOSTS) {
-                throw new IllegalArgumentException("host list \"" + text + "\" has more than " + MAX_HOSTS + " hosts");
-            }
             hosts.add(prefix.toString());
             return;
         }
         int length = prefix.length();
         for (String choice : parts.get(index)) {
             prefix.append(choice);
-            appendProduct(parts, index + 1, prefix, hosts, limit, text);
+            appendProduct(parts, index + 1, prefix, hosts, limit);
             prefix.setLength(length);
             if (hosts.size() >= limit) {
                 return;
