@@ -161,12 +161,18 @@ start() {
   ensure_packages
   mkdir -p "$dir"/{munge,state,spool,pids,log}
   dir=$(cd "$dir" && pwd)
+  if ! setpriv --reuid=munge --regid=munge --init-groups test -x "$dir"; then
+    echo "slurm-local.sh: munged runs as user munge, which cannot enter $dir: make its parent folders searchable" \
+      "(chmod o+x), or choose a folder under /tmp" >&2
+    rm -rf -- "$dir"
+    exit 1
+  fi
   # from here on, a failure stops whatever was started
   trap 'rc=$?; if ((rc != 0)); then echo "slurm-local.sh: start failed; logs:" >&2; tail -n 20 "$dir"/log/*.log "$dir"/munge/*.log "$dir"/munge/*.out >&2 || true; stop "$dir"; fi' EXIT
 
   local node cpus
   node=$(hostname -s)
-  cpus=$(nproc)
+  cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) # nproc obeys OMP_NUM_THREADS, which test runs set to 1
   write_config "$dir" "$node" "$cpus" "$(free_port)" "$(free_port)"
 
   # munge: its own key (never /etc/munge's), run as the munge user, which must own its folder
