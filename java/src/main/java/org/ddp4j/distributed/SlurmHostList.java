@@ -56,7 +56,7 @@ public final class SlurmHostList {
             if (host.isEmpty()) {
                 throw new IllegalArgumentException("empty host name in host list \"" + text + "\"");
             }
-            List<List<String>> parts = parseHost(host, text);
+            List<List<String>> parts = parseHost(host, text, limit);
             appendProduct(parts, 0, new StringBuilder(), hosts, limit);
             if (hosts.size() >= limit) {
                 break;
@@ -93,8 +93,11 @@ public final class SlurmHostList {
         return out;
     }
 
-    /** A host as alternating pieces: literal text (one choice) and brackets (their numbers, padded). */
-    private static List<List<String>> parseHost(String host, String text) {
+    /**
+     * A host as alternating pieces: literal text (one choice) and brackets (their numbers, padded,
+     * at most {@code limit} of each: the first {@code limit} hosts need no more).
+     */
+    private static List<List<String>> parseHost(String host, String text, int limit) {
         List<List<String>> parts = new ArrayList<>();
         int i = 0;
         while (i < host.length()) {
@@ -107,18 +110,22 @@ public final class SlurmHostList {
                 parts.add(List.of(host.substring(i, open)));
             }
             int close = host.indexOf(']', open);
-            parts.add(parseRanges(host.substring(open + 1, close), text));
+            parts.add(parseRanges(host.substring(open + 1, close), text, limit));
             i = close + 1;
         }
         return parts;
     }
 
-    /** {@code 01-03,07} to {@code [01, 02, 03, 07]}; the width of each lower bound is kept. */
-    private static List<String> parseRanges(String ranges, String text) {
+    /**
+     * {@code 01-03,07} to {@code [01, 02, 03, 07]}, the width of each lower bound kept; all ranges
+     * are checked, the first {@code limit} numbers listed.
+     */
+    private static List<String> parseRanges(String ranges, String text, int limit) {
         if (ranges.isBlank()) {
             throw new IllegalArgumentException("empty brackets [] in host list \"" + text + "\"");
         }
         List<String> out = new ArrayList<>();
+        long count = 0;
         for (String range : ranges.split(",", -1)) {
             String r = range.trim();
             int dash = r.indexOf('-');
@@ -139,10 +146,11 @@ public final class SlurmHostList {
             if (to < from) {
                 throw new IllegalArgumentException("range \"" + r + "\" in host list \"" + text + "\" runs backwards");
             }
-            if (to - from + out.size() >= MAX_HOSTS) {
+            count += to - from + 1;
+            if (count > MAX_HOSTS) {
                 throw new IllegalArgumentException("host list \"" + text + "\" has more than " + MAX_HOSTS + " hosts");
             }
-            for (long n = from; n <= to; n++) {
+            for (long n = from; n <= to && out.size() < limit; n++) {
                 out.add(pad(n, lo.length()));
             }
         }
