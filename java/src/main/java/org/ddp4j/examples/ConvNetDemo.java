@@ -8,7 +8,6 @@ import org.ddp4j.cuda.Cuda;
 import org.ddp4j.data.Batch;
 import org.ddp4j.data.DataLoader;
 import org.ddp4j.data.MnistDataset;
-import org.ddp4j.distributed.ClusterEnvironment;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.DistributedDataParallel;
 import org.ddp4j.distributed.DistributedSampler;
@@ -86,7 +85,7 @@ public final class ConvNetDemo implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        Device device = deviceOption.resolve(ClusterEnvironment.resolve(System.getenv())); // srun: LOCAL_RANK from SLURM
+        Device device = deviceOption.resolve(System.getenv());
         // Before the rendezvous: every rank fails at once, none waits for the others.
         MnistDataset train = new MnistDataset(data, true, limit);
         if (train.size() == 0) {
@@ -103,7 +102,7 @@ public final class ConvNetDemo implements Callable<Integer> {
         int rank = Distributed.getRank();
         int world = Distributed.getWorldSize();
         if (device.isCuda()) {
-            System.out.println("| rank " + rank + " trains on " + DeviceOption.describe(device, ClusterEnvironment.resolve(System.getenv())));
+            System.out.println("| rank " + rank + " trains on " + DeviceOption.describe(device, System.getenv()));
         }
 
         DistributedSampler sampler = new DistributedSampler(train.size(), world, rank, true, seed, false);
