@@ -29,6 +29,23 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 fi
 
+# SLURM for RealSlurmTest (scripts/slurm-local.sh runs a one-node cluster); without recommends it
+# is a few MB, with them it pulls ROCm, HDF5 and database plugins
+slurm=(slurmctld slurmd slurm-client munge)
+missing=()
+for pkg in "${slurm[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then
+    echo "setup.sh: installing ${missing[*]} (for the SLURM test)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" \
+      || echo "setup.sh: could not install ${missing[*]}; RealSlurmTest will be skipped" >&2
+  else
+    echo "setup.sh: not root: ${missing[*]} not installed; RealSlurmTest will be skipped" >&2
+  fi
+fi
+
 cd "$root"
 echo "setup.sh: building ddp4j (mvn package, tests skipped)"
 mvn -q -B -DskipTests package

@@ -103,7 +103,7 @@ public final class Distributed {
             Duration timeout, Map<String, String> env) {
         boolean nccl = checkBackend(backend);
         // The GPU first: without one, "nccl" fails here, before any rendezvous waits for peers.
-        Device device = nccl ? ncclDevice(env) : Device.CPU;
+        Device device = nccl ? ncclDevice(ClusterEnvironment.resolve(env)) : Device.CPU; // srun: SLURM_LOCALID
         Duration t = timeout != null ? timeout : defaultTimeout(env);
         if (t.isNegative() || t.isZero()) {
             throw new IllegalArgumentException("timeout must be positive, got " + t);

@@ -38,11 +38,15 @@ final class InitMethod {
     /**
      * @param worldSize the world size, or -1 to take it from the init method / environment
      * @param rank this rank, or -1 to take it from the init method / environment
+     * @param processEnv the environment; a task of a SLURM job step gets its missing torch variables
+     *     from SLURM's ({@link ClusterEnvironment#resolve})
      * @throws IllegalStateException if env:// lacks variables (all are named) or a variable is malformed
      * @throws IllegalArgumentException for an unsupported or malformed init method, or a rank outside the world
      * @throws DistributedException if the store cannot be opened (e.g. rank 0's port is in use)
      */
-    static Membership rendezvous(String initMethod, int worldSize, int rank, Duration timeout, Map<String, String> env) {
+    static Membership rendezvous(String initMethod, int worldSize, int rank, Duration timeout,
+            Map<String, String> processEnv) {
+        Map<String, String> env = ClusterEnvironment.resolve(processEnv); // srun's tasks: RANK etc. from SLURM
         String method = initMethod == null || initMethod.isBlank() ? "env://" : initMethod.trim();
         if (method.equals("env://") || method.equals("env:")) {
             return env(worldSize, rank, timeout, env);
@@ -103,7 +107,7 @@ final class InitMethod {
                     : String.join(", ", missing) + (missing.size() == 1 ? " is" : " are") + " not set";
             throw new IllegalStateException("env:// initialization needs the environment variables MASTER_ADDR,"
                     + " MASTER_PORT, WORLD_SIZE and RANK, but " + which + " (this process was not started by the"
-                    + " launcher): " + LAUNCHER_HINT);
+                    + " launcher): " + LAUNCHER_HINT + ClusterEnvironment.missingHint(env));
         }
         String addr = env.get("MASTER_ADDR").trim();
         int port = parseEnvInt(env, "MASTER_PORT", 1, 65535);

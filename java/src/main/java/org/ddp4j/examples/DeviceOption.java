@@ -4,6 +4,7 @@ import java.util.Locale;
 import java.util.Map;
 import org.ddp4j.cuda.Cuda;
 import org.ddp4j.cuda.DeviceAssignment;
+import org.ddp4j.distributed.ClusterEnvironment;
 import org.ddp4j.tensor.Device;
 import picocli.CommandLine.Option;
 
@@ -22,7 +23,8 @@ final class DeviceOption {
      * @throws IllegalArgumentException for a value other than auto, cpu, cuda
      * @throws IllegalStateException for cuda on a machine without a GPU (or a build without CUDA)
      */
-    Device resolve(Map<String, String> env) {
+    Device resolve(Map<String, String> processEnv) {
+        Map<String, String> env = ClusterEnvironment.resolve(processEnv); // under srun: SLURM_LOCALID, tasks per node
         return switch (device.trim().toLowerCase(Locale.ROOT)) {
             case "cpu" -> Device.CPU;
             case "cuda" -> Cuda.localDevice(env);
@@ -59,6 +61,6 @@ final class DeviceOption {
             return device.toString();
         }
         return device + " (" + Cuda.deviceName(device) + ", physical GPU "
-                + DeviceAssignment.physicalDevice(env, device.index()) + ")";
+                + DeviceAssignment.physicalDevice(ClusterEnvironment.resolve(env), device.index()) + ")";
     }
 }

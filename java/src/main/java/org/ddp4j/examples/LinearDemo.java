@@ -6,6 +6,7 @@ import java.util.concurrent.Callable;
 import org.ddp4j.data.Batch;
 import org.ddp4j.data.DataLoader;
 import org.ddp4j.data.TensorDataset;
+import org.ddp4j.distributed.ClusterEnvironment;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.DistributedDataParallel;
 import org.ddp4j.distributed.DistributedSampler;
@@ -47,7 +48,7 @@ public final class LinearDemo implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        Map<String, String> env = System.getenv();
+        Map<String, String> env = ClusterEnvironment.resolve(System.getenv()); // under srun: from SLURM
         String addr = env.getOrDefault("MASTER_ADDR", "?");
         String port = env.getOrDefault("MASTER_PORT", "?");
         Device device = deviceOption.resolve(env);

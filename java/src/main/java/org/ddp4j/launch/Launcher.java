@@ -131,11 +131,13 @@ public final class Launcher implements Callable<Integer> {
     private final Map<String, String> env;
     private final PrintStream out;
     private final PrintStream err;
+    private final ClusterLaunchDefaults clusterDefaults;
 
     private Launcher(Map<String, String> env, PrintStream out, PrintStream err) {
         this.env = env;
         this.out = out;
         this.err = err;
+        this.clusterDefaults = new ClusterLaunchDefaults(env);
     }
 
     /**
@@ -178,6 +180,7 @@ public final class Launcher implements Callable<Integer> {
         Launcher launcher = new Launcher(env, out, err);
         CommandLine cl = new CommandLine(launcher);
         cl.setStopAtPositional(true);
+        cl.setDefaultValueProvider(launcher.clusterDefaults); // PET_* (Kubeflow), then SLURM, then the annotations
         cl.setOut(new PrintWriter(out, true));
         cl.setErr(new PrintWriter(err, true));
         cl.setParameterExceptionHandler((ex, a) -> {
@@ -204,6 +207,9 @@ public final class Launcher implements Callable<Integer> {
      */
     @Override
     public Integer call() {
+        if (!clusterDefaults.used().isEmpty()) {
+            err.println("ddp4j-run: from the environment: " + String.join(", ", clusterDefaults.used()));
+        }
         validate();
         Duration interval = seconds("--keepalive-interval", KeepAlive.INTERVAL_ENV, keepAliveInterval,
                 LaunchConfig.DEFAULT_KEEPALIVE_INTERVAL);
