@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.ddp4j.internal.OutputPump;
 
 /**
  * Starts N local worker JVMs that each run a static method with their index, as
@@ -153,8 +154,8 @@ public final class Spawn {
                         + "): " + e.getMessage(), e);
             }
             String prefix = "[rank" + rank + "]: ";
-            SpawnOutputPump errPump = new SpawnOutputPump(p.getErrorStream(), err, prefix, SpawnContext.STDERR_TAIL_LINES);
-            Thread outThread = new SpawnOutputPump(p.getInputStream(), out, prefix, 0).start("ddp4j-spawn-rank" + rank + "-out");
+            OutputPump errPump = new OutputPump(p.getErrorStream(), err, prefix, SpawnContext.STDERR_TAIL_LINES);
+            Thread outThread = new OutputPump(p.getInputStream(), out, prefix, 0).start("ddp4j-spawn-rank" + rank + "-out");
             Thread errThread = errPump.start("ddp4j-spawn-rank" + rank + "-err");
             workers.add(new SpawnContext.Worker(index, rank, p, outThread, errThread, errPump));
         }

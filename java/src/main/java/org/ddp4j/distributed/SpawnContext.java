@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.ddp4j.internal.OutputPump;
 
 /**
  * The running workers of one {@link Spawn}: mirrors {@code torch.multiprocessing}'s
@@ -25,7 +26,7 @@ public final class SpawnContext implements AutoCloseable {
     private static final Duration DRAIN = Duration.ofSeconds(2);
 
     /** One started worker and the pumps copying its output. */
-    record Worker(int index, int rank, Process process, Thread out, Thread err, SpawnOutputPump errPump) {}
+    record Worker(int index, int rank, Process process, Thread out, Thread err, OutputPump errPump) {}
 
     private final List<Worker> workers;
     private final Duration stopGrace;

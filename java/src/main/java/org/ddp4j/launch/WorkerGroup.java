@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
+import org.ddp4j.internal.OutputPump;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -140,8 +141,8 @@ final class WorkerGroup {
             p.onExit().thenRun(() -> exitedAt.compareAndSet(0, System.currentTimeMillis()));
             workers.add(new Worker(rank, local, p, exitedAt));
             String prefix = "[rank" + rank + "]: ";
-            pumps.add(new OutputPump(p.getInputStream(), out, prefix).start("ddp4j-run-rank" + rank + "-out"));
-            pumps.add(new OutputPump(p.getErrorStream(), err, prefix).start("ddp4j-run-rank" + rank + "-err"));
+            pumps.add(new OutputPump(p.getInputStream(), out, prefix, 0).start("ddp4j-run-rank" + rank + "-out"));
+            pumps.add(new OutputPump(p.getErrorStream(), err, prefix, 0).start("ddp4j-run-rank" + rank + "-err"));
             LOG.debug("started worker rank {} (local rank {}, node {}) as pid {}", rank, local, nodeRank, p.pid());
         }
         return group;

@@ -1,4 +1,4 @@
-package org.ddp4j.launch;
+package org.ddp4j.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -13,7 +13,7 @@ class OutputPumpTest {
     private static String pump(String input) throws InterruptedException {
         ByteArrayOutputStream sink = new ByteArrayOutputStream();
         try (PrintStream ps = new PrintStream(sink, false, StandardCharsets.UTF_8)) {
-            Thread t = new OutputPump(new ByteArrayInputStream(input.getBytes(StandardCharsets.UTF_8)), ps, "[rank3]: ")
+            Thread t = new OutputPump(new ByteArrayInputStream(input.getBytes(StandardCharsets.UTF_8)), ps, "[rank3]: ", 0)
                     .start("test-pump");
             t.join(5000);
         }

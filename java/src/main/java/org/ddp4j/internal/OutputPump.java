@@ -1,4 +1,4 @@
-package org.ddp4j.distributed;
+package org.ddp4j.internal;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -11,10 +11,12 @@ import java.util.Deque;
 import java.util.List;
 
 /**
- * Copies one spawned worker's stdout or stderr to the parent's stream, each line prefixed with
- * {@code [rankN]: } and written whole, and keeps the last lines so that a failure can quote them.
+ * Copies one worker's stdout or stderr (a launcher's or a spawning parent's child) to the parent's
+ * stream line by line, each line prefixed with {@code [rankN]: } and written whole, and optionally
+ * keeps the last lines so that a failure can quote them. Bytes pass through unchanged, so any
+ * encoding the worker writes survives; a last line without a newline gets one.
  */
-final class SpawnOutputPump implements Runnable {
+public final class OutputPump implements Runnable {
     private final InputStream in;
     private final PrintStream sink;
     private final byte[] prefix;
@@ -22,9 +24,12 @@ final class SpawnOutputPump implements Runnable {
     private final Deque<String> tail = new ArrayDeque<>();
 
     /**
+     * @param in the worker's stdout or stderr
+     * @param sink where prefixed lines go; lines of all workers are written whole, under its lock
+     * @param prefix written before each line, e.g. {@code "[rank0]: "}
      * @param keep how many of the last lines {@link #tail()} returns (0: none kept)
      */
-    SpawnOutputPump(InputStream in, PrintStream sink, String prefix, int keep) {
+    public OutputPump(InputStream in, PrintStream sink, String prefix, int keep) {
         this.in = in;
         this.sink = sink;
         this.prefix = prefix.getBytes(StandardCharsets.UTF_8);
@@ -32,7 +37,7 @@ final class SpawnOutputPump implements Runnable {
     }
 
     /** Starts a daemon thread running this pump. */
-    Thread start(String name) {
+    public Thread start(String name) {
         Thread t = new Thread(this, name);
         t.setDaemon(true);
         t.start();
@@ -40,7 +45,7 @@ final class SpawnOutputPump implements Runnable {
     }
 
     /** The last lines read so far, oldest first. */
-    synchronized List<String> tail() {
+    public synchronized List<String> tail() {
         return new ArrayList<>(tail);
     }
 
@@ -80,7 +85,9 @@ final class SpawnOutputPump implements Runnable {
                 }
             }
         }
-        // One write per line, so lines of different workers never interleave mid-line.
+        // One write per line: an autoflushing sink would otherwise flush the prefix, the text and
+        // the newline separately, and another process sharing the terminal (a second launcher)
+        // could slip its output in between.
         byte[] whole = new byte[prefix.length + text.length + 1];
         System.arraycopy(prefix, 0, whole, 0, prefix.length);
         System.arraycopy(text, 0, whole, prefix.length, text.length);
