@@ -24,6 +24,7 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.ddp4j.internal.WorkerJvm;
 
 /** Runs the launcher in-process against real worker JVMs ({@link LaunchTestWorker}) and commands. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -47,7 +48,7 @@ class LauncherTest {
         env.remove("OMP_NUM_THREADS");
         env.remove("OPENBLAS_NUM_THREADS");
         env.remove("CUDA_VISIBLE_DEVICES");
-        env.put(WorkerCommand.JAVA_OPTS_ENV,
+        env.put(WorkerJvm.JAVA_OPTS_ENV,
                 "-Xshare:auto -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx64m '-Dddp4j.test.opt=a b'");
         return env;
     }
@@ -421,7 +422,7 @@ class LauncherTest {
 
     @Test
     void sigtermToTheLauncherStopsTheWorkers() throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(WorkerCommand.javaExecutable(), "-cp",
+        List<String> cmd = new ArrayList<>(List.of(WorkerJvm.javaExecutable(), "-cp",
                 System.getProperty("java.class.path"), Launcher.class.getName(), "--nproc-per-node", "2",
                 "--master-port", Integer.toString(freePort()), WORKER, "sleep", dir.toString()));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.ddp4j.internal.WorkerJvm;
 
 /**
  * Liveness between nodes with the default keep-alive (1 s interval, 20 s timeout): two launchers
@@ -54,7 +55,7 @@ class LivenessTest {
 
     /** Starts node {@code node} of {@code nnodes} running {@code worker}. */
     private Process start(int node, int nnodes, String... worker) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(WorkerCommand.javaExecutable(), "-cp",
+        List<String> cmd = new ArrayList<>(List.of(WorkerJvm.javaExecutable(), "-cp",
                 System.getProperty("java.class.path"), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx96m",
                 Launcher.class.getName(), "--nnodes", Integer.toString(nnodes), "--node-rank", Integer.toString(node),
                 "--master-port", Integer.toString(port), "--rdzv-timeout", "60"));

@@ -25,6 +25,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ddp4j.internal.WorkerJvm;
 
 /**
  * ddp4j under a real SLURM: a one-node cluster of Debian's slurmctld, slurmd and munge, started
@@ -103,7 +104,7 @@ class RealSlurmTest {
         if (cluster != null) {
             env.put("SLURM_CONF", cluster.resolve("slurm.conf").toString());
         }
-        env.put(WorkerCommand.JAVA_OPTS_ENV, String.join(" ", JVM));
+        env.put(WorkerJvm.JAVA_OPTS_ENV, String.join(" ", JVM));
         Process p = pb.start();
         p.getOutputStream().close();
         CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> {
