@@ -26,8 +26,9 @@ import picocli.CommandLine.Option;
  * The two-conv network on Fashion-MNIST under DDP (the job of the anchor's mnist_ddp.py):
  * CrossEntropyLoss, SGD with momentum (or Adam / AdamW: {@code --optimizer}, with an optional
  * per-epoch {@code --scheduler} and {@code --dropout}), a DistributedSampler per rank. Rank 0 prints
- * {@code Epoch [e/E], Step [i/N], Loss: x} every 100 steps, the training time and the test
- * accuracy. Start it with {@code scripts/ddp4j-run --nproc-per-node 2 org.ddp4j.examples.ConvNetDemo}.
+ * {@code Epoch [e/E], Step [i/N], Loss: x} every 100 steps, or, when the launcher's output is a
+ * terminal ({@code DDP4J_PROGRESS=1}), a progress bar per epoch ({@link EpochProgress}); then the
+ * training time and the test accuracy. Start it with {@code scripts/ddp4j-run --nproc-per-node 2 org.ddp4j.examples.ConvNetDemo}.
  */
 @Command(name = "ConvNetDemo", mixinStandardHelpOptions = true,
         description = "Two-conv network on Fashion-MNIST with DDP (run under scripts/ddp4j-run).")
@@ -160,9 +161,12 @@ public final class ConvNetDemo implements Callable<Integer> {
         float lastLoss = Float.NaN;
         long start = System.nanoTime();
         long allocationsAfterStep2 = -1;
+        boolean drawBars = EpochProgress.enabled(rank, System.getenv());
         for (int epoch = firstEpoch; epoch < epochs; epoch++) {
             sampler.setEpoch(epoch);
             int i = 0;
+            // on a terminal, rank 0 draws a bar instead of its "Epoch [e/E], Step [i/N]" lines
+            EpochProgress bar = drawBars ? EpochProgress.start(System.out, System.getenv(), epoch, epochs, totalSteps) : null;
             for (Batch batch : loader) {
                 try (batch; var scope = Tensors.scope()) {
                     Tensor loss = criterion.forward(model.forward(batch.inputs().to(device)), batch.labels().to(device));
@@ -185,12 +189,20 @@ public final class ConvNetDemo implements Callable<Integer> {
                             plotLossSum = 0;
                             plotLossCount = 0;
                         }
-                        if (rank == 0 && i % 100 == 0) {
+                        if (bar != null) {
+                            bar.showLoss(lastLoss);
+                        } else if (rank == 0 && i % 100 == 0) {
                             System.out.printf(Locale.ROOT, "Epoch [%d/%d], Step [%d/%d], Loss: %.4f%n",
                                     epoch + 1, epochs, i, totalSteps, lastLoss);
                         }
                     }
+                    if (bar != null) {
+                        bar.step();
+                    }
                 }
+            }
+            if (bar != null) {
+                bar.close();
             }
             if (schedule != null) {
                 schedule.step();

@@ -250,6 +250,7 @@ final class Agent {
         env.put("DDP4J_AGENT_STORE", "1");
         env.put("DDP4J_RESTART_COUNT", Integer.toString(attempt));
         env.put("DDP4J_MAX_RESTARTS", Integer.toString(cfg.maxRestarts()));
+        env.put(RankZeroProgress.ENV, RankZeroProgress.forRank(r.rankOffset() + local, cfg.progressBar()));
         return env;
     }
 

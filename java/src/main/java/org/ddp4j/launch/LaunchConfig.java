@@ -22,6 +22,7 @@ import java.util.Map;
  * @param env the environment the workers start from (normally {@link System#getenv()})
  * @param out where the workers' prefixed stdout goes
  * @param err where the workers' prefixed stderr and the launcher's messages go
+ * @param progressBar whether rank 0 is told to draw a progress bar ({@link RankZeroProgress})
  */
 record LaunchConfig(
         int nprocPerNode,
@@ -36,7 +37,8 @@ record LaunchConfig(
         List<String> command,
         Map<String, String> env,
         PrintStream out,
-        PrintStream err) {
+        PrintStream err,
+        boolean progressBar) {
 
     LaunchConfig {
         command = List.copyOf(command);

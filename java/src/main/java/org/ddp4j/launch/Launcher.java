@@ -40,7 +40,9 @@ import picocli.CommandLine;
  * {@code LOCAL_WORLD_SIZE}, {@code GROUP_RANK}, {@code GROUP_WORLD_SIZE}, {@code MASTER_ADDR},
  * {@code MASTER_PORT}, {@code DDP4J_AGENT_STORE=1}, {@code DDP4J_RESTART_COUNT},
  * {@code DDP4J_MAX_RESTARTS}, and {@code OMP_NUM_THREADS=1}/{@code OPENBLAS_NUM_THREADS=1} when
- * more than one worker runs per node and the variables are not set already.
+ * more than one worker runs per node and the variables are not set already; {@code DDP4J_PROGRESS=1}
+ * for rank 0 when the launcher's stdout is a terminal (or the launcher's {@code DDP4J_PROGRESS} is 1),
+ * {@code 0} otherwise ({@link RankZeroProgress}).
  *
  * <p>Liveness. The launchers keep each other alive through the store ({@link KeepAlive}): every
  * {@code --keepalive-interval} (default 1 s, or {@code DDP4J_KEEPALIVE_INTERVAL}) each bumps its
@@ -222,8 +224,14 @@ public final class Launcher implements Callable<Integer> {
         }
         // The workers' extra class path travels in their environment (read by WorkerCommand and kept by the workers).
         Map<String, String> env = classPath == null ? this.env : withClassPath(this.env, classPath);
+        boolean progressBar;
+        try {
+            progressBar = RankZeroProgress.wanted(this.env, RankZeroProgress.isTerminal(out));
+        } catch (IllegalArgumentException e) {
+            throw usage(e.getMessage());
+        }
         LaunchConfig cfg = new LaunchConfig(nprocPerNode, nnodes, nodeRank, masterAddr.trim(), masterPort,
-                maxRestarts, Duration.ofSeconds(rdzvTimeoutSeconds), interval, timeout, command, env, out, err);
+                maxRestarts, Duration.ofSeconds(rdzvTimeoutSeconds), interval, timeout, command, env, out, err, progressBar);
         return new Agent(cfg).run();
     }
 

@@ -1,0 +1,82 @@
+package org.ddp4j.examples;
+
+import java.io.PrintStream;
+import java.util.Locale;
+import java.util.Map;
+import me.tongfei.progressbar.ConsoleProgressBarConsumer;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
+
+/**
+ * One epoch's progress bar on rank 0 (me.tongfei:progressbar), drawn when the launcher says its
+ * output is a terminal ({@code DDP4J_PROGRESS=1}, see {@code org.ddp4j.launch.RankZeroProgress});
+ * otherwise the demos print their plain log lines. The bar redraws one line with '\r', which the
+ * launcher passes through prefixed; it closes with a newline, leaving the epoch's final bar.
+ */
+final class EpochProgress implements AutoCloseable {
+    /** Set to 1 by the launcher for rank 0 when its stdout is a terminal. */
+    static final String ENV = "DDP4J_PROGRESS";
+
+    /**
+     * Width of the bar's line: {@code COLUMNS} when exported, else 80, less the launcher's
+     * {@code [rankN]: } prefix, so the line does not wrap (a wrapped line cannot be redrawn with '\r').
+     */
+    private static final int PREFIX_WIDTH = 10;
+
+    private final ProgressBar bar;
+
+    private EpochProgress(ProgressBar bar) {
+        this.bar = bar;
+    }
+
+    /** Whether this rank draws bars: rank 0, with {@value #ENV}=1 in its environment. */
+    static boolean enabled(int rank, Map<String, String> env) {
+        return rank == 0 && "1".equals(env.getOrDefault(ENV, "").trim());
+    }
+
+    /**
+     * Starts the bar of one epoch, drawn to {@code out} every half second.
+     *
+     * @param epoch the epoch, from 0
+     * @param epochs the number of epochs
+     * @param steps the steps in this epoch (the bar's 100 %)
+     */
+    static EpochProgress start(PrintStream out, Map<String, String> env, int epoch, int epochs, long steps) {
+        ProgressBar bar = new ProgressBarBuilder()
+                .setTaskName(String.format(Locale.ROOT, "Epoch %d/%d", epoch + 1, epochs))
+                .setInitialMax(steps)
+                .setUnit(" steps", 1)
+                .setStyle(ProgressBarStyle.ASCII) // any terminal encoding shows it
+                .setUpdateIntervalMillis(500)
+                .setConsumer(new ConsoleProgressBarConsumer(out, lineWidth(env)))
+                .build();
+        return new EpochProgress(bar);
+    }
+
+    private static int lineWidth(Map<String, String> env) {
+        int columns = 80;
+        try {
+            columns = Integer.parseInt(env.getOrDefault("COLUMNS", "80").trim());
+        } catch (NumberFormatException e) {
+            // not a number: keep 80
+        }
+        return Math.max(40, columns - PREFIX_WIDTH);
+    }
+
+    /** One more step done. */
+    void step() {
+        bar.step();
+    }
+
+    /** Shows {@code loss} after the bar. */
+    void showLoss(float loss) {
+        bar.setExtraMessage(String.format(Locale.ROOT, "loss %.4f", loss));
+    }
+
+    /** Draws the final state and ends the line. */
+    @Override
+    public void close() {
+        bar.close();
+    }
+}
