@@ -68,20 +68,14 @@ public final class ConvNetDemo implements Callable<Integer> {
             description = "Dropout probability before the final Linear (default: ${DEFAULT-VALUE}, no Dropout module).")
     double dropout = 0;
 
-    @Option(names = "--data", description = "Folder with the Fashion-MNIST IDX files (default: ${DEFAULT-VALUE}).")
-    Path data = MnistDataset.DEFAULT_DIR;
-
-    @Option(names = "--limit", description = "Use only the first N training images (default: all).")
-    int limit = 0;
+    @Mixin
+    FashionMnistOption dataset = new FashionMnistOption();
 
     @Option(names = "--seed", description = "Seed for initialisation and shuffling (default: ${DEFAULT-VALUE}).")
     long seed = 0;
 
     @Option(names = "--test-batch-size", description = "Images per evaluation batch (default: ${DEFAULT-VALUE}).")
     int testBatchSize = 100;
-
-    @Option(names = "--test-limit", description = "Evaluate on only the first N test images (default: all).")
-    int testLimit = 0;
 
     @Option(names = "--save", paramLabel = "FILE",
             description = "After each epoch, rank 0 writes the model's state dict to FILE (safetensors, PyTorch's names without"
@@ -117,9 +111,9 @@ public final class ConvNetDemo implements Callable<Integer> {
         }
         Device device = deviceOption.resolve(System.getenv());
         // Before the rendezvous: every rank fails at once, none waits for the others.
-        MnistDataset train = new MnistDataset(data, true, limit);
+        MnistDataset train = dataset.train();
         if (train.size() == 0) {
-            throw new IllegalArgumentException("the training set in " + data + " holds no images, so there is nothing to"
+            throw new IllegalArgumentException("the training set in " + dataset.data + " holds no images, so there is nothing to"
                     + " train on: point --data at a folder with Fashion-MNIST's (or MNIST's) IDX files");
         }
         PlotOption.checkFolder(plot);
@@ -227,7 +221,7 @@ public final class ConvNetDemo implements Callable<Integer> {
             if (testBatchSize != batchSize) {
                 Tensors.emptyCache(); // the cached training blocks do not fit evaluation's shapes
             }
-            MnistDataset test = new MnistDataset(data, false, testLimit);
+            MnistDataset test = dataset.test();
             double accuracy = testAccuracy(model, test, testBatchSize, device);
             System.out.printf(Locale.ROOT, "Test accuracy of the model on the %d test images: %.2f %%%n", test.size(), accuracy * 100);
             System.out.printf(Locale.ROOT, "summary test_accuracy=%.4f%n", accuracy);

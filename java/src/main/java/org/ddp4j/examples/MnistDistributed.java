@@ -1,6 +1,5 @@
 package org.ddp4j.examples;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
@@ -62,14 +61,8 @@ public final class MnistDistributed implements Callable<Integer> {
     @Option(names = "--lr", description = "SGD learning rate, the seed's (default: ${DEFAULT-VALUE}).")
     double lr = 1e-4;
 
-    @Option(names = "--data", description = "Folder with the Fashion-MNIST IDX files (default: ${DEFAULT-VALUE}).")
-    Path data = MnistDataset.DEFAULT_DIR;
-
-    @Option(names = "--limit", description = "Use only the first N training images (default: all).")
-    int limit = 0;
-
-    @Option(names = "--test-limit", description = "Evaluate on only the first N test images (default: all).")
-    int testLimit = 0;
+    @Mixin
+    FashionMnistOption dataset = new FashionMnistOption();
 
     @Option(names = "--log-interval", description = "Print the loss every N steps, the seed's 100 (default: ${DEFAULT-VALUE}).")
     int logInterval = 100;
@@ -90,7 +83,7 @@ public final class MnistDistributed implements Callable<Integer> {
     @Override
     public Integer call() {
         check();
-        new MnistDataset(data, true, 1); // a missing data folder fails here, once, not in every worker
+        new MnistDataset(dataset.data, true, 1); // a missing data folder fails here, once, not in every worker
         Map<String, String> env = System.getenv();
         Spawn.of(MnistDistributed::train)
                 .nprocs(gpus)
@@ -127,7 +120,7 @@ public final class MnistDistributed implements Callable<Integer> {
         Device device = a.deviceOption.resolve(System.getenv()); // spawn set LOCAL_RANK and LOCAL_WORLD_SIZE
         Distributed.initProcessGroup(DeviceOption.backendFor(device), "env://", world, rank);
 
-        MnistDataset train = new MnistDataset(a.data, true, a.limit);
+        MnistDataset train = a.dataset.train();
         DistributedSampler sampler = new DistributedSampler(train.size(), world, rank, true, 0, false);
         DataLoader loader = new DataLoader(train, 100, sampler, false);
         DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, new Generator(0)).to(device));
@@ -165,7 +158,7 @@ public final class MnistDistributed implements Callable<Integer> {
         }
         System.out.println(new Summary(rank, world, steps, nanos / 1e9, 100, lastLoss).line());
         if (rank == 0) {
-            MnistDataset test = new MnistDataset(a.data, false, a.testLimit);
+            MnistDataset test = a.dataset.test();
             double accuracy = ConvNetDemo.testAccuracy(model, test, 100, device);
             System.out.printf(Locale.ROOT, "Test accuracy of the model on the %d test images: %.2f %%%n", test.size(), accuracy * 100);
             System.out.printf(Locale.ROOT, "summary test_accuracy=%.4f%n", accuracy);
