@@ -1,13 +1,11 @@
 package org.ddp4j.distributed;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.internal.OutputPump;
+import org.ddp4j.internal.Processes;
 
 /**
  * The running workers of one {@link Spawn}: mirrors {@code torch.multiprocessing}'s
@@ -190,9 +188,9 @@ public final class SpawnContext implements AutoCloseable {
             }
         }
         targets.forEach(ProcessHandle::destroy);
-        if (!awaitExit(targets, stopGrace)) {
-            targets.stream().filter(SpawnContext::isRunning).forEach(ProcessHandle::destroyForcibly);
-            awaitExit(targets, Duration.ofSeconds(2));
+        if (!Processes.awaitExit(targets, stopGrace)) {
+            targets.stream().filter(Processes::isRunning).forEach(ProcessHandle::destroyForcibly);
+            Processes.awaitExit(targets, Duration.ofSeconds(2));
         }
         for (Worker w : workers) {
             try {
@@ -246,33 +244,5 @@ public final class SpawnContext implements AutoCloseable {
         }
     }
 
-    private static boolean awaitExit(List<ProcessHandle> handles, Duration limit) {
-        long deadline = System.nanoTime() + limit.toNanos();
-        while (handles.stream().anyMatch(SpawnContext::isRunning)) {
-            if (System.nanoTime() - deadline >= 0) {
-                return false;
-            }
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
-            }
-        }
-        return true;
-    }
 
-    /** Whether h still runs; a zombie (killed, not yet reaped by its parent) counts as gone. */
-    static boolean isRunning(ProcessHandle h) {
-        if (!h.isAlive()) {
-            return false;
-        }
-        try {
-            String stat = Files.readString(Path.of("/proc", Long.toString(h.pid()), "stat"));
-            int close = stat.lastIndexOf(')');
-            return !(close > 0 && close + 2 < stat.length() && (stat.charAt(close + 2) == 'Z' || stat.charAt(close + 2) == 'X'));
-        } catch (IOException | RuntimeException e) {
-            return h.isAlive();
-        }
-    }
 }

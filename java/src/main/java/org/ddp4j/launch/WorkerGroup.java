@@ -2,8 +2,6 @@ package org.ddp4j.launch;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,6 +9,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import org.ddp4j.internal.OutputPump;
+import org.ddp4j.internal.Processes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -223,20 +222,20 @@ final class WorkerGroup {
             h.descendants().forEach(targets::add);
             targets.add(h);
         }
-        if (targets.stream().noneMatch(WorkerGroup::isRunning)) {
+        if (targets.stream().noneMatch(Processes::isRunning)) {
             return running;
         }
         LOG.debug("node {}: stopping {} process(es)", nodeRank, targets.size());
         targets.forEach(ProcessHandle::destroy);
         // Poll rather than onExit(): for grandchildren the JDK's onExit polls with a growing delay.
-        if (!awaitExit(targets, STOP_GRACE)) {
+        if (!Processes.awaitExit(targets, STOP_GRACE)) {
             for (ProcessHandle h : targets) {
-                if (isRunning(h)) {
+                if (Processes.isRunning(h)) {
                     LOG.debug("pid {} ignored SIGTERM for {}; killing it", h.pid(), STOP_GRACE);
                     h.destroyForcibly();
                 }
             }
-            awaitExit(targets, Duration.ofSeconds(1));
+            Processes.awaitExit(targets, Duration.ofSeconds(1));
         }
         closeLifelines();
         for (Worker w : workers) {
@@ -250,42 +249,7 @@ final class WorkerGroup {
         return running;
     }
 
-    /** Waits until none of {@code handles} is alive or {@code limit} passed; returns whether none is. */
-    private static boolean awaitExit(List<ProcessHandle> handles, Duration limit) {
-        long deadline = System.nanoTime() + limit.toNanos();
-        while (true) {
-            if (handles.stream().noneMatch(WorkerGroup::isRunning)) {
-                return true;
-            }
-            if (System.nanoTime() >= deadline) {
-                return false;
-            }
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
-            }
-        }
-    }
 
-    /**
-     * Whether {@code h} still runs. A killed grandchild stays a zombie, which
-     * {@link ProcessHandle#isAlive()} counts as alive, until init reaps it; on Linux a zombie
-     * counts as gone here.
-     */
-    static boolean isRunning(ProcessHandle h) {
-        if (!h.isAlive()) {
-            return false;
-        }
-        try {
-            String stat = Files.readString(Path.of("/proc", Long.toString(h.pid()), "stat"));
-            int close = stat.lastIndexOf(')'); // the command name may contain blanks and parentheses
-            return !(close > 0 && close + 2 < stat.length() && (stat.charAt(close + 2) == 'Z' || stat.charAt(close + 2) == 'X'));
-        } catch (IOException | RuntimeException e) {
-            return h.isAlive(); // no procfs, or the process just went away
-        }
-    }
 
     /** Waits a little for the output threads so the workers' last lines come before our messages. */
     private void drain() throws InterruptedException {

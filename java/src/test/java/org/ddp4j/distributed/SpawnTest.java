@@ -21,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.ddp4j.internal.Processes;
 
 /** Distributed.spawn / Spawn: worker JVMs started from code, as torch.multiprocessing.spawn. */
 @Timeout(value = 180, unit = TimeUnit.SECONDS) // backstop above the bounded waits below
@@ -187,7 +188,7 @@ class SpawnTest {
     private static boolean awaitGone(long pid) throws InterruptedException {
         long deadline = System.nanoTime() + GONE_WITHIN.toNanos();
         while (System.nanoTime() < deadline) {
-            if (ProcessHandle.of(pid).map(SpawnContext::isRunning).orElse(false) == false) {
+            if (ProcessHandle.of(pid).map(Processes::isRunning).orElse(false) == false) {
                 return true;
             }
             Thread.sleep(50);

@@ -25,6 +25,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.ddp4j.internal.WorkerJvm;
+import org.ddp4j.internal.Processes;
 
 /** Runs the launcher in-process against real worker JVMs ({@link LaunchTestWorker}) and commands. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -445,10 +446,10 @@ class LauncherTest {
                 ProcessHandle h = ProcessHandle.of(pid).orElse(null);
                 // The orphaned workers are reaped by init: allow a moment.
                 long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-                while (h != null && WorkerGroup.isRunning(h) && System.nanoTime() < until) {
+                while (h != null && Processes.isRunning(h) && System.nanoTime() < until) {
                     Thread.sleep(20);
                 }
-                assertFalse(h != null && WorkerGroup.isRunning(h), "rank " + rank + " (pid " + pid + ") still runs");
+                assertFalse(h != null && Processes.isRunning(h), "rank " + rank + " (pid " + pid + ") still runs");
             }
         } finally {
             launcher.destroyForcibly();

@@ -20,6 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.ddp4j.internal.WorkerJvm;
+import org.ddp4j.internal.Processes;
 
 /**
  * Liveness between nodes with the default keep-alive (1 s interval, 20 s timeout): two launchers
@@ -102,7 +103,7 @@ class LivenessTest {
     }
 
     private static boolean running(long pid) {
-        return ProcessHandle.of(pid).map(WorkerGroup::isRunning).orElse(false);
+        return ProcessHandle.of(pid).map(Processes::isRunning).orElse(false);
     }
 
     private Path awaitFile(String name) throws Exception {
@@ -158,7 +159,7 @@ class LivenessTest {
         List<ProcessHandle> left;
         do {
             Thread.sleep(50);
-            left = ProcessHandle.current().descendants().filter(WorkerGroup::isRunning).collect(Collectors.toList());
+            left = ProcessHandle.current().descendants().filter(Processes::isRunning).collect(Collectors.toList());
         } while (!left.isEmpty() && System.nanoTime() < deadline);
         assertEquals(List.of(), left.stream().map(h -> h.pid() + " " + h.info().commandLine().orElse("?"))
                 .collect(Collectors.toList()), "processes this test started are still running");
