@@ -153,6 +153,40 @@ class ProcessGroup {
   /** Completes once every rank has entered the barrier. Mirrors barrier. */
   virtual std::shared_ptr<Work> barrier() = 0;
 
+  /**
+   * Reduces every rank's `tensor` element-wise into rank `root`'s `tensor` (in place there);
+   * the other ranks' tensors are left as they were. Same dtype and element count on every rank;
+   * AVG: float32 only. Mirrors reduce(tensor, dst=root, op).
+   */
+  virtual std::shared_ptr<Work> reduce(const Tensor& tensor, int root, ReduceOp op) = 0;
+
+  /**
+   * Reduces every rank's `input` (size() * n elements) element-wise and leaves block rank() of
+   * the result (elements [rank() * n, (rank() + 1) * n)) in `output` (n elements, input's dtype).
+   * Mirrors reduce_scatter_tensor(output, input, op).
+   */
+  virtual std::shared_ptr<Work> reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) = 0;
+
+  /**
+   * As above with the input given as size() tensors: rank r's block is inputs[r] (each with
+   * output's dtype and element count). Mirrors reduce_scatter(output, input_list, op).
+   */
+  virtual std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                                               ReduceOp op) = 0;
+
+  /**
+   * Sends `tensor` to group rank `dst`, where a recv(tensor, src = this rank, tag) receives it.
+   * Sends from one rank to another with one tag arrive in the order they were issued; different
+   * tags are matched independently. Completes once the data has left this rank's buffer. Not a
+   * collective: only the two ranks take part, and it does not count in the group's collective
+   * numbering. tag >= 0 (NCCL ignores tags, as PyTorch's NCCL backend does). Mirrors
+   * isend(tensor, dst, tag).
+   */
+  virtual std::shared_ptr<Work> send(const Tensor& tensor, int dst, int tag) = 0;
+
+  /** Receives into `tensor` what group rank `src` sends with `tag` (see send). Mirrors irecv(tensor, src, tag). */
+  virtual std::shared_ptr<Work> recv(const Tensor& tensor, int src, int tag) = 0;
+
  protected:
   /**
    * The argument checks every backend's allgather(outputs, input) shares: one output per rank, each
@@ -161,6 +195,21 @@ class ProcessGroup {
    */
   void check_allgather_outputs(const std::vector<Tensor>& outputs, const Tensor& input,
                                const std::function<void(const Tensor&)>& check_output) const;
+
+  /**
+   * The argument checks of reduce_scatter(output, inputs): one input per rank, each passed to
+   * `check_input`, then required to have output's dtype and element count. Throws
+   * Error(InvalidArgument) naming the input.
+   */
+  void check_reduce_scatter_inputs(const Tensor& output, const std::vector<Tensor>& inputs,
+                                   const std::function<void(const Tensor&)>& check_input) const;
+
+  /**
+   * The check every backend's reduce, send and recv share: `peer` (the `role`: "destination",
+   * "source") in [0, size()), and not this rank unless `may_be_self` (a rank cannot send to
+   * itself). Throws Error(InvalidArgument) naming `op` and the fix.
+   */
+  void check_peer(const char* op, const char* role, int peer, bool may_be_self) const;
 
  private:
   const int rank_;

@@ -93,4 +93,23 @@ void ProcessGroup::check_allgather_outputs(const std::vector<Tensor>& outputs, c
   }
 }
 
+void ProcessGroup::check_reduce_scatter_inputs(const Tensor& output, const std::vector<Tensor>& inputs,
+                                               const std::function<void(const Tensor&)>& check_input) const {
+  DDP4J_CHECK_ARG(static_cast<int>(inputs.size()) == size(), "reduceScatter: got ", inputs.size(),
+                  " input tensors for a world of ", size(), "; pass one per rank");
+  for (size_t r = 0; r < inputs.size(); r++) {
+    check_input(inputs[r]);
+    DDP4J_CHECK_ARG(inputs[r].dtype() == output.dtype() && inputs[r].numel() == output.numel(), "reduceScatter: input ",
+                    r, " is ", inputs[r].describe(), " but the output is ", output.describe(),
+                    "; every input needs the output's dtype and number of elements");
+  }
+}
+
+void ProcessGroup::check_peer(const char* op, const char* role, int peer, bool may_be_self) const {
+  DDP4J_CHECK_ARG(peer >= 0 && peer < size(), op, ": ", role, " rank ", peer, " is not in [0, ", size(),
+                  ") (ranks of this group, which has ", size(), size() == 1 ? " rank" : " ranks", ")");
+  DDP4J_CHECK_ARG(may_be_self || peer != rank(), op, ": ", role, " rank ", peer,
+                  " is this rank itself; a rank cannot send to or receive from itself (copy the tensor instead)");
+}
+
 }  // namespace ddp4j
