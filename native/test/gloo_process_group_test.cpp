@@ -20,35 +20,14 @@
 #include "comm/gloo_process_group.h"
 #include "ddp4j/allocator.h"
 #include "ddp4j/process_group.h"
+#include "gloo_test_ranks.h"
 #include "test_util.h"
 
 using namespace ddp4j;
+using ddp4j::test::filled;
+using ddp4j::test::run_ranks;
 
 namespace {
-
-/** Runs body(rank, group) on `world` threads, each with its own group over one HashStore. */
-void run_ranks(int world, GlooOptions options, const std::function<void(int, ProcessGroup&)>& body) {
-  gloo::rendezvous::HashStore store;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; r++) {
-    threads.emplace_back([&, r] {
-      try {
-        GlooProcessGroup group(store, r, world, options);
-        body(r, group);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "rank %d: unexpected exception: %s\n", r, e.what());
-        ++ddp4j::test::failure_count();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-}
-
-Tensor filled(int64_t n, float value) {
-  Tensor t = Tensor::empty({n}, DType::Float32);
-  for (int64_t i = 0; i < n; i++) t.data<float>()[i] = value;
-  return t;
-}
 
 void test_collectives() {
   GlooOptions options;

@@ -27,25 +27,44 @@ std::string elements(const Fingerprint& f) {
   return detail::concat(grouped(f.numel), " ", dtype, f.numel == 1 ? " element" : " elements");
 }
 
+const char* op_name(uint32_t op) {
+  return op < static_cast<uint32_t>(kNumReduceOps) ? reduce_op_name(static_cast<ReduceOp>(op)) : "?";
+}
+
 }  // namespace
 
 bool same_call(const Fingerprint& a, const Fingerprint& b) {
   return a.seq == b.seq && a.numel == b.numel && a.kind == b.kind && a.arg == b.arg && a.dtype == b.dtype &&
-         a.bucket == b.bucket && a.buckets == b.buckets;
+         a.bucket == b.bucket && a.buckets == b.buckets && a.peer == b.peer;
+}
+
+bool same_transfer(const Fingerprint& send, int sender, const Fingerprint& recv, int receiver) {
+  return send.kind == Fingerprint::kSend && recv.kind == Fingerprint::kRecv &&
+         send.peer == static_cast<uint32_t>(receiver) && recv.peer == static_cast<uint32_t>(sender) &&
+         send.arg == recv.arg && send.seq == recv.seq && send.dtype == recv.dtype && send.numel == recv.numel;
 }
 
 std::string describe(const Fingerprint& f) {
   std::string what;
   switch (f.kind) {
     case Fingerprint::kAllReduce:
-      what = detail::concat("allReduce(",
-                            f.arg < static_cast<uint32_t>(kNumReduceOps) ? reduce_op_name(static_cast<ReduceOp>(f.arg))
-                                                                         : "?",
-                            ") of ", elements(f));
+      what = detail::concat("allReduce(", op_name(f.arg), ") of ", elements(f));
       break;
     case Fingerprint::kBroadcast: what = detail::concat("broadcast from rank ", f.arg, " of ", elements(f)); break;
     case Fingerprint::kAllGather: what = detail::concat("allGather of ", elements(f), " per rank"); break;
     case Fingerprint::kBarrier: what = "barrier"; break;
+    case Fingerprint::kReduce:
+      what = detail::concat("reduce(", op_name(f.arg), ") to rank ", f.peer, " of ", elements(f));
+      break;
+    case Fingerprint::kReduceScatter:
+      what = detail::concat("reduceScatter(", op_name(f.arg), ") of ", elements(f));
+      break;
+    case Fingerprint::kSend:
+    case Fingerprint::kRecv:
+      // "send #3 to rank 1 with tag 0 of 10 float32 elements": the number counts this stream only.
+      return detail::concat(f.kind == Fingerprint::kSend ? "send #" : "recv #", f.seq,
+                            f.kind == Fingerprint::kSend ? " to rank " : " from rank ", f.peer, " with tag ", f.arg,
+                            " of ", elements(f));
     default: return detail::concat("an unknown collective (kind ", f.kind, ")");
   }
   std::string tags = f.seq > 0 ? detail::concat("#", f.seq) : std::string();
@@ -66,6 +85,16 @@ std::string mismatch_message(const Fingerprint& mine, int rank, const std::strin
                               " in try (var join = ddp.join()) { ... }: ranks that run out of data then shadow the"
                               " others' gradient all-reduces"
                             : "");
+}
+
+std::string transfer_mismatch_message(const Fingerprint& mine, int rank, const Fingerprint& theirs, int peer) {
+  const bool sending = mine.kind == Fingerprint::kSend;
+  return detail::concat(describe(mine), " on rank ", rank, ": rank ", peer, "'s matching call is ",
+                        theirs.present() ? describe(theirs) : std::string("missing"),
+                        ". A send and the recv that takes it must name each other's rank and the same tag, and pass"
+                        " tensors of the same dtype and number of elements; sends from one rank to another with one tag"
+                        " are received in the order they were sent. Nothing was transferred (",
+                        sending ? "the receiver's" : "this", " tensor is unchanged)");
 }
 
 }  // namespace ddp4j

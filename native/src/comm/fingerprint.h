@@ -11,16 +11,26 @@ namespace ddp4j {
 
 /** One rank's description of one collective of a process group; ranks compare theirs field by field (same_call). */
 struct Fingerprint {
-  enum Kind : uint32_t { kNone = 0, kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4 };
+  enum Kind : uint32_t {
+    kNone = 0,
+    kAllReduce = 1,
+    kBroadcast = 2,
+    kAllGather = 3,
+    kBarrier = 4,
+    kReduce = 5,
+    kReduceScatter = 6,
+    kSend = 7,  // point to point: seq counts the sends from this rank to `peer` with this tag
+    kRecv = 8,  // point to point: seq counts the recvs on this rank from `peer` with this tag
+  };
 
   uint64_t seq = 0;     // the group's collective number, from 1 (ranks that issued the same collectives agree)
-  uint64_t numel = 0;   // elements per rank
+  uint64_t numel = 0;   // elements per rank (reduce-scatter: the input's, size() x the output's)
   uint32_t kind = kNone;
-  uint32_t arg = 0;     // all-reduce: ReduceOp; broadcast: root rank; otherwise 0
+  uint32_t arg = 0;     // all-reduce, reduce, reduce-scatter: ReduceOp; broadcast: root rank; send, recv: tag
   uint32_t dtype = 0;   // DType
   int32_t bucket = -1;  // DDP's bucket index (0-based), -1 for any other collective
   int32_t buckets = 0;  // DDP's number of buckets (0 for any other collective)
-  uint32_t reserved = 0;  // keeps the size a multiple of 8; always 0
+  uint32_t peer = 0;    // reduce: the root; send: the destination; recv: the source; otherwise 0
 
   bool present() const { return kind != kNone; }
 };
@@ -28,6 +38,13 @@ static_assert(sizeof(Fingerprint) == 40, "a fixed wire and shared-memory layout"
 
 /** Whether two ranks called the same collective. */
 bool same_call(const Fingerprint& a, const Fingerprint& b);
+
+/**
+ * Whether `send` (kind kSend, on rank `sender`) and `recv` (kind kRecv, on rank `receiver`) are
+ * two ends of one transfer: each names the other rank, same tag, same number in that stream,
+ * same dtype and element count.
+ */
+bool same_transfer(const Fingerprint& send, int sender, const Fingerprint& recv, int receiver);
 
 /**
  * The call in words, e.g. "allReduce(AVG) of 1,234 float32 elements (#57, DDP bucket 2 of 3)",
@@ -41,5 +58,11 @@ std::string describe(const Fingerprint& f);
  * 42)") and the peer's call, then what to do.
  */
 std::string mismatch_message(const Fingerprint& mine, int rank, const std::string& peer, const Fingerprint& theirs);
+
+/**
+ * The error both ends of a point-to-point transfer report when their calls do not match
+ * (same_transfer false): this rank's call, the peer's, and what must agree.
+ */
+std::string transfer_mismatch_message(const Fingerprint& mine, int rank, const Fingerprint& theirs, int peer);
 
 }  // namespace ddp4j

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "comm/gloo_point_to_point.h"
 #include "comm/host_collectives.h"
 #include "comm/peer_errors.h"
 #include "comm/small_allreduce.h"
@@ -68,6 +69,15 @@ void check_collective_tensor(const char* op, const char* what, const Tensor& t) 
                   " is ", t.describe(), "; move it with to(Device.CPU) or use the nccl backend for CUDA tensors");
   DDP4J_CHECK_ARG(t.dtype() == DType::Float32 || t.dtype() == DType::Int64, op, ": unsupported dtype of ", what, " ",
                   t.describe());
+}
+
+/** The checks of every reduction (allReduce, reduce, reduceScatter) on the tensor it reduces. */
+void check_reduction(const char* op, const char* what, const Tensor& t, ReduceOp reduce_op) {
+  check_collective_tensor(op, what, t);
+  DDP4J_CHECK_ARG(static_cast<int>(reduce_op) >= 0 && static_cast<int>(reduce_op) < kNumReduceOps, op,
+                  ": unknown ReduceOp ", static_cast<int>(reduce_op));
+  DDP4J_CHECK_ARG(reduce_op != ReduceOp::AVG || t.dtype() == DType::Float32, op,
+                  ": ReduceOp.AVG needs a float32 tensor, got ", t.describe(), "; use SUM and divide by the world size");
 }
 
 }  // namespace
@@ -144,6 +154,19 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
     gloo::rendezvous::PrefixStore gloo_store("ddp4j/gloo", store);
     record_peer_addresses(gloo_store, *context_, &peer_addresses_);
   }
+  p2p_ = std::make_unique<GlooPointToPoint>(
+      context_, rank, options_.timeout, [this] { return broken(); },
+      [this](const std::string& reason) {
+        set_broken(reason);
+        try {
+          context_->closeConnections();  // peers blocked on this rank fail now, not at their timeout
+          if (small_) small_->context->closeConnections();
+        } catch (const std::exception&) {
+        }
+      },
+      [this](const std::string& description, const std::string& gloo_message) {
+        return translate_gloo_error(description, gloo_message, options_.timeout, this->rank(), peer_addresses_);
+      });
   if (size > 1 && size <= 8 && options_.small_allreduce_bytes > 0) {
     // Its own connections: Gloo sizes a socket's send buffer on the first bound-buffer send and
     // so turns off the kernel's autotuning, which would slow the large all-reduces down ~100x.
@@ -221,6 +244,14 @@ GlooProcessGroup::~GlooProcessGroup() {
                                                      " closed its process group first"))));
   }
   if (worker_.joinable()) worker_.join();
+  if (p2p_ && p2p_->busy()) {
+    // Gloo holds the buffers of unfinished transfers until their connections close.
+    try {
+      context_->closeConnections();
+    } catch (const std::exception&) {
+    }
+  }
+  p2p_.reset();  // fails and joins the transfers still running
   // Peers still waiting in the segment for this rank fail now, naming it, instead of at their timeout.
   if (host_) host_->abort(detail::concat("rank ", rank(), " closed its process group"));
   host_.reset();     // unmaps the segment, closes the leaders' connections
@@ -278,12 +309,7 @@ std::shared_ptr<Work> GlooProcessGroup::enqueue(const Fingerprint& fp, std::vect
 
 std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket,
                                                       int buckets) {
-  check_collective_tensor("allReduce", "input", tensor);
-  DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, "allReduce: unknown ReduceOp ",
-                  static_cast<int>(op));
-  DDP4J_CHECK_ARG(op != ReduceOp::AVG || tensor.dtype() == DType::Float32,
-                  "allReduce: ReduceOp.AVG needs a float32 tensor, got ", tensor.describe(),
-                  "; use SUM and divide by the world size");
+  check_reduction("allReduce", "input", tensor, op);
   Fingerprint fp;
   fp.kind = Fingerprint::kAllReduce;
   fp.arg = static_cast<uint32_t>(op);
@@ -291,7 +317,11 @@ std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, Redu
   fp.numel = static_cast<uint64_t>(tensor.numel());
   fp.bucket = bucket >= 0 ? bucket : -1;
   fp.buckets = bucket >= 0 ? buckets : 0;
+  Movement m = allreduce_movement(tensor, op);
+  return enqueue(fp, {tensor}, std::move(m.run), m.check, run_inline || shm_inline(tensor.nbytes()));
+}
 
+GlooProcessGroup::Movement GlooProcessGroup::allreduce_movement(const Tensor& tensor, ReduceOp op) {
   Tensor t = tensor;
   const int world = size();
   auto divide_if_avg = [t, op, world] {
@@ -301,32 +331,31 @@ std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, Redu
     const float inv = 1.0f / static_cast<float>(world);
     for (size_t i = 0; i < n; i++) p[i] *= inv;
   };
-  const bool inline_ok = run_inline || shm_inline(tensor.nbytes());
 
   if (host_) {
     // One host: the transport compares fingerprints in every step. Hierarchical: the ranks
     // exchange them first, since the leaders' ring follows (see below).
     std::shared_ptr<HostCollectives> host = host_;
-    const Check check = shm_only() ? Check::kAlong : Check::kBefore;
-    return enqueue(fp, {tensor}, [t, op, host](uint32_t tag, const Fingerprint& f) { host->allreduce(t, op, tag, &f); },
-                   check, inline_ok);
+    return {[t, op, host](uint32_t tag, const Fingerprint& f) { host->allreduce(t, op, tag, &f); },
+            shm_only() ? Check::kAlong : Check::kBefore};
   }
   if (small_ && t.nbytes() <= small_->capacity) {
     // The fingerprint rides in the message's header: no message of its own.
     std::shared_ptr<SmallAllreduce> small = small_;
     GlooProcessGroup* self = this;  // ops run before the destructor returns (it joins the worker)
-    return enqueue(fp, {tensor}, [t, op, small, self, divide_if_avg](uint32_t, const Fingerprint& f) {
-      const size_t n = static_cast<size_t>(t.numel());
-      const int parity = small->exchange(f, t.raw_data(), t.nbytes());
-      self->check_peers(f, parity);  // before any peer data is used
-      if (n == 0) return;
-      if (t.dtype() == DType::Float32) {
-        small->reduce_into<float>(parity, t.data<float>(), n, reduce_function<float>(op));
-      } else {
-        small->reduce_into<int64_t>(parity, t.data<int64_t>(), n, reduce_function<int64_t>(op));
-      }
-      divide_if_avg();
-    }, Check::kAlong, inline_ok);
+    return {[t, op, small, self, divide_if_avg](uint32_t, const Fingerprint& f) {
+              const size_t n = static_cast<size_t>(t.numel());
+              const int parity = small->exchange(f, t.raw_data(), t.nbytes());
+              self->check_peers(f, parity);  // before any peer data is used
+              if (n == 0) return;
+              if (t.dtype() == DType::Float32) {
+                small->reduce_into<float>(parity, t.data<float>(), n, reduce_function<float>(op));
+              } else {
+                small->reduce_into<int64_t>(parity, t.data<int64_t>(), n, reduce_function<int64_t>(op));
+              }
+              divide_if_avg();
+            },
+            Check::kAlong};
   }
   // Gloo's ring: fingerprints first (one small message each way, on the small all-reduce's
   // connections when the group has them). Not after the ring: ranks that enter it with different
@@ -334,11 +363,12 @@ std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, Redu
   // exceeds the posted receive), e.g. DDP bucket 1 on one rank against bucket 2 on another.
   auto context = context_;
   const Millis timeout = options_.timeout;
-  return enqueue(fp, {tensor}, [t, op, context, timeout, divide_if_avg](uint32_t tag, const Fingerprint&) {
-    if (t.numel() == 0) return;
-    gloo_detail::ring_allreduce(context, t, static_cast<size_t>(t.numel()), op, tag, timeout);
-    divide_if_avg();
-  }, Check::kBefore, inline_ok);
+  return {[t, op, context, timeout, divide_if_avg](uint32_t tag, const Fingerprint&) {
+            if (t.numel() == 0) return;
+            gloo_detail::ring_allreduce(context, t, static_cast<size_t>(t.numel()), op, tag, timeout);
+            divide_if_avg();
+          },
+          Check::kBefore};
 }
 
 std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
@@ -450,6 +480,101 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& out
   }, host ? Check::kAlong : Check::kBefore, host && inline_ok);
 }
 
+std::shared_ptr<Work> GlooProcessGroup::reduce(const Tensor& tensor, int root, ReduceOp op) {
+  check_reduction("reduce", "input", tensor, op);
+  check_peer("reduce", "destination", root, /*may_be_self=*/true);
+  Fingerprint fp;
+  fp.kind = Fingerprint::kReduce;
+  fp.arg = static_cast<uint32_t>(op);
+  fp.dtype = static_cast<uint32_t>(tensor.dtype());
+  fp.numel = static_cast<uint64_t>(tensor.numel());
+  fp.peer = static_cast<uint32_t>(root);
+  const bool inline_ok = shm_inline(tensor.nbytes());
+  if (rank() == root) {
+    Movement m = allreduce_movement(tensor, op);
+    return enqueue(fp, {tensor}, std::move(m.run), m.check, inline_ok);
+  }
+  // The others reduce a copy, taken when the op runs (as the data an in-place op would read).
+  Tensor scratch = Tensor::empty({tensor.numel()}, tensor.dtype());
+  Movement m = allreduce_movement(scratch, op);
+  Tensor t = tensor;
+  Run inner = std::move(m.run);
+  return enqueue(fp, {tensor, scratch}, [t, scratch, inner](uint32_t tag, const Fingerprint& f) {
+    if (t.nbytes() > 0) std::memcpy(scratch.raw_data(), t.raw_data(), t.nbytes());
+    inner(tag, f);
+  }, m.check, inline_ok);
+}
+
+std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
+  check_reduction("reduceScatter", "input", input, op);
+  check_collective_tensor("reduceScatter", "output", output);
+  DDP4J_CHECK_ARG(output.dtype() == input.dtype(), "reduceScatter: output ", output.describe(), " and input ",
+                  input.describe(), " have different dtypes");
+  DDP4J_CHECK_ARG(input.numel() == output.numel() * size(), "reduceScatter: input ", input.describe(), " must have ",
+                  size(), " x ", output.numel(), " = ", output.numel() * size(),
+                  " elements (world size x output)");
+  return reduce_scatter_blocks(output, {input}, input.numel(), op);
+}
+
+std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                                                       ReduceOp op) {
+  check_reduction("reduceScatter", "output", output, op);
+  check_reduce_scatter_inputs(output, inputs,
+                              [&](const Tensor& t) { check_collective_tensor("reduceScatter", "input", t); });
+  return reduce_scatter_blocks(output, inputs, output.numel() * size(), op);
+}
+
+std::shared_ptr<Work> GlooProcessGroup::reduce_scatter_blocks(const Tensor& output, const std::vector<Tensor>& blocks,
+                                                              int64_t elements, ReduceOp op) {
+  Fingerprint fp;
+  fp.kind = Fingerprint::kReduceScatter;
+  fp.arg = static_cast<uint32_t>(op);
+  fp.dtype = static_cast<uint32_t>(output.dtype());
+  fp.numel = static_cast<uint64_t>(elements);
+  // All-reduce a copy of the whole input and keep this rank's block: the copy also makes an
+  // output that aliases an input safe.
+  Tensor scratch = Tensor::empty({elements}, output.dtype());
+  Movement m = allreduce_movement(scratch, op);
+  Tensor out = output;
+  const size_t offset = static_cast<size_t>(rank()) * output.nbytes();
+  std::vector<Tensor> keep(blocks);
+  keep.push_back(output);
+  keep.push_back(scratch);
+  Run inner = std::move(m.run);
+  return enqueue(fp, std::move(keep), [blocks, out, scratch, offset, inner](uint32_t tag, const Fingerprint& f) {
+    char* flat = static_cast<char*>(scratch.raw_data());
+    size_t at = 0;
+    for (const Tensor& b : blocks) {
+      if (b.nbytes() > 0) std::memcpy(flat + at, b.raw_data(), b.nbytes());
+      at += b.nbytes();
+    }
+    inner(tag, f);
+    if (out.nbytes() > 0) std::memcpy(out.raw_data(), flat + offset, out.nbytes());
+  }, m.check, shm_inline(scratch.nbytes()));
+}
+
+std::shared_ptr<Work> GlooProcessGroup::send(const Tensor& tensor, int dst, int tag) {
+  check_collective_tensor("send", "input", tensor);
+  check_peer("send", "destination", dst, /*may_be_self=*/false);
+  return p2p_->send(tensor, dst, tag);
+}
+
+std::shared_ptr<Work> GlooProcessGroup::recv(const Tensor& tensor, int src, int tag) {
+  check_collective_tensor("recv", "output", tensor);
+  check_peer("recv", "source", src, /*may_be_self=*/false);
+  return p2p_->recv(tensor, src, tag);
+}
+
+std::string GlooProcessGroup::broken() const {
+  std::lock_guard<std::mutex> lock(broken_mutex_);
+  return broken_;
+}
+
+void GlooProcessGroup::set_broken(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(broken_mutex_);
+  if (broken_.empty()) broken_ = reason;
+}
+
 std::shared_ptr<Work> GlooProcessGroup::barrier() {
   // The header exchange is an allgather, which no rank leaves before every rank has entered it:
   // that is the barrier. On one host the shared-memory barrier replaces it.
@@ -488,10 +613,16 @@ void GlooProcessGroup::run_op(Op& op) {
   const uint32_t header_tag = static_cast<uint32_t>(seq * 2);
   const uint32_t data_tag = header_tag + 1;
   std::exception_ptr error;
-  if (!broken_.empty()) {
+  const std::string failed = broken();
+  if (!failed.empty()) {
+    if (host_ && !host_aborted_) {
+      // A failed transfer broke the group from another thread: release this host's other ranks.
+      host_aborted_ = true;
+      host_->abort(detail::concat("rank ", rank(), "'s process group failed: ", failed));
+    }
     error = std::make_exception_ptr(Error(
         ErrorKind::Distributed,
-        detail::concat(op.work->description(), " cannot run: this process group failed earlier (", broken_,
+        detail::concat(op.work->description(), " cannot run: this process group failed earlier (", failed,
                        "); destroy it and create a new one (Distributed.destroyProcessGroup, then initProcessGroup)")));
   } else {
     try {
@@ -506,13 +637,13 @@ void GlooProcessGroup::run_op(Op& op) {
       if (host_ && host_->broken()) {
         // The shared-memory transport fails for good (its peers see the segment aborted); the
         // other hosts' ranks must not wait for this one until their timeout either.
-        broken_ = e.what();
+        set_broken(e.what());
         close_connections();
       }
     } catch (const std::exception& e) {
       Error translated = translate_gloo_error(op.work->description(), strip_location(e.what()), options_.timeout,
                                              rank(), peer_addresses_);
-      broken_ = translated.what();
+      set_broken(translated.what());
       error = std::make_exception_ptr(translated);
       // Gloo leaves the other connections open; close them so that peers blocked on this rank
       // fail now instead of at their timeout (Gloo does the same itself after a timeout).
@@ -541,7 +672,8 @@ void GlooProcessGroup::close_connections() {
   if (host_) {
     host_->close_connections();
     // A leader whose Gloo step failed must release its host's other ranks too, not only its sockets.
-    host_->abort(detail::concat("rank ", rank(), "'s process group failed: ", broken_));
+    host_aborted_ = true;
+    host_->abort(detail::concat("rank ", rank(), "'s process group failed: ", broken()));
   }
 }
 

@@ -27,6 +27,7 @@ namespace ddp4j {
 
 class SmallAllreduce;
 class HostCollectives;
+class GlooPointToPoint;
 
 namespace gloo_detail {
 /** Gloo's own (ring) all-reduce of the first n elements of t, in place (AVG reduces as SUM). */
@@ -119,6 +120,19 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> barrier() override;
 
   /**
+   * As allreduce at the root; the other ranks reduce a copy of their tensor, so theirs stays as
+   * it was. It therefore moves as much data as an all-reduce, on the same paths (shared memory,
+   * the small all-reduce, Gloo's ring), with the fingerprint checked the same way.
+   */
+  std::shared_ptr<Work> reduce(const Tensor& tensor, int root, ReduceOp op) override;
+  /** An all-reduce of a copy of the input, of which each rank keeps its block. */
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) override;
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op) override;
+  /** Over the group's Gloo connections (also when the group's collectives use shared memory); see GlooPointToPoint. */
+  std::shared_ptr<Work> send(const Tensor& tensor, int dst, int tag) override;
+  std::shared_ptr<Work> recv(const Tensor& tensor, int src, int tag) override;
+
+  /**
    * DDP's all-reduce of bucket `bucket` (0-based) of `buckets` (-1 / 0: not a bucket): allreduce
    * with the bucket in its fingerprint and so in its messages, and with `run_inline`: when nothing
    * is queued or running, the collective runs on the calling thread and the returned Work is
@@ -143,11 +157,17 @@ class GlooProcessGroup : public ProcessGroup {
     kAlong,   // the data movement carries and compares them (small all-reduce, shared memory)
     kNone,    // not at all (check_collectives off)
   };
+  using Run = std::function<void(uint32_t tag, const Fingerprint& fp)>;
   struct Op {
     std::shared_ptr<Work> work;
-    Fingerprint fp;                                                  // seq assigned at enqueue
-    std::function<void(uint32_t tag, const Fingerprint& fp)> run;  // the data movement; empty for barrier
+    Fingerprint fp;  // seq assigned at enqueue
+    Run run;         // the data movement; empty for barrier
     Check check = Check::kBefore;
+  };
+  /** How an all-reduce of one tensor moves its data, and when it compares fingerprints. */
+  struct Movement {
+    Run run;
+    Check check;
   };
 
   void rendezvous(gloo::rendezvous::Store& store);
@@ -155,6 +175,15 @@ class GlooProcessGroup : public ProcessGroup {
                                 std::function<void(uint32_t, const Fingerprint&)> run, Check check,
                                 bool run_inline = false);
   std::shared_ptr<Work> allreduce_any(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket, int buckets);
+  /** The all-reduce of `t` in place, on the path its size takes (shared memory, small all-reduce, ring). */
+  Movement allreduce_movement(const Tensor& t, ReduceOp op);
+  /** reduce_scatter with the input as `blocks` (one flat tensor, or one per rank) of `elements` in all. */
+  std::shared_ptr<Work> reduce_scatter_blocks(const Tensor& output, const std::vector<Tensor>& blocks,
+                                              int64_t elements, ReduceOp op);
+  /** This group's failure so far ("" if none). Any thread. */
+  std::string broken() const;
+  /** Records the group's first failure. Any thread. */
+  void set_broken(const std::string& reason);
   void worker_loop();
   void run_op(Op& op);
   void exchange_headers(const Op& op, uint32_t tag);
@@ -172,6 +201,7 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<SmallAllreduce> small_;  // the small all-reduce (see GlooOptions); null when off. Only
                                            // the op that holds running_ uses it
   std::vector<std::vector<std::string>> peer_addresses_;  // by rank, as Gloo's error messages print them (peer_errors.h)
+  std::unique_ptr<GlooPointToPoint> p2p_;                // send and recv
 
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -181,8 +211,9 @@ class GlooProcessGroup : public ProcessGroup {
 
   uint64_t seq_ = 0;  // collectives enqueued (under mutex_); the next one's fingerprint seq is seq_ + 1
 
-  // Only the thread that set running_ (the worker, or a caller running an op inline).
-  std::string broken_;  // first network error or timeout; later collectives fail fast
+  mutable std::mutex broken_mutex_;
+  std::string broken_;  // first network error or timeout; later collectives and transfers fail fast
+  bool host_aborted_ = false;  // only the thread that set running_ (the worker, or a caller running an op inline)
 
   std::thread worker_;
 };

@@ -25,7 +25,7 @@ jlong handle_unless_done(std::shared_ptr<Work> work) {
 }
 
 ReduceOp reduce_op_of(jint op) {
-  DDP4J_CHECK_ARG(op >= 0 && op < kNumReduceOps, "allReduce: unknown ReduceOp ", op);
+  DDP4J_CHECK_ARG(op >= 0 && op < kNumReduceOps, "unknown ReduceOp ", op);
   return static_cast<ReduceOp>(op);
 }
 
@@ -71,6 +71,40 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allGatherLis
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_barrier(JNIEnv* env, jclass, jlong pg) {
   return guarded(env, [&] { return handle_unless_done(group_of(pg).barrier()); });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_reduce(JNIEnv* env, jclass, jlong pg, jlong tensor,
+                                                                           jint root, jint op) {
+  return guarded(env, [&] {
+    return handle_unless_done(group_of(pg).reduce(mutable_tensor_of(tensor), root, reduce_op_of(op)));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_reduceScatter(JNIEnv* env, jclass, jlong pg,
+                                                                                  jlong output, jlong input, jint op) {
+  return guarded(env, [&] {
+    return handle_unless_done(
+        group_of(pg).reduce_scatter(mutable_tensor_of(output), mutable_tensor_of(input), reduce_op_of(op)));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_reduceScatterList(JNIEnv* env, jclass, jlong pg,
+                                                                                      jlong output, jlongArray inputs,
+                                                                                      jint op) {
+  return guarded(env, [&] {
+    return handle_unless_done(
+        group_of(pg).reduce_scatter(mutable_tensor_of(output), tensors_of(env, inputs), reduce_op_of(op)));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_send(JNIEnv* env, jclass, jlong pg, jlong tensor,
+                                                                         jint dst, jint tag) {
+  return guarded(env, [&] { return handle_unless_done(group_of(pg).send(mutable_tensor_of(tensor), dst, tag)); });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_recv(JNIEnv* env, jclass, jlong pg, jlong tensor,
+                                                                         jint src, jint tag) {
+  return guarded(env, [&] { return handle_unless_done(group_of(pg).recv(mutable_tensor_of(tensor), src, tag)); });
 }
 
 // The virtual destructor runs the backend's shutdown (Gloo: fail queued ops, join the worker;

@@ -48,6 +48,24 @@ public final class ProcessGroupNatives {
     /** Queues a barrier ({@code barrier}). Returns a work handle. */
     public static native long barrier(long group);
 
+    /** Queues a reduce of the tensor into rank {@code root}'s ({@code reduce}). Returns a work handle. */
+    public static native long reduce(long group, long tensor, int root, int op);
+
+    /**
+     * Queues a reduce-scatter of the flat {@code input} (world size x output elements) into
+     * {@code output} ({@code reduce_scatter_tensor}). Returns a work handle.
+     */
+    public static native long reduceScatter(long group, long output, long input, int op);
+
+    /** Queues a reduce-scatter of one input tensor per rank into {@code output} ({@code reduce_scatter}). Returns a work handle. */
+    public static native long reduceScatterList(long group, long output, long[] inputs, int op);
+
+    /** Starts sending the tensor to rank {@code dst} ({@code isend}). Returns a work handle. */
+    public static native long send(long group, long tensor, int dst, int tag);
+
+    /** Starts receiving into the tensor from rank {@code src} ({@code irecv}). Returns a work handle. */
+    public static native long recv(long group, long tensor, int src, int tag);
+
     /**
      * Frees the group. Gloo: fails queued collectives, waits for the running one, closes the
      * connections. NCCL: waits for pending collectives (at most the timeout), then destroys the

@@ -1,0 +1,95 @@
+// gloo_point_to_point.h: send and recv of a GlooProcessGroup, over the group's Gloo pairs with
+// unbound buffers. Both ends first swap their Fingerprints (one 40-byte message each way, sent at
+// the same time), so that a send and a recv that disagree on dtype or size fail cleanly on both
+// ranks instead of Gloo aborting the process; then the data moves.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "comm/fingerprint.h"
+#include "ddp4j/process_group.h"
+
+namespace gloo {
+class Context;
+namespace transport {
+class UnboundBuffer;
+}
+}  // namespace gloo
+
+namespace ddp4j {
+
+/**
+ * The point-to-point transfers of one process group. Not collectives: only the two ranks take
+ * part, they do not count in the group's collective numbering and they run beside its
+ * collectives, each transfer on a thread of its own (so that, as in PyTorch, two ranks may each
+ * isend to the other and then recv without deadlock).
+ *
+ * Matching: the k-th send from rank a to rank b with tag t meets the k-th recv on b from a with
+ * tag t. Errors surface through the Work: Error(Distributed) when the two calls disagree
+ * (transfer_mismatch_message; nothing moved, the group stays usable) or the connection fails;
+ * Error(Timeout) when the peer does not take part within the group's timeout. A network error or
+ * a timeout breaks the whole group (on_failure), as for a collective.
+ */
+class GlooPointToPoint {
+ public:
+  /** Tags are in [0, kTagLimit): the tag is part of Gloo's slot number. */
+  static constexpr int kTagLimit = 1 << 20;
+
+  /**
+   * @param broken     the group's failure so far ("" if none); transfers fail at once when set
+   * @param on_failure called with the error's message when a network error or a timeout breaks
+   *                   the group (it closes the group's connections)
+   * @param translate  turns a Gloo error of the transfer `description` into the group's error
+   */
+  GlooPointToPoint(std::shared_ptr<gloo::Context> context, int rank, std::chrono::milliseconds timeout,
+                   std::function<std::string()> broken, std::function<void(const std::string&)> on_failure,
+                   std::function<Error(const std::string& description, const std::string& gloo_message)> translate);
+  /** Aborts the transfers still running (they fail, naming the closed group) and joins their threads. */
+  ~GlooPointToPoint();
+  GlooPointToPoint(const GlooPointToPoint&) = delete;
+  GlooPointToPoint& operator=(const GlooPointToPoint&) = delete;
+
+  /** Sends `tensor` (CPU, contiguous) to `dst`; the caller has checked the arguments. */
+  std::shared_ptr<Work> send(const Tensor& tensor, int dst, int tag);
+  /** Receives into `tensor` from `src`. */
+  std::shared_ptr<Work> recv(const Tensor& tensor, int src, int tag);
+  /** Whether some transfer has not finished (Gloo may hold its buffers until the connections close). */
+  bool busy();
+
+ private:
+  struct Transfer;
+
+  std::shared_ptr<Work> start(Fingerprint::Kind kind, const Tensor& tensor, int peer, int tag);
+  void run(Transfer& transfer);
+  /** A buffer over `ptr` that close() can abort; null once closing (the transfer then fails). */
+  std::shared_ptr<gloo::transport::UnboundBuffer> buffer(Transfer& transfer, void* ptr, size_t bytes);
+  /** Waits for a posted send or recv, at most until `deadline`; Error(Distributed) when aborted. */
+  void wait(gloo::transport::UnboundBuffer& buffer, bool sending, const Transfer& transfer,
+            std::chrono::steady_clock::time_point deadline);
+  void reap_finished();  // joins threads of finished transfers (under mutex_)
+
+  const std::shared_ptr<gloo::Context> context_;
+  const int rank_;
+  const std::chrono::milliseconds timeout_;
+  const std::function<std::string()> broken_;
+  const std::function<void(const std::string&)> on_failure_;
+  const std::function<Error(const std::string&, const std::string&)> translate_;
+
+  std::mutex mutex_;
+  bool closing_ = false;
+  std::map<std::pair<int, int>, uint64_t> sends_;  // (dst, tag) -> sends issued
+  std::map<std::pair<int, int>, uint64_t> recvs_;  // (src, tag) -> recvs issued
+  std::list<std::pair<std::shared_ptr<Transfer>, std::thread>> running_;
+};
+
+}  // namespace ddp4j
