@@ -41,6 +41,7 @@ public final class Distributed {
     public static final Duration DEFAULT_TIMEOUT = ProcessGroupGloo.DEFAULT_TIMEOUT;
 
     private static ProcessGroup defaultGroup;
+    private static Subgroups subgroups;
 
     private Distributed() {}
 
@@ -91,9 +92,14 @@ public final class Distributed {
             throw new IllegalStateException("the default process group is already initialized (rank "
                     + defaultGroup.rank() + " of " + defaultGroup.size() + "); call destroyProcessGroup() first");
         }
-        defaultGroup = createProcessGroup(backend, initMethod, worldSize, rank, timeout, System.getenv());
+        World world = createWorld(backend, initMethod, worldSize, rank, timeout, System.getenv());
+        defaultGroup = world.group();
+        subgroups = world.subgroups();
         return defaultGroup;
     }
+
+    /** A default group and the subgroups that may be made from it. */
+    record World(ProcessGroup group, Subgroups subgroups) {}
 
     /**
      * Creates a group without making it the default: the work of {@link #initProcessGroup}, with
@@ -101,6 +107,11 @@ public final class Distributed {
      */
     static ProcessGroup createProcessGroup(String backend, String initMethod, int worldSize, int rank,
             Duration timeout, Map<String, String> env) {
+        return createWorld(backend, initMethod, worldSize, rank, timeout, env).group();
+    }
+
+    private static World createWorld(String backend, String initMethod, int worldSize, int rank, Duration timeout,
+            Map<String, String> env) {
         boolean nccl = checkBackend(backend);
         // The GPU first: without one, "nccl" fails here, before any rendezvous waits for peers.
         Device device = nccl ? ncclDevice(ClusterEnvironment.resolve(env)) : Device.CPU; // srun: SLURM_LOCALID
@@ -112,12 +123,15 @@ public final class Distributed {
         try {
             Store store = InitKeySpace.enter(r.store(), r.rank(), r.worldSize(), t,
                     ProcessIdentity.current(r.localAddress()));
+            ProcessGroup group;
             if (nccl) {
-                return new ProcessGroupNccl(store, r.rank(), r.worldSize(), t, device, r.owned());
+                group = new ProcessGroupNccl(store, r.rank(), r.worldSize(), t, device, r.owned());
+            } else {
+                GlooOptions options = GlooOptions.fromEnvironment(env);
+                String hostname = ProcessGroupGloo.defaultHostname(r.masterAddr(), options);
+                group = new ProcessGroupGloo(store, r.rank(), r.worldSize(), t, hostname, r.owned(), options);
             }
-            GlooOptions options = GlooOptions.fromEnvironment(env);
-            String hostname = ProcessGroupGloo.defaultHostname(r.masterAddr(), options);
-            return new ProcessGroupGloo(store, r.rank(), r.worldSize(), t, hostname, r.owned(), options);
+            return new World(group, new Subgroups(group, store, r.masterAddr(), env));
         } catch (RuntimeException e) {
             try {
                 r.owned().close();
@@ -129,7 +143,7 @@ public final class Distributed {
     }
 
     /** Whether the backend is nccl (else gloo). */
-    private static boolean checkBackend(String backend) {
+    static boolean checkBackend(String backend) {
         String b = backend == null ? "gloo" : backend.trim().toLowerCase(Locale.ROOT);
         if (b.equals("gloo")) {
             return false;
@@ -230,8 +244,113 @@ public final class Distributed {
             return;
         }
         ProcessGroup g = defaultGroup;
+        Subgroups s = subgroups;
         defaultGroup = null;
-        g.close();
+        subgroups = null;
+        try {
+            s.close();
+        } finally {
+            g.close();
+        }
+    }
+
+    /**
+     * Closes {@code group}: the default group (as {@link #destroyProcessGroup()}, with its
+     * subgroups) or one subgroup. Mirrors {@code destroy_process_group(group)}.
+     */
+    public static synchronized void destroyProcessGroup(ProcessGroup group) {
+        if (group == defaultGroup) {
+            destroyProcessGroup();
+        } else if (group != null) {
+            group.close();
+        }
+    }
+
+    /**
+     * {@code newGroup(ranks, null, null)}: the default group's timeout and backend. Mirrors
+     * {@code new_group(ranks)}.
+     *
+     * @see #newGroup(List, Duration, String)
+     */
+    public static ProcessGroup newGroup(List<Integer> ranks) {
+        return newGroup(ranks, null, null);
+    }
+
+    /**
+     * Makes a process group of the default group's ranks {@code ranks}; blocks until every member
+     * has called it. Group rank r is the r-th smallest of {@code ranks} (as PyTorch, which sorts
+     * them); {@link ProcessGroup#ranks()} maps back. The group has its own connections, collective
+     * numbering and mismatch checks, and takes every collective the default group does, plus
+     * DistributedDataParallel through {@link DistributedDataParallelOptions#processGroup}. Mirrors
+     * {@code new_group(ranks, timeout, backend)}, with one difference for the better: only the
+     * members need to call it (PyTorch by default needs every rank of the default group to call
+     * every new_group). Members must call it with the same list as often; groups are matched by
+     * their list, so groups of different ranks may be made in any order. On a rank not in
+     * {@code ranks} it returns at once a group whose {@link ProcessGroup#isMember()} is false and
+     * whose collectives throw (PyTorch's {@code GroupMember.NON_GROUP_MEMBER}). Closed by
+     * {@link #destroyProcessGroup()} with the default group, or alone by
+     * {@link ProcessGroup#close()}.
+     *
+     * @param ranks default-group ranks, in any order, no duplicates; null: all of them
+     * @param timeout the group's rendezvous and per-collective timeout; null: the default group's
+     * @param backend {@code "gloo"} or {@code "nccl"}; null: the default group's
+     * @throws IllegalStateException if the default group is not initialised
+     * @throws IllegalArgumentException for an empty list, a rank outside the default group, a
+     *     duplicate, or an unknown backend
+     * @throws DistributedTimeoutException naming the members that did not call it in time
+     */
+    public static ProcessGroup newGroup(List<Integer> ranks, Duration timeout, String backend) {
+        Subgroups s;
+        synchronized (Distributed.class) {
+            defaultGroup();
+            s = subgroups;
+        }
+        return s.newGroup(ranks, timeout, backend);
+    }
+
+    /**
+     * This process's rank in {@code group}, or -1 if it is not a member. Mirrors {@code get_rank(group)}.
+     */
+    public static int getRank(ProcessGroup group) {
+        return group.rank();
+    }
+
+    /** The number of ranks in {@code group}. Mirrors {@code get_world_size(group)}. */
+    public static int getWorldSize(ProcessGroup group) {
+        return group.size();
+    }
+
+    /**
+     * The default-group rank of {@code group}'s rank {@code groupRank}. Mirrors
+     * {@code get_global_rank(group, group_rank)}.
+     *
+     * @throws IllegalArgumentException if {@code groupRank} is not in {@code [0, group.size())}
+     */
+    public static int getGlobalRank(ProcessGroup group, int groupRank) {
+        List<Integer> ranks = group.ranks();
+        if (groupRank < 0 || groupRank >= ranks.size()) {
+            throw new IllegalArgumentException("group rank " + groupRank + " is not in [0, " + ranks.size() + ")");
+        }
+        return ranks.get(groupRank);
+    }
+
+    /**
+     * {@code group}'s rank of default-group rank {@code globalRank}. Mirrors
+     * {@code get_group_rank(group, global_rank)}.
+     *
+     * @throws IllegalArgumentException if that rank is not a member of {@code group}
+     */
+    public static int getGroupRank(ProcessGroup group, int globalRank) {
+        int r = group.ranks().indexOf(globalRank);
+        if (r < 0) {
+            throw new IllegalArgumentException("rank " + globalRank + " is not a member of the group " + group.ranks());
+        }
+        return r;
+    }
+
+    /** The default-group ranks of {@code group}'s members. Mirrors {@code get_process_group_ranks(group)}. */
+    public static List<Integer> getProcessGroupRanks(ProcessGroup group) {
+        return group.ranks();
     }
 
     /**
@@ -339,6 +458,113 @@ public final class Distributed {
     /** {@link ProcessGroup#barrier()} on the default group. Mirrors {@code barrier(async_op=True)}. */
     public static Work barrierAsync() {
         return defaultGroup().barrier();
+    }
+
+    /**
+     * Reduces every rank's {@code tensor} into rank {@code dst}'s, in place there, and returns
+     * when the result is there (the other ranks' tensors are unchanged). Mirrors
+     * {@code reduce(tensor, dst, op)}.
+     *
+     * @param dst the rank that receives the result, in {@code [0, world size)}
+     * @throws IllegalArgumentException for {@code dst} out of range, an unsupported dtype or device, or AVG on int64
+     * @throws DistributedException, DistributedTimeoutException as {@link #allReduce(Tensor, ReduceOp)}
+     */
+    public static void reduce(Tensor tensor, int dst, ReduceOp op) {
+        reduceAsync(tensor, dst, op).await();
+    }
+
+    /** {@link ProcessGroup#reduce(Tensor, int, ReduceOp)} on the default group. Mirrors {@code reduce(..., async_op=True)}. */
+    public static Work reduceAsync(Tensor tensor, int dst, ReduceOp op) {
+        return defaultGroup().reduce(tensor, dst, op);
+    }
+
+    /**
+     * Reduces every rank's {@code inputs} and leaves the reduction of everybody's
+     * {@code inputs.get(rank)} in {@code output}; returns when it is there. Mirrors
+     * {@code reduce_scatter(output, input_list, op)}.
+     *
+     * @param inputs world-size tensors, each with the output's dtype and number of elements
+     * @throws IllegalArgumentException if the list has the wrong length or an input does not match
+     * @throws DistributedException, DistributedTimeoutException as {@link #allReduce(Tensor, ReduceOp)}
+     */
+    public static void reduceScatter(Tensor output, List<Tensor> inputs, ReduceOp op) {
+        reduceScatterAsync(output, inputs, op).await();
+    }
+
+    /** {@link ProcessGroup#reduceScatter(Tensor, List, ReduceOp)} on the default group. */
+    public static Work reduceScatterAsync(Tensor output, List<Tensor> inputs, ReduceOp op) {
+        return defaultGroup().reduceScatter(output, inputs, op);
+    }
+
+    /**
+     * Reduces every rank's {@code input} (world size x n elements) and leaves this rank's block
+     * of n in {@code output}; returns {@code output} once it is there. Mirrors
+     * {@code reduce_scatter_tensor(output, input, op)}.
+     *
+     * @throws IllegalArgumentException if the sizes or dtypes do not fit
+     * @throws DistributedException, DistributedTimeoutException as {@link #allReduce(Tensor, ReduceOp)}
+     */
+    public static Tensor reduceScatterTensor(Tensor output, Tensor input, ReduceOp op) {
+        reduceScatterTensorAsync(output, input, op).await();
+        return output;
+    }
+
+    /** {@link ProcessGroup#reduceScatterTensor(Tensor, Tensor, ReduceOp)} on the default group. */
+    public static Work reduceScatterTensorAsync(Tensor output, Tensor input, ReduceOp op) {
+        return defaultGroup().reduceScatterTensor(output, input, op);
+    }
+
+    /**
+     * Sends {@code tensor} to rank {@code dst} of the default group and returns once it has left
+     * (see {@link ProcessGroup#send(Tensor, int, int)}). Mirrors {@code send(tensor, dst, tag=0)}.
+     *
+     * @throws IllegalArgumentException for {@code dst} out of range or this rank
+     * @throws DistributedException if the matching recv disagrees on dtype or size, or the peer fails
+     * @throws DistributedTimeoutException if the peer does not take part within the timeout
+     */
+    public static void send(Tensor tensor, int dst) {
+        isend(tensor, dst, 0).await();
+    }
+
+    /** {@link #send(Tensor, int)} with a tag, in {@code [0, 2^20)}. Mirrors {@code send(tensor, dst, tag=tag)}. */
+    public static void send(Tensor tensor, int dst, int tag) {
+        isend(tensor, dst, tag).await();
+    }
+
+    /** Starts a send on the default group; see {@link ProcessGroup#send(Tensor, int, int)}. Mirrors {@code isend}. */
+    public static Work isend(Tensor tensor, int dst, int tag) {
+        return defaultGroup().send(tensor, dst, tag);
+    }
+
+    /** {@link #isend(Tensor, int, int)} with tag 0. */
+    public static Work isend(Tensor tensor, int dst) {
+        return isend(tensor, dst, 0);
+    }
+
+    /**
+     * Receives into {@code tensor} what rank {@code src} sends, and returns {@code src} once it is
+     * there. Mirrors {@code recv(tensor, src, tag=0)}, which returns the sender's rank.
+     *
+     * @throws IllegalArgumentException, DistributedException, DistributedTimeoutException as {@link #send(Tensor, int)}
+     */
+    public static int recv(Tensor tensor, int src) {
+        return recv(tensor, src, 0);
+    }
+
+    /** {@link #recv(Tensor, int)} with a tag. */
+    public static int recv(Tensor tensor, int src, int tag) {
+        irecv(tensor, src, tag).await();
+        return src;
+    }
+
+    /** Starts a recv on the default group; see {@link ProcessGroup#recv(Tensor, int, int)}. Mirrors {@code irecv}. */
+    public static Work irecv(Tensor tensor, int src, int tag) {
+        return defaultGroup().recv(tensor, src, tag);
+    }
+
+    /** {@link #irecv(Tensor, int, int)} with tag 0. */
+    public static Work irecv(Tensor tensor, int src) {
+        return irecv(tensor, src, 0);
     }
 
     /**

@@ -20,6 +20,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
     private final Duration timeout;
     private final AutoCloseable resources;
     private long handle;
+    private List<Integer> ranks; // the default group's ranks of a subgroup's members; null: [0, size)
 
     /**
      * Checks the arguments every backend takes; the subclass then creates its native group and
@@ -43,6 +44,16 @@ abstract class NativeProcessGroup extends ProcessGroup {
         this.size = size;
         this.timeout = timeout;
         this.resources = resources;
+    }
+
+    /** Makes this group a subgroup whose group rank r is default-group rank {@code ranks.get(r)} ({@link Distributed#newGroup}). */
+    final void setRanks(List<Integer> ranks) {
+        this.ranks = List.copyOf(ranks);
+    }
+
+    @Override
+    public List<Integer> ranks() {
+        return ranks != null ? ranks : super.ranks();
     }
 
     /** The native group, created by the subclass's constructor. */
@@ -121,6 +132,49 @@ abstract class NativeProcessGroup extends ProcessGroup {
     @Override
     public synchronized Work barrier() {
         return work(ProcessGroupNatives.barrier(handle("barrier")), "barrier");
+    }
+
+    @Override
+    public synchronized Work reduce(Tensor tensor, int dst, ReduceOp op) {
+        Objects.requireNonNull(op, "op");
+        checkTensor("reduce", "tensor", tensor);
+        return work(ProcessGroupNatives.reduce(handle("reduce"), tensor.nativeHandle(), dst, op.ordinal()), "reduce");
+    }
+
+    @Override
+    public synchronized Work reduceScatter(Tensor output, List<Tensor> inputs, ReduceOp op) {
+        Objects.requireNonNull(inputs, "inputs");
+        Objects.requireNonNull(op, "op");
+        checkTensor("reduceScatter", "output", output);
+        long[] handles = new long[inputs.size()];
+        for (int i = 0; i < handles.length; i++) {
+            Tensor in = inputs.get(i);
+            checkTensor("reduceScatter", "input " + i, in);
+            handles[i] = in.nativeHandle();
+        }
+        return work(ProcessGroupNatives.reduceScatterList(handle("reduceScatter"), output.nativeHandle(), handles,
+                op.ordinal()), "reduceScatter");
+    }
+
+    @Override
+    public synchronized Work reduceScatterTensor(Tensor output, Tensor input, ReduceOp op) {
+        Objects.requireNonNull(op, "op");
+        checkTensor("reduceScatterTensor", "output", output);
+        checkTensor("reduceScatterTensor", "input", input);
+        return work(ProcessGroupNatives.reduceScatter(handle("reduceScatterTensor"), output.nativeHandle(),
+                input.nativeHandle(), op.ordinal()), "reduceScatterTensor");
+    }
+
+    @Override
+    public synchronized Work send(Tensor tensor, int dst, int tag) {
+        checkTensor("send", "tensor", tensor);
+        return work(ProcessGroupNatives.send(handle("send"), tensor.nativeHandle(), dst, tag), "send");
+    }
+
+    @Override
+    public synchronized Work recv(Tensor tensor, int src, int tag) {
+        checkTensor("recv", "tensor", tensor);
+        return work(ProcessGroupNatives.recv(handle("recv"), tensor.nativeHandle(), src, tag), "recv");
     }
 
     /** A Work for a native work handle; 0 means the collective already finished successfully. */

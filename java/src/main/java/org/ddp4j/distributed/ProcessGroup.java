@@ -1,5 +1,7 @@
 package org.ddp4j.distributed;
 
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;
@@ -20,6 +22,10 @@ import org.ddp4j.tensor.Tensor;
  * tensors. Local argument errors (wrong device or dtype, output sizes that cannot fit) throw
  * {@link IllegalArgumentException} at the call; calls on a closed group throw
  * {@link IllegalStateException}.
+ *
+ * <p>Ranks passed to a group's methods ({@code src}, {@code dst}) are ranks <em>in this group</em>,
+ * in {@code [0, size())}, as for the methods of PyTorch's ProcessGroup object; a subgroup made by
+ * {@link Distributed#newGroup} maps them to the default group's ranks with {@link #ranks()}.
  */
 public abstract class ProcessGroup implements AutoCloseable {
     /** Subclassed by the backends in this package only. */
@@ -33,6 +39,28 @@ public abstract class ProcessGroup implements AutoCloseable {
 
     /** The backend's name: {@code "gloo"} or {@code "nccl"}. Mirrors {@code ProcessGroup.name()}. */
     public abstract String backend();
+
+    /**
+     * The default group's ranks of this group's members, in group-rank order: group rank r is
+     * default-group rank {@code ranks().get(r)}. For a group made without {@link Distributed#newGroup}:
+     * {@code [0, size())}. Mirrors {@code get_process_group_ranks(group)}.
+     */
+    public List<Integer> ranks() {
+        List<Integer> all = new ArrayList<>(size());
+        for (int r = 0; r < size(); r++) {
+            all.add(r);
+        }
+        return Collections.unmodifiableList(all);
+    }
+
+    /**
+     * Whether this process belongs to the group: false only for what {@link Distributed#newGroup}
+     * returns on a rank not in its list (PyTorch's {@code GroupMember.NON_GROUP_MEMBER}), whose
+     * {@link #rank()} is -1 and whose collectives throw {@link IllegalStateException}.
+     */
+    public boolean isMember() {
+        return true;
+    }
 
     /**
      * Reduces {@code tensor} element-wise over all ranks, in place: when the Work completes, every
@@ -104,6 +132,78 @@ public abstract class ProcessGroup implements AutoCloseable {
      * Completes once every rank has entered the barrier. Mirrors {@code barrier(async_op=True)}.
      */
     public abstract Work barrier();
+
+    /**
+     * Reduces every rank's {@code tensor} element-wise into rank {@code dst}'s {@code tensor}, in
+     * place there; the other ranks' tensors are left as they were. Mirrors
+     * {@code reduce(tensor, dst, op, async_op=True)}.
+     *
+     * @param tensor float32 or int64 (AVG: float32 only); same dtype and number of elements on every rank
+     * @param dst the rank that receives the result, in {@code [0, size())}
+     * @throws IllegalArgumentException for {@code dst} out of range, an unsupported dtype or device, or AVG on int64
+     */
+    public abstract Work reduce(Tensor tensor, int dst, ReduceOp op);
+
+    /** {@link #reduce(Tensor, int, ReduceOp)} with {@link ReduceOp#SUM}. */
+    public Work reduce(Tensor tensor, int dst) {
+        return reduce(tensor, dst, ReduceOp.SUM);
+    }
+
+    /**
+     * Reduces every rank's {@code inputs} element-wise and leaves the reduction of everybody's
+     * {@code inputs.get(rank())} in {@code output}. Mirrors
+     * {@code reduce_scatter(output, input_list, op, async_op=True)}.
+     *
+     * @param output n elements (any shape), written when the Work completes
+     * @param inputs {@link #size()} tensors, each with the output's dtype and n elements; read, not changed
+     * @throws IllegalArgumentException if the list has the wrong length or an input does not match the output
+     */
+    public abstract Work reduceScatter(Tensor output, List<Tensor> inputs, ReduceOp op);
+
+    /**
+     * Reduces every rank's {@code input} (size() x n elements) element-wise and leaves elements
+     * {@code [rank() * n, (rank() + 1) * n)} of the result in {@code output} (n elements). Mirrors
+     * {@code reduce_scatter_tensor(output, input, op, async_op=True)}.
+     *
+     * @param output n elements of the input's dtype (any shape)
+     * @param input {@code size() * output.numel()} elements; read, not changed
+     * @throws IllegalArgumentException if the sizes or dtypes do not fit
+     */
+    public abstract Work reduceScatterTensor(Tensor output, Tensor input, ReduceOp op);
+
+    /**
+     * Starts sending {@code tensor} to rank {@code dst}, whose {@link #recv} with this rank as
+     * source and the same tag receives it. Not a collective: only the two ranks take part. Sends
+     * from one rank to another with one tag are received in the order they were sent; different
+     * tags are matched independently. Gloo: the two ranks first compare dtype and size (a mismatch
+     * fails both with a {@link DistributedException} naming both calls, and nothing moves); NCCL
+     * ignores tags and a mismatch ends at the timeout, as in PyTorch. The Work completes once the
+     * data has left {@code tensor}. Mirrors {@code isend(tensor, dst, tag)}.
+     *
+     * @param dst a rank of this group other than this one
+     * @param tag in {@code [0, 2^20)}
+     * @throws IllegalArgumentException for {@code dst} out of range or this rank, or a bad tag
+     */
+    public abstract Work send(Tensor tensor, int dst, int tag);
+
+    /** {@link #send(Tensor, int, int)} with tag 0. */
+    public Work send(Tensor tensor, int dst) {
+        return send(tensor, dst, 0);
+    }
+
+    /**
+     * Starts receiving into {@code tensor} what rank {@code src} sends with {@code tag} (see
+     * {@link #send(Tensor, int, int)}); read it after {@link Work#await()}. Mirrors
+     * {@code irecv(tensor, src, tag)} (a source is required).
+     *
+     * @throws IllegalArgumentException for {@code src} out of range or this rank, or a bad tag
+     */
+    public abstract Work recv(Tensor tensor, int src, int tag);
+
+    /** {@link #recv(Tensor, int, int)} with tag 0. */
+    public Work recv(Tensor tensor, int src) {
+        return recv(tensor, src, 0);
+    }
 
     /**
      * Leaves the group: collectives queued but not started fail, the running one is waited for
