@@ -22,7 +22,8 @@ import org.ddp4j.tensor.Tensors;
  *
  * <p>{@code mismatch}: each disagreement in a fresh subgroup of all ranks (a disagreement on
  * shared memory breaks its group): reduce to different roots, reduceScatter against allReduce,
- * a send and a recv of different sizes. Prints {@code caught rank=R case=C: MESSAGE} per case
+ * a send and a recv of different sizes; and rank 0 making a group with rank 1, which never
+ * comes (a timeout of 2 s). Prints {@code caught rank=R case=C: MESSAGE} per case
  * and exits 0. A failed check exits 1, anything else 2.
  */
 public final class CollectivesMain {
@@ -229,6 +230,15 @@ public final class CollectivesMain {
                     g.recv(Tensor.zeros(12), 0, 3).await();
                 }
             });
+        }
+        if (rank == 0) {
+            // Rank 1 never makes this group: rank 0 times out naming it, in default-group terms too.
+            try {
+                Distributed.newGroup(List.of(1, 0), java.time.Duration.ofSeconds(2), null);
+                check(false, "newGroup without its other member returned");
+            } catch (DistributedTimeoutException e) {
+                System.out.println("caught rank=0 case=newgroup-alone: " + e.getMessage());
+            }
         }
         Distributed.barrier();
     }

@@ -54,6 +54,14 @@ class CollectivesMultiProcessTest {
             if (rank == 0) {
                 assertTrue(kind.contains(" called " + allReduce), kind);
             }
+            if (rank == 0) {
+                String alone = line(out, "caught rank=0 case=newgroup-alone: ");
+                assertTrue(alone.startsWith("newGroup([0, 1]) on rank 0 (group rank 0): rank 1 of 2 did not join within 2"),
+                        alone);
+                assertTrue(alone.contains("Ranks in this message are group ranks: group rank r is rank [0, 1][r] of the"
+                        + " default group. Every member must call newGroup with the same ranks, and as often (call #"),
+                        alone);
+            }
             if (rank < 2) {
                 String p2p = line(out, "caught rank=" + rank + " case=send-recv-size: ");
                 String send = "send #1 to rank 1 with tag 3 of 10 float32 elements";
