@@ -637,8 +637,8 @@ std::shared_ptr<Work> NcclProcessGroup::reduce_scatter(const Tensor& output, con
 std::shared_ptr<Work> NcclProcessGroup::point_to_point(bool sending, const Tensor& tensor, int peer, int tag) {
   const char* op_name = sending ? "send" : "recv";
   check_tensor(op_name, sending ? "input" : "output", tensor);
-  check_peer(op_name, sending ? "destination" : "source", peer, /*may_be_self=*/false);
   DDP4J_CHECK_ARG(tag >= 0, op_name, ": tag ", tag, " is negative; tags are >= 0 (the nccl backend ignores them)");
+  check_peer(op_name, sending ? "destination" : "source", peer, /*may_be_self=*/false);
   const std::string description = detail::concat(op_name, sending ? " to rank " : " from rank ", peer, " of ",
                                                  size_str(tensor.numel(), tensor.dtype()));
   void* data = tensor.raw_data();
