@@ -419,16 +419,13 @@ std::shared_ptr<Work> NcclProcessGroup::launch(std::string description, std::vec
     } catch (const std::exception& e) {
       failure = detail::concat(description, " failed before queueing: ", e.what());
     }
-    nccl::Result r = nccl::kSuccess;
-    if (failure.empty()) r = issue(comm_stream_);
-    if (!failure.empty()) {
-      // nothing was queued: failed before the NCCL call (reported below)
-    } else if (r == nccl::kInvalidArgument) {
+    nccl::Result r = failure.empty() ? issue(comm_stream_) : nccl::kSuccess;
+    if (failure.empty() && r == nccl::kInvalidArgument) {
       // NCCL rejected the arguments; a non-blocking communicator keeps that as its error for good
       // (ncclCommGetAsyncError returns it from now on), so the group cannot go on either.
       failure_kind = ErrorKind::InvalidArgument;
       failure = detail::concat(description, " was rejected by NCCL: ", nccl_error(r));
-    } else {
+    } else if (failure.empty()) {
       if (r == nccl::kSuccess || r == nccl::kInProgress) r = wait_ready(r, description, options_.timeout);
       try {
         if (r == nccl::kSuccess && after) after(comm_stream_);
