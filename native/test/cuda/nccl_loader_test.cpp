@@ -88,6 +88,7 @@ void test_real_nccl_if_present() {
     std::fprintf(stderr, "NCCL %s from %s\n", api.version_string().c_str(), api.path.c_str());
     CHECK(api.version >= nccl::kMinVersion);
     CHECK(api.all_reduce != nullptr && api.comm_abort != nullptr && api.comm_get_async_error != nullptr);
+    CHECK(api.reduce != nullptr && api.reduce_scatter != nullptr && api.send != nullptr && api.recv != nullptr);
   } catch (const Error& e) {
     std::fprintf(stderr, "no real NCCL here (%s): skipped that part\n", e.what());
   }

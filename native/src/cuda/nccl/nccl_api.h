@@ -109,5 +109,13 @@ using BroadcastFn = Result (*)(const void* sendbuff, void* recvbuff, size_t coun
                                Comm comm, cudaStream_t stream);
 using AllGatherFn = Result (*)(const void* sendbuff, void* recvbuff, size_t sendcount, DataType datatype, Comm comm,
                                cudaStream_t stream);
+using ReduceFn = Result (*)(const void* sendbuff, void* recvbuff, size_t count, DataType datatype, RedOp op, int root,
+                            Comm comm, cudaStream_t stream);
+using ReduceScatterFn = Result (*)(const void* sendbuff, void* recvbuff, size_t recvcount, DataType datatype, RedOp op,
+                                   Comm comm, cudaStream_t stream);
+/** Point-to-point (NCCL 2.7 and later): `peer` is a rank of the communicator; no tags. */
+using SendFn = Result (*)(const void* sendbuff, size_t count, DataType datatype, int peer, Comm comm,
+                          cudaStream_t stream);
+using RecvFn = Result (*)(void* recvbuff, size_t count, DataType datatype, int peer, Comm comm, cudaStream_t stream);
 
 }  // namespace ddp4j::nccl

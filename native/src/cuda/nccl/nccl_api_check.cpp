@@ -114,3 +114,7 @@ static_assert(same_signature<n::GetLastErrorFn, decltype(&ncclGetLastError)>, "n
 static_assert(same_signature<n::AllReduceFn, decltype(&ncclAllReduce)>, "ncclAllReduce");
 static_assert(same_signature<n::BroadcastFn, decltype(&ncclBroadcast)>, "ncclBroadcast");
 static_assert(same_signature<n::AllGatherFn, decltype(&ncclAllGather)>, "ncclAllGather");
+static_assert(same_signature<n::ReduceFn, decltype(&ncclReduce)>, "ncclReduce");
+static_assert(same_signature<n::ReduceScatterFn, decltype(&ncclReduceScatter)>, "ncclReduceScatter");
+static_assert(same_signature<n::SendFn, decltype(&ncclSend)>, "ncclSend");
+static_assert(same_signature<n::RecvFn, decltype(&ncclRecv)>, "ncclRecv");

@@ -106,6 +106,10 @@ Api load_library(const std::string& path) {
   api.all_reduce = resolve<AllReduceFn>(handle, "ncclAllReduce", path, version);
   api.broadcast = resolve<BroadcastFn>(handle, "ncclBroadcast", path, version);
   api.all_gather = resolve<AllGatherFn>(handle, "ncclAllGather", path, version);
+  api.reduce = resolve<ReduceFn>(handle, "ncclReduce", path, version);
+  api.reduce_scatter = resolve<ReduceScatterFn>(handle, "ncclReduceScatter", path, version);
+  api.send = resolve<SendFn>(handle, "ncclSend", path, version);
+  api.recv = resolve<RecvFn>(handle, "ncclRecv", path, version);
   return api;
 }
 

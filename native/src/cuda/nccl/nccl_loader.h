@@ -29,6 +29,10 @@ struct Api {
   AllReduceFn all_reduce = nullptr;
   BroadcastFn broadcast = nullptr;
   AllGatherFn all_gather = nullptr;
+  ReduceFn reduce = nullptr;
+  ReduceScatterFn reduce_scatter = nullptr;
+  SendFn send = nullptr;
+  RecvFn recv = nullptr;
 
   /** "2.28.5" */
   std::string version_string() const;

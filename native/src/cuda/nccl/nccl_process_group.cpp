@@ -37,8 +37,24 @@ nccl::RedOp nccl_op(ReduceOp op) {
     case ReduceOp::MIN: return nccl::kMin;
     case ReduceOp::MAX: return nccl::kMax;
   }
-  throw Error(ErrorKind::InvalidArgument, "allReduce: unknown ReduceOp");
+  throw Error(ErrorKind::InvalidArgument, "nccl: unknown ReduceOp");
 }
+
+/** Whether the bytes of `a` and `b` overlap. */
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const char* a0 = static_cast<const char*>(a.raw_data());
+  const char* b0 = static_cast<const char*>(b.raw_data());
+  return a.nbytes() > 0 && b.nbytes() > 0 && a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+/**
+ * Appended to the watchdog's timeout message when a send or recv times out: NCCL matches them
+ * by order alone and cannot tell a mismatch from a slow peer.
+ */
+constexpr const char* kPointToPointTimeoutHint =
+    ". For send/recv: the peer must post the matching recv/send with the same number of elements and dtype "
+    "(NCCL ignores tags and matches by order), and two ranks that both send to each other before receiving "
+    "can deadlock: let one rank send first and the other receive first.";
 
 /** Sleeps a little longer each time, from a yield up to 1 ms: short collectives are seen at once, long ones cost no CPU. */
 class Backoff {
@@ -79,9 +95,10 @@ std::exception_ptr aborted_error(const NcclAbortState& state, const std::string&
 // NcclWork
 
 NcclWork::NcclWork(std::string description, int device, cudaEvent_t end, std::vector<Tensor> tensors,
-                   bool blocking_sync, std::shared_ptr<NcclAbortState> abort_state)
+                   bool blocking_sync, std::shared_ptr<NcclAbortState> abort_state, std::string timeout_hint)
     : Work(std::move(description)),
       device_(device),
+      timeout_hint_(std::move(timeout_hint)),
       end_(end),
       blocking_sync_(blocking_sync),
       abort_state_(std::move(abort_state)),
@@ -337,6 +354,13 @@ void NcclProcessGroup::check_tensor(const char* op, const char* what, const Tens
                   t.describe(), " (float32 and int64 are supported)");
 }
 
+void NcclProcessGroup::check_reduce_op(const char* op_name, ReduceOp op, const Tensor& t) const {
+  DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, op_name, ": unknown ReduceOp ",
+                  static_cast<int>(op));
+  DDP4J_CHECK_ARG(op != ReduceOp::AVG || t.dtype() == DType::Float32, op_name,
+                  ": ReduceOp.AVG needs a float32 tensor, got ", t.describe(), "; use SUM and divide by the world size");
+}
+
 void NcclProcessGroup::throw_if_aborted(const std::string& description) const {
   if (!abort_state_->aborted.load()) return;
   std::string reason;
@@ -357,7 +381,9 @@ void NcclProcessGroup::throw_if_aborted(const std::string& description) const {
 std::shared_ptr<Work> NcclProcessGroup::launch(std::string description, std::vector<Tensor> tensors,
                                                bool blocking_sync,
                                                const std::function<nccl::Result(cudaStream_t)>& issue,
-                                               const std::function<void(cudaStream_t)>& after) {
+                                               const std::function<void(cudaStream_t)>& after,
+                                               const std::function<void(cudaStream_t)>& before,
+                                               std::string timeout_hint) {
   description = detail::concat("NCCL ", description, " on ", where());
   throw_if_aborted(description);
   cuda::DeviceGuard guard(device_);
@@ -370,7 +396,8 @@ std::shared_ptr<Work> NcclProcessGroup::launch(std::string description, std::vec
     cuda::throw_cuda_error(e, "cudaEventCreateWithFlags");
   }
   // The work owns `end` from here on; `start` is needed only until the stream wait is queued.
-  auto work = std::make_shared<NcclWork>(description, device_, end, std::move(tensors), blocking_sync, abort_state_);
+  auto work = std::make_shared<NcclWork>(description, device_, end, std::move(tensors), blocking_sync, abort_state_,
+                                         std::move(timeout_hint));
   struct EventGuard {
     cudaEvent_t e;
     ~EventGuard() { cudaEventDestroy(e); }
@@ -385,13 +412,20 @@ std::shared_ptr<Work> NcclProcessGroup::launch(std::string description, std::vec
   {
     std::lock_guard<std::mutex> lock(comm_mutex_);
     throw_if_aborted(description);
-    nccl::Result r = issue(comm_stream_);
-    if (r == nccl::kInvalidArgument) {
+    // A failed `before` (copies into a temporary) skips the NCCL call: the other ranks then wait
+    // for this one until their timeout, so this group aborts as for a failed NCCL call.
+    try {
+      if (before) before(comm_stream_);
+    } catch (const std::exception& e) {
+      failure = detail::concat(description, " failed before queueing: ", e.what());
+    }
+    nccl::Result r = failure.empty() ? issue(comm_stream_) : nccl::kSuccess;
+    if (failure.empty() && r == nccl::kInvalidArgument) {
       // NCCL rejected the arguments; a non-blocking communicator keeps that as its error for good
       // (ncclCommGetAsyncError returns it from now on), so the group cannot go on either.
       failure_kind = ErrorKind::InvalidArgument;
       failure = detail::concat(description, " was rejected by NCCL: ", nccl_error(r));
-    } else {
+    } else if (failure.empty()) {
       if (r == nccl::kSuccess || r == nccl::kInProgress) r = wait_ready(r, description, options_.timeout);
       try {
         if (r == nccl::kSuccess && after) after(comm_stream_);
@@ -433,11 +467,7 @@ std::shared_ptr<Work> NcclProcessGroup::launch(std::string description, std::vec
 
 std::shared_ptr<Work> NcclProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
   check_tensor("allReduce", "input", tensor);
-  DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, "allReduce: unknown ReduceOp ",
-                  static_cast<int>(op));
-  DDP4J_CHECK_ARG(op != ReduceOp::AVG || tensor.dtype() == DType::Float32,
-                  "allReduce: ReduceOp.AVG needs a float32 tensor, got ", tensor.describe(),
-                  "; use SUM and divide by the world size");
+  check_reduce_op("allReduce", op, tensor);
   const std::string description =
       detail::concat("allReduce(", reduce_op_name(op), ") of ", size_str(tensor.numel(), tensor.dtype()));
   void* data = tensor.raw_data();
@@ -516,6 +546,116 @@ std::shared_ptr<Work> NcclProcessGroup::barrier() {
   return launch("barrier", {}, /*blocking_sync=*/true, [&](cudaStream_t s) {
     return api_.all_reduce(buffer, buffer, 1, nccl::kFloat32, nccl::kSum, comm_, s);
   });
+}
+
+std::shared_ptr<Work> NcclProcessGroup::reduce(const Tensor& tensor, int root, ReduceOp op) {
+  check_tensor("reduce", "input", tensor);
+  check_peer("reduce", "destination", root, /*may_be_self=*/true);
+  check_reduce_op("reduce", op, tensor);
+  const std::string description = detail::concat("reduce(", reduce_op_name(op), ") to rank ", root, " of ",
+                                                 size_str(tensor.numel(), tensor.dtype()));
+  void* data = tensor.raw_data();
+  const size_t count = static_cast<size_t>(tensor.numel());
+  const nccl::DataType type = nccl_type(tensor.dtype());
+  const nccl::RedOp red = nccl_op(op);
+  // In place on every rank, as PyTorch: NCCL writes recvbuff on the root only.
+  return launch(description, {tensor}, false, [&](cudaStream_t s) {
+    return count == 0 ? nccl::kSuccess : api_.reduce(data, data, count, type, red, root, comm_, s);
+  });
+}
+
+std::shared_ptr<Work> NcclProcessGroup::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
+  check_tensor("reduceScatter", "input", input);
+  check_tensor("reduceScatter", "output", output);
+  DDP4J_CHECK_ARG(output.dtype() == input.dtype(), "reduceScatter: output ", output.describe(), " and input ",
+                  input.describe(), " have different dtypes");
+  DDP4J_CHECK_ARG(input.numel() == output.numel() * size(), "reduceScatter: input ", input.describe(), " must have ",
+                  size(), " x ", output.numel(), " = ", output.numel() * size(),
+                  " elements (world size x output)");
+  check_reduce_op("reduceScatter", op, input);
+  const size_t block = output.nbytes();
+  const bool in_place = output.raw_data() == static_cast<char*>(input.raw_data()) + rank() * block;
+  DDP4J_CHECK_ARG(in_place || !overlaps(output, input), "reduceScatter: the output ", output.describe(),
+                  " overlaps the input ", input.describe(), " but is not its block ", rank(),
+                  " (this rank's); use a separate output tensor");
+  const std::string description = detail::concat("reduceScatter(", reduce_op_name(op), ") of ",
+                                                 size_str(output.numel(), output.dtype()), " per rank");
+  const void* in = input.raw_data();
+  void* out = output.raw_data();
+  const size_t count = static_cast<size_t>(output.numel());
+  const nccl::DataType type = nccl_type(output.dtype());
+  const nccl::RedOp red = nccl_op(op);
+  return launch(description, {input, output}, false, [&](cudaStream_t s) {
+    return count == 0 ? nccl::kSuccess : api_.reduce_scatter(in, out, count, type, red, comm_, s);
+  });
+}
+
+std::shared_ptr<Work> NcclProcessGroup::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                                                       ReduceOp op) {
+  check_tensor("reduceScatter", "output", output);
+  check_reduce_scatter_inputs(output, inputs, [&](const Tensor& t) { check_tensor("reduceScatter", "input", t); });
+  check_reduce_op("reduceScatter", op, output);
+  const std::string description = detail::concat("reduceScatter(", reduce_op_name(op), ") of ",
+                                                 size_str(output.numel(), output.dtype()), " per rank");
+  // NCCL reads one buffer; the flat temporary (allocated before the start event, as allgather's)
+  // also makes an output that aliases an input safe: the copies finish before NCCL writes.
+  Tensor flat = Tensor::empty({output.numel() * size()}, output.dtype(), output.device());
+  std::vector<Tensor> keep(inputs);
+  keep.push_back(output);
+  keep.push_back(flat);
+  char* staging = static_cast<char*>(flat.raw_data());
+  void* out = output.raw_data();
+  const size_t count = static_cast<size_t>(output.numel());
+  const size_t block = output.nbytes();
+  const nccl::DataType type = nccl_type(output.dtype());
+  const nccl::RedOp red = nccl_op(op);
+  std::vector<const void*> sources;
+  for (const Tensor& t : inputs) sources.push_back(t.raw_data());
+  return launch(
+      description, std::move(keep), false,
+      [&](cudaStream_t s) {
+        return count == 0 ? nccl::kSuccess : api_.reduce_scatter(staging, out, count, type, red, comm_, s);
+      },
+      nullptr,
+      [&](cudaStream_t s) {
+        if (block == 0) return;
+        for (size_t r = 0; r < sources.size(); r++) {
+          DDP4J_CUDA_CHECK(cudaMemcpyAsync(staging + r * block, sources[r], block,
+                                           cudaMemcpyDeviceToDevice, s));
+        }
+      });
+}
+
+// Point-to-point ops share the communication stream with the collectives, in issue order. A
+// stream per peer would not buy concurrency: NCCL serialises all kernels of one communicator
+// anyway, and PyTorch's way out (a 2-rank communicator per pair, grouped isend/irecv) is a
+// batch API this group does not offer. One stream keeps send/recv ordered with the collectives
+// around them; the price is the documented deadlock of two ranks that both send first.
+std::shared_ptr<Work> NcclProcessGroup::point_to_point(bool sending, const Tensor& tensor, int peer, int tag) {
+  const char* op_name = sending ? "send" : "recv";
+  check_tensor(op_name, sending ? "input" : "output", tensor);
+  DDP4J_CHECK_ARG(tag >= 0, op_name, ": tag ", tag, " is negative; tags are >= 0 (the nccl backend ignores them)");
+  check_peer(op_name, sending ? "destination" : "source", peer, /*may_be_self=*/false);
+  const std::string description = detail::concat(op_name, sending ? " to rank " : " from rank ", peer, " of ",
+                                                 size_str(tensor.numel(), tensor.dtype()));
+  void* data = tensor.raw_data();
+  const size_t count = static_cast<size_t>(tensor.numel());
+  const nccl::DataType type = nccl_type(tensor.dtype());
+  return launch(
+      description, {tensor}, false,
+      [&](cudaStream_t s) {
+        if (count == 0) return nccl::kSuccess;
+        return sending ? api_.send(data, count, type, peer, comm_, s) : api_.recv(data, count, type, peer, comm_, s);
+      },
+      nullptr, nullptr, kPointToPointTimeoutHint);
+}
+
+std::shared_ptr<Work> NcclProcessGroup::send(const Tensor& tensor, int dst, int tag) {
+  return point_to_point(/*sending=*/true, tensor, dst, tag);
+}
+
+std::shared_ptr<Work> NcclProcessGroup::recv(const Tensor& tensor, int src, int tag) {
+  return point_to_point(/*sending=*/false, tensor, src, tag);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -638,7 +778,8 @@ void NcclProcessGroup::watchdog_loop() {
           oldest->description(), " timed out after ", duration_str(options_.timeout),
           ": not every rank took part in time (a rank may be stuck, slower than the timeout, or calling a "
           "different collective; raise the timeout of initProcessGroup or DDP4J_TIMEOUT_SECONDS if the work is "
-          "just slow). The communicator was aborted");
+          "just slow). The communicator was aborted",
+          oldest->timeout_hint());
       // The timed-out work fails with Timeout, the others with Distributed.
       abort_impl(ErrorKind::Timeout, reason, oldest.get());
     }

@@ -56,7 +56,7 @@ struct NcclAbortState {
 class NcclWork : public Work {
  public:
   NcclWork(std::string description, int device, cudaEvent_t end, std::vector<Tensor> tensors, bool blocking_sync,
-           std::shared_ptr<NcclAbortState> abort_state);
+           std::shared_ptr<NcclAbortState> abort_state, std::string timeout_hint = std::string());
   ~NcclWork() override;
 
   /**
@@ -92,9 +92,12 @@ class NcclWork : public Work {
   bool gpu_done() const { return gpu_done_.load(); }
 
   int device() const { return device_; }
+  /** What the watchdog adds to its timeout message for this kind of op ("" for collectives). */
+  const std::string& timeout_hint() const { return timeout_hint_; }
 
  private:
   const int device_;
+  const std::string timeout_hint_;
   cudaEvent_t end_;
   const bool blocking_sync_;
   std::shared_ptr<NcclAbortState> abort_state_;
@@ -159,6 +162,52 @@ class NcclProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> barrier() override;
 
   /**
+   * ncclReduce in place (sendbuff = recvbuff = tensor's data) on every rank: NCCL writes the
+   * result only on `root` and leaves recvbuff alone elsewhere (nccl.h: recvbuff "may be NULL on
+   * all calls except for root"), so the other ranks' tensors keep their values, as PyTorch's.
+   * AVG is ncclAvg (float32 only). Mirrors ProcessGroupNCCL::reduce. Throws
+   * Error(InvalidArgument) for a tensor off this group's device, an unsupported dtype, a root
+   * outside [0, size()) or AVG on int64.
+   */
+  std::shared_ptr<Work> reduce(const Tensor& tensor, int root, ReduceOp op) override;
+
+  /**
+   * ncclReduceScatter(input, output, recvcount = output.numel()). `output` may be block rank()
+   * of `input` itself (NCCL's in-place form); any other overlap of the two is rejected, since
+   * NCCL would read elements it had already overwritten. Throws Error(InvalidArgument) for
+   * wrong devices or dtypes, input.numel() != size() * output.numel(), a partial overlap or
+   * AVG on int64. Mirrors reduce_scatter_tensor.
+   */
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) override;
+
+  /**
+   * Copies the inputs into a flat temporary on the device (on the communication stream, after
+   * the compute stream's pending work), then reduce-scatters it into `output` as above; an
+   * output that aliases one of the inputs is therefore fine. Mirrors reduce_scatter(output,
+   * input_list).
+   */
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                                       ReduceOp op) override;
+
+  /**
+   * ncclSend of `tensor` to group rank `dst`, queued on the communication stream in issue order
+   * with the collectives. NCCL has no tags: any tag >= 0 is accepted and ignored (as in
+   * PyTorch's NCCL backend), so sends to one peer are matched with that peer's recvs purely by
+   * order. The peer's recv must have the same element count and dtype: NCCL does not check, and
+   * a mismatch (or a missing recv) leaves the send running until the group's timeout, when the
+   * watchdog aborts the communicator and every pending work fails (this one with Error(Timeout)).
+   * Because every op of this group runs on one stream, two ranks that both send to each other
+   * first and receive second can deadlock (a large send waits for a recv queued behind it):
+   * order them send-then-recv on one rank and recv-then-send on the other. Throws
+   * Error(InvalidArgument) for a bad tensor, a dst outside [0, size()) or this rank, or tag < 0.
+   * Mirrors isend on ProcessGroupNCCL.
+   */
+  std::shared_ptr<Work> send(const Tensor& tensor, int dst, int tag) override;
+
+  /** ncclRecv into `tensor` from group rank `src`; the counterpart of send (same rules and errors). Mirrors irecv. */
+  std::shared_ptr<Work> recv(const Tensor& tensor, int src, int tag) override;
+
+  /**
    * Aborts the communicator now (ncclCommAbort): pending works fail with Error(Distributed)
    * naming `reason`, later calls throw it. Idempotent; the first reason wins. The watchdog calls
    * this (through abort_impl) on an asynchronous NCCL error or a timeout.
@@ -171,9 +220,21 @@ class NcclProcessGroup : public ProcessGroup {
     std::chrono::steady_clock::time_point enqueued;
   };
 
+  /**
+   * Queues one op on the communication stream: `before` (copies into a temporary), `issue` (the
+   * NCCL call), `after` (copies out of one), all between the start and end events. A failure of
+   * `before` or `after` aborts the group, like a failed NCCL call. `timeout_hint` is appended to
+   * the watchdog's timeout message when this op is the one that timed out.
+   */
   std::shared_ptr<Work> launch(std::string description, std::vector<Tensor> tensors, bool blocking_sync,
                                const std::function<nccl::Result(cudaStream_t)>& issue,
-                               const std::function<void(cudaStream_t)>& after = nullptr);
+                               const std::function<void(cudaStream_t)>& after = nullptr,
+                               const std::function<void(cudaStream_t)>& before = nullptr,
+                               std::string timeout_hint = std::string());
+  /** The checks of a reduction's op: a known ReduceOp; AVG only on float32 (as the Gloo backend). */
+  void check_reduce_op(const char* op_name, ReduceOp op, const Tensor& t) const;
+  /** The checks and the queueing that send and recv share. */
+  std::shared_ptr<Work> point_to_point(bool sending, const Tensor& tensor, int peer, int tag);
   /** Polls ncclCommGetAsyncError while it reports ncclInProgress; `what` names the call for messages. */
   nccl::Result wait_ready(nccl::Result first, const std::string& what, std::chrono::milliseconds limit);
   void check_tensor(const char* op, const char* what, const Tensor& t) const;
