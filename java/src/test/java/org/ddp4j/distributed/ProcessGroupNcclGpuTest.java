@@ -71,6 +71,18 @@ class ProcessGroupNcclGpuTest {
             Work b = g.barrier();
             b.awaitBlocking();
             assertTrue(b.isCompleted());
+            try (Tensor t = onGpu(d, 2f, 3f)) {
+                g.reduce(t, 0, ReduceOp.SUM).await();
+                assertArrayEquals(new float[] {2f, 3f}, t.toFloatArray(), 0f);
+            }
+            try (Tensor in = onGpu(d, 6f, 7f); Tensor out = Tensor.full(0, DType.FLOAT32, d, 2)) {
+                g.reduceScatterTensor(out, in, ReduceOp.AVG).await();
+                assertArrayEquals(new float[] {6f, 7f}, out.toFloatArray(), 0f);
+            }
+            try (Tensor in = onGpu(d, 1f); Tensor out = Tensor.full(0, DType.FLOAT32, d, 1)) {
+                g.reduceScatter(out, List.of(in), ReduceOp.MAX).await();
+                assertArrayEquals(new float[] {1f}, out.toFloatArray(), 0f);
+            }
         }
     }
 
@@ -114,6 +126,23 @@ class ProcessGroupNcclGpuTest {
                         out.add(f);
                     }
                 }
+                try (Tensor t = onGpu(d, rank + 1f, 10f)) {
+                    g.reduce(t, 1, ReduceOp.SUM).await();
+                    out.add(t.toFloatArray()[0]); // rank 0: its own 1, rank 1: 3
+                }
+                try (Tensor in = onGpu(d, rank + 1f, 10f * (rank + 1)); Tensor o = Tensor.full(0, DType.FLOAT32, d, 1)) {
+                    g.reduceScatterTensor(o, in, ReduceOp.SUM).await();
+                    out.add(o.toFloatArray()[0]); // rank 0: 1 + 2, rank 1: 10 + 20
+                }
+                try (Tensor t = onGpu(d, 5f + rank, 6f)) {
+                    // rank 0 receives first: NCCL's unbatched p2p on one stream (see ProcessGroup#send)
+                    if (rank == 0) {
+                        g.recv(t, 1, 0).await();
+                    } else {
+                        g.send(t, 0, 0).await();
+                    }
+                    out.add(t.toFloatArray()[0]); // 6 on both: rank 1's
+                }
                 g.barrier().await();
                 float[] r = new float[out.size()];
                 for (int i = 0; i < r.length; i++) {
@@ -123,9 +152,18 @@ class ProcessGroupNcclGpuTest {
             }
         });
         // Values 1 and 2: SUM 3, AVG 1.5, PRODUCT 2, MIN 1, MAX 2; broadcast 42; gathers [0 1 10 11], rank 1's [10 11].
-        float[] expected = {3f, 1.5f, 2f, 1f, 2f, 42f, 0f, 1f, 10f, 11f, 10f, 11f};
-        assertArrayEquals(expected, results.get(0), 0f);
-        assertArrayEquals(expected, results.get(1), 0f);
+        // Then reduce to rank 1 (rank 0 keeps 1, rank 1 gets 3), reduceScatter (3 and 30), a send from rank 1 (6).
+        float[] common = {3f, 1.5f, 2f, 1f, 2f, 42f, 0f, 1f, 10f, 11f, 10f, 11f};
+        float[] expected0 = java.util.Arrays.copyOf(common, common.length + 3);
+        float[] expected1 = java.util.Arrays.copyOf(common, common.length + 3);
+        expected0[common.length] = 1f;
+        expected1[common.length] = 3f;
+        expected0[common.length + 1] = 3f;
+        expected1[common.length + 1] = 30f;
+        expected0[common.length + 2] = 6f;
+        expected1[common.length + 2] = 6f;
+        assertArrayEquals(expected0, results.get(0), 0f);
+        assertArrayEquals(expected1, results.get(1), 0f);
     }
 
     @Test
