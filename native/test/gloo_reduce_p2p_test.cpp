@@ -2,6 +2,10 @@
 // values against the arithmetic done by hand, on every data path (shared memory, the small
 // all-reduce, Gloo's ring), and the errors of ranks that disagree. Returns non-zero on failure.
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -203,6 +207,45 @@ void test_reduce_mismatch(bool shm) {
   });
 }
 
+/**
+ * A rank that closes its group with a recv pending: that recv fails at once saying so, and the
+ * peer's pending recv fails promptly naming the rank that left, not at the timeout.
+ */
+void test_close_with_transfers_pending() {
+  gloo::rendezvous::HashStore store;
+  std::shared_ptr<Work> pending[2];
+  std::string messages[2];
+  std::vector<std::thread> threads;
+  std::mutex m;
+  std::condition_variable cv;
+  int posted = 0;
+  for (int r = 0; r < 2; r++) {
+    threads.emplace_back([&, r] {
+      try {
+        auto group = std::make_unique<GlooProcessGroup>(store, r, 2, options(false, std::chrono::seconds(30)));
+        pending[r] = group->recv(filled(3, 0.0f), 1 - r, 0);  // nobody sends
+        {
+          std::unique_lock<std::mutex> lock(m);
+          posted++;
+          cv.notify_all();
+          cv.wait(lock, [&] { return posted == 2; });
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        if (r == 1) group.reset();  // leaves with its recv pending
+        messages[r] = error_of([&] { pending[r]->wait(); });
+        CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: unexpected exception: %s\n", r, e.what());
+        ++ddp4j::test::failure_count();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::printf("closed with a recv pending: rank 1: %s\nrank 0: %s\n", messages[1].c_str(), messages[0].c_str());
+  CHECK(messages[1] == "recv #1 from rank 0 with tag 0 of 3 float32 elements did not finish: rank 1 closed its process group first");
+  CHECK(messages[0].find("recv #1 from rank 1 with tag 0 of 3 float32 elements failed on rank 0") == 0);
+}
+
 void test_bad_arguments() {
   run_ranks(2, options(false, std::chrono::seconds(10)), [&](int rank, ProcessGroup& pg) {
     Tensor t = filled(4, 1.0f);
@@ -234,6 +277,7 @@ int main() {
   }
   test_send_recv_mismatch();
   test_recv_times_out();
+  test_close_with_transfers_pending();
   test_bad_arguments();
   if (test_failures() == 0) std::printf("gloo_reduce_p2p_test: ok\n");
   return test_failures();
