@@ -47,17 +47,25 @@ GlooPointToPoint::GlooPointToPoint(std::shared_ptr<gloo::Context> context, int r
       on_failure_(std::move(on_failure)),
       translate_(std::move(translate)) {}
 
+bool GlooPointToPoint::close() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  closing_ = true;
+  bool unfinished = false;
+  for (auto& [transfer, thread] : running_) {
+    unfinished = unfinished || !transfer->finished;
+    for (auto& b : transfer->buffers) {
+      b->abortWaitSend();
+      b->abortWaitRecv();
+    }
+  }
+  return unfinished;
+}
+
 GlooPointToPoint::~GlooPointToPoint() {
+  close();
   std::list<std::pair<std::shared_ptr<Transfer>, std::thread>> running;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    closing_ = true;
-    for (auto& [transfer, thread] : running_) {
-      for (auto& b : transfer->buffers) {
-        b->abortWaitSend();
-        b->abortWaitRecv();
-      }
-    }
     running.swap(running_);
   }
   for (auto& entry : running) entry.second.join();
@@ -96,14 +104,6 @@ std::shared_ptr<Work> GlooPointToPoint::start(Fingerprint::Kind kind, const Tens
   return work;
 }
 
-bool GlooPointToPoint::busy() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& entry : running_) {
-    if (!entry.first->finished) return true;
-  }
-  return false;
-}
-
 void GlooPointToPoint::reap_finished() {
   for (auto it = running_.begin(); it != running_.end();) {
     if (it->first->finished) {
@@ -123,15 +123,17 @@ std::shared_ptr<gloo::transport::UnboundBuffer> GlooPointToPoint::buffer(Transfe
   return b;
 }
 
+Error GlooPointToPoint::closed(const Transfer& transfer) const {
+  return Error(ErrorKind::Distributed, detail::concat(transfer.work->description(), " did not finish: rank ", rank_,
+                                                      " closed its process group first"));
+}
+
 void GlooPointToPoint::wait(gloo::transport::UnboundBuffer& b, bool sending, const Transfer& transfer,
                             Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   if (left.count() < 1) left = std::chrono::milliseconds(1);
   const bool completed = sending ? b.waitSend(left) : b.waitRecv(left);
-  if (!completed) {
-    throw Error(ErrorKind::Distributed, detail::concat(transfer.work->description(), " did not finish: rank ", rank_,
-                                                       " closed its process group first"));
-  }
+  if (!completed) throw closed(transfer);  // aborted by the destructor
 }
 
 void GlooPointToPoint::run(Transfer& x) {
@@ -150,7 +152,7 @@ void GlooPointToPoint::run(Transfer& x) {
     Fingerprint theirs;
     auto out = buffer(x, &x.fp, sizeof(Fingerprint));
     auto in = buffer(x, &theirs, sizeof(Fingerprint));
-    if (!out || !in) throw Error(ErrorKind::Distributed, detail::concat(x.work->description(), " did not run: rank ", rank_, " closed its process group first"));
+    if (!out || !in) throw closed(x);
     out->send(x.peer, slot(sending ? Phase::kSenderHeader : Phase::kReceiverHeader, tag, x.fp.seq), 0,
               sizeof(Fingerprint));
     in->recv(x.peer, slot(sending ? Phase::kReceiverHeader : Phase::kSenderHeader, tag, x.fp.seq), 0,
@@ -162,7 +164,7 @@ void GlooPointToPoint::run(Transfer& x) {
     if (!agree) throw Error(ErrorKind::Distributed, transfer_mismatch_message(x.fp, rank_, theirs, x.peer));
     if (x.tensor.nbytes() > 0) {
       auto data = buffer(x, x.tensor.raw_data(), x.tensor.nbytes());
-      if (!data) throw Error(ErrorKind::Distributed, detail::concat(x.work->description(), " did not finish: rank ", rank_, " closed its process group first"));
+      if (!data) throw closed(x);
       if (sending) {
         data->send(x.peer, slot(Phase::kData, tag, x.fp.seq), 0, x.tensor.nbytes());
       } else {
@@ -174,6 +176,18 @@ void GlooPointToPoint::run(Transfer& x) {
     // The calls disagree (both ends found it before any data moved) or the group closed.
     error = std::current_exception();
   } catch (const std::exception& e) {
+    bool closing;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closing = closing_;
+    }
+    if (closing) {
+      // The group is closing its connections under this transfer: not a network failure.
+      x.work->finish(std::make_exception_ptr(closed(x)));
+      std::lock_guard<std::mutex> lock(mutex_);
+      x.finished = true;
+      return;
+    }
     const std::string gloo_message = strip_location(e.what());
     Error translated =
         is_gloo_timeout(gloo_message)
@@ -188,11 +202,13 @@ void GlooPointToPoint::run(Transfer& x) {
     // failed collective, and the group is unusable from now on.
     on_failure_(translated.what());
   }
-  // The buffers go before the Work completes: once it has, the caller may free the tensor.
+  // The buffers go before the Work completes (then the caller may free the tensor), unless the
+  // group is closing: Gloo may still hold them until it has closed the connections, so they stay,
+  // with the tensor, until the destructor.
   std::vector<std::shared_ptr<gloo::transport::UnboundBuffer>> buffers;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    buffers.swap(x.buffers);
+    if (!closing_) buffers.swap(x.buffers);
   }
   buffers.clear();
   x.work->finish(error);

@@ -54,7 +54,7 @@ class GlooPointToPoint {
   GlooPointToPoint(std::shared_ptr<gloo::Context> context, int rank, std::chrono::milliseconds timeout,
                    std::function<std::string()> broken, std::function<void(const std::string&)> on_failure,
                    std::function<Error(const std::string& description, const std::string& gloo_message)> translate);
-  /** Aborts the transfers still running (they fail, naming the closed group) and joins their threads. */
+  /** close(), then joins the transfers' threads and frees their buffers. */
   ~GlooPointToPoint();
   GlooPointToPoint(const GlooPointToPoint&) = delete;
   GlooPointToPoint& operator=(const GlooPointToPoint&) = delete;
@@ -63,8 +63,12 @@ class GlooPointToPoint {
   std::shared_ptr<Work> send(const Tensor& tensor, int dst, int tag);
   /** Receives into `tensor` from `src`. */
   std::shared_ptr<Work> recv(const Tensor& tensor, int src, int tag);
-  /** Whether some transfer has not finished (Gloo may hold its buffers until the connections close). */
-  bool busy();
+  /**
+   * Refuses new transfers and aborts the waits of those running: they fail, naming the closed
+   * group. Their buffers (and tensors) stay alive until destruction, since Gloo may still hold
+   * them: close the connections in between. Returns whether any transfer was unfinished.
+   */
+  bool close();
 
  private:
   struct Transfer;
@@ -76,6 +80,8 @@ class GlooPointToPoint {
   /** Waits for a posted send or recv, at most until `deadline`; Error(Distributed) when aborted. */
   void wait(gloo::transport::UnboundBuffer& buffer, bool sending, const Transfer& transfer,
             std::chrono::steady_clock::time_point deadline);
+  /** Error(Distributed): the transfer stopped because this rank closed its group. */
+  Error closed(const Transfer& transfer) const;
   void reap_finished();  // joins threads of finished transfers (under mutex_)
 
   const std::shared_ptr<gloo::Context> context_;

@@ -244,14 +244,15 @@ GlooProcessGroup::~GlooProcessGroup() {
                                                      " closed its process group first"))));
   }
   if (worker_.joinable()) worker_.join();
-  if (p2p_ && p2p_->busy()) {
-    // Gloo holds the buffers of unfinished transfers until their connections close.
+  // Transfers still running fail; Gloo holds their buffers until the connections close, so those
+  // close before the buffers go.
+  if (p2p_ && p2p_->close()) {
     try {
       context_->closeConnections();
     } catch (const std::exception&) {
     }
   }
-  p2p_.reset();  // fails and joins the transfers still running
+  p2p_.reset();  // joins the transfers' threads, frees their buffers
   // Peers still waiting in the segment for this rank fail now, naming it, instead of at their timeout.
   if (host_) host_->abort(detail::concat("rank ", rank(), " closed its process group"));
   host_.reset();     // unmaps the segment, closes the leaders' connections
