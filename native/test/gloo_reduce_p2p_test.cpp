@@ -254,7 +254,7 @@ void test_bad_arguments() {
     CHECK(error_of([&] { pg.send(t, rank, 0); }).find("send: destination rank " + std::to_string(rank) +
                                                        " is this rank itself") == 0);
     CHECK(error_of([&] { pg.recv(t, -1, 0); }).find("recv: source rank -1 is not in [0, 2)") == 0);
-    CHECK(error_of([&] { pg.send(t, 1 - rank, -1); }).find("send: tag -1 is not in [0, 1048576)") == 0);
+    CHECK(error_of([&] { pg.send(t, 1 - rank, -1); }).find("send: tag -1 is not in [0, 65536)") == 0);
     Tensor out = filled(3, 0.0f);
     CHECK(error_of([&] { pg.reduce_scatter(out, t, ReduceOp::SUM); }) ==
           "reduceScatter: input " + t.describe() + " must have 2 x 3 = 6 elements (world size x output)");

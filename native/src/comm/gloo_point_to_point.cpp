@@ -11,18 +11,33 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/** What a slot carries; each direction of a transfer has its own, so crossing transfers never meet. */
-enum class Phase : uint64_t { kSenderHeader = 1, kReceiverHeader = 2, kData = 3 };
+/**
+ * What a slot carries. The two headers have one phase per direction, so that crossing transfers
+ * never meet; data goes eagerly (its slot encodes everything the two ends must agree on) or,
+ * for transfers too large for that, after the headers agreed.
+ */
+enum class Phase : uint64_t { kCheckedData = 0, kSenderHeader = 1, kReceiverHeader = 2, kEagerData = 3 };
+
+constexpr uint64_t kPrefix = uint64_t{0xd4} << 56;  // a prefix byte Gloo's own collectives do not use (0x01-0x08)
 
 /**
- * Gloo's slot for one message of a transfer: a prefix byte Gloo's own collectives do not use
- * (theirs are 0x01-0x08), the phase, the tag and the transfer's number in its (peer, tag) stream.
- * Gloo matches a recv from rank a on slot s with a's send on s, so the pair of ranks need not be
- * part of it.
+ * Gloo's slot for a header or a checked transfer's data: the phase, the tag and the transfer's
+ * number in its (peer, tag) stream. Gloo matches a recv from rank a on slot s with a's send on s,
+ * so the pair of ranks need not be part of it.
  */
 uint64_t slot(Phase phase, int tag, uint64_t number) {
-  return (uint64_t{0xd4} << 56) | (static_cast<uint64_t>(phase) << 52) | (static_cast<uint64_t>(tag) << 32) |
-         (number & 0xffffffffu);
+  return kPrefix | (static_cast<uint64_t>(phase) << 54) | (static_cast<uint64_t>(tag) << 32) | (number & 0xffffffffu);
+}
+
+/**
+ * The slot of an eager transfer's data: besides tag and number (its low 12 bits; Gloo keeps
+ * pending operations of one slot in order), the dtype and the byte count. Two ends that disagree
+ * on any of them post different slots, so their data never meets (Gloo would abort the process on
+ * a size mismatch); the header swap beside it then reports the disagreement.
+ */
+uint64_t eager_slot(const Fingerprint& fp, size_t bytes) {
+  return kPrefix | (static_cast<uint64_t>(Phase::kEagerData) << 54) | (static_cast<uint64_t>(fp.dtype & 3) << 52) |
+         (static_cast<uint64_t>(fp.arg) << 36) | ((fp.seq & 0xfffu) << 24) | static_cast<uint64_t>(bytes);
 }
 
 }  // namespace
@@ -30,10 +45,14 @@ uint64_t slot(Phase phase, int tag, uint64_t number) {
 struct GlooPointToPoint::Transfer {
   std::shared_ptr<Work> work;
   Fingerprint fp;
+  Fingerprint theirs;  // the peer's header
   Tensor tensor;
   int peer = -1;
-  std::vector<std::shared_ptr<gloo::transport::UnboundBuffer>> buffers;  // under mutex_, for close
-  bool finished = false;                                                  // under mutex_
+  bool eager = false;  // the data was posted with the headers (eager_slot)
+  Clock::time_point deadline;
+  std::shared_ptr<gloo::transport::UnboundBuffer> header_out, header_in, data;
+  std::exception_ptr post_error;  // Gloo refused to post (e.g. the connection is gone)
+  bool finished = false;          // under mutex_
 };
 
 GlooPointToPoint::GlooPointToPoint(std::shared_ptr<gloo::Context> context, int rank, std::chrono::milliseconds timeout,
@@ -50,15 +69,17 @@ GlooPointToPoint::GlooPointToPoint(std::shared_ptr<gloo::Context> context, int r
 bool GlooPointToPoint::close() {
   std::lock_guard<std::mutex> lock(mutex_);
   closing_ = true;
-  bool unfinished = false;
+  bool held = !orphans_.empty();
   for (auto& [transfer, thread] : running_) {
-    unfinished = unfinished || !transfer->finished;
-    for (auto& b : transfer->buffers) {
+    if (transfer->finished) continue;
+    held = true;
+    for (auto* b : {transfer->header_out.get(), transfer->header_in.get(), transfer->data.get()}) {
+      if (b == nullptr) continue;
       b->abortWaitSend();
       b->abortWaitRecv();
     }
   }
-  return unfinished;
+  return held;
 }
 
 GlooPointToPoint::~GlooPointToPoint() {
@@ -83,25 +104,64 @@ std::shared_ptr<Work> GlooPointToPoint::start(Fingerprint::Kind kind, const Tens
   const char* op = kind == Fingerprint::kSend ? "send" : "recv";
   DDP4J_CHECK_ARG(tag >= 0 && tag < kTagLimit, op, ": tag ", tag, " is not in [0, ", kTagLimit,
                   "); use a small non-negative number per kind of message");
-  auto transfer = std::make_shared<Transfer>();
-  transfer->fp.kind = kind;
-  transfer->fp.arg = static_cast<uint32_t>(tag);
-  transfer->fp.dtype = static_cast<uint32_t>(tensor.dtype());
-  transfer->fp.numel = static_cast<uint64_t>(tensor.numel());
-  transfer->fp.peer = static_cast<uint32_t>(peer);
-  transfer->tensor = tensor;
-  transfer->peer = peer;
+  auto x = std::make_shared<Transfer>();
+  x->fp.kind = kind;
+  x->fp.arg = static_cast<uint32_t>(tag);
+  x->fp.dtype = static_cast<uint32_t>(tensor.dtype());
+  x->fp.numel = static_cast<uint64_t>(tensor.numel());
+  x->fp.peer = static_cast<uint32_t>(peer);
+  x->tensor = tensor;
+  x->peer = peer;
+  x->eager = tensor.nbytes() < kEagerLimitBytes;
+  x->deadline = Clock::now() + timeout_;
+  const std::string broken = broken_();
+
   std::lock_guard<std::mutex> lock(mutex_);
   DDP4J_CHECK(!closing_, IllegalState, op, ": the process group is closed");
   reap_finished();
   auto& streams = kind == Fingerprint::kSend ? sends_ : recvs_;
-  transfer->fp.seq = ++streams[{peer, tag}];  // issue order: the k-th send meets the k-th recv
-  const Fingerprint described = transfer->fp;
-  transfer->work = std::make_shared<Work>(std::function<std::string()>([described] { return describe(described); }),
-                                          std::vector<Tensor>{tensor});
-  std::shared_ptr<Work> work = transfer->work;
-  running_.emplace_back(transfer, std::thread([this, transfer] { run(*transfer); }));
+  x->fp.seq = ++streams[{peer, tag}];  // issue order: the k-th send meets the k-th recv
+  const Fingerprint described = x->fp;
+  x->work = std::make_shared<Work>(std::function<std::string()>([described] { return describe(described); }),
+                                   std::vector<Tensor>{tensor});
+  std::shared_ptr<Work> work = x->work;
+  if (!broken.empty()) {
+    work->finish(std::make_exception_ptr(
+        Error(ErrorKind::Distributed, detail::concat(work->description(), " cannot run: this process group failed"
+                                                     " earlier (", broken, "); destroy it and create a new one"))));
+    return work;
+  }
+  // Everything is posted here, on the caller's thread: Gloo's network thread moves it from now
+  // on, so a transfer never waits for its own thread to start.
+  try {
+    post(*x);
+  } catch (const std::exception&) {
+    x->post_error = std::current_exception();
+  }
+  running_.emplace_back(x, std::thread([this, x] { run(*x); }));
   return work;
+}
+
+void GlooPointToPoint::post(Transfer& x) {
+  const bool sending = x.fp.kind == Fingerprint::kSend;
+  const int tag = static_cast<int>(x.fp.arg);
+  // Both ends send their fingerprint and read the other's at the same time.
+  x.header_out = context_->createUnboundBuffer(&x.fp, sizeof(Fingerprint));
+  x.header_in = context_->createUnboundBuffer(&x.theirs, sizeof(Fingerprint));
+  x.header_out->send(x.peer, slot(sending ? Phase::kSenderHeader : Phase::kReceiverHeader, tag, x.fp.seq), 0,
+                     sizeof(Fingerprint));
+  x.header_in->recv(x.peer, slot(sending ? Phase::kReceiverHeader : Phase::kSenderHeader, tag, x.fp.seq), 0,
+                    sizeof(Fingerprint));
+  if (x.eager && x.tensor.nbytes() > 0) post_data(x, eager_slot(x.fp, x.tensor.nbytes()));
+}
+
+void GlooPointToPoint::post_data(Transfer& x, uint64_t data_slot) {
+  x.data = context_->createUnboundBuffer(x.tensor.raw_data(), x.tensor.nbytes());
+  if (x.fp.kind == Fingerprint::kSend) {
+    x.data->send(x.peer, data_slot, 0, x.tensor.nbytes());
+  } else {
+    x.data->recv(x.peer, data_slot, 0, x.tensor.nbytes());
+  }
 }
 
 void GlooPointToPoint::reap_finished() {
@@ -113,14 +173,6 @@ void GlooPointToPoint::reap_finished() {
       ++it;
     }
   }
-}
-
-std::shared_ptr<gloo::transport::UnboundBuffer> GlooPointToPoint::buffer(Transfer& transfer, void* ptr, size_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (closing_) return nullptr;
-  std::shared_ptr<gloo::transport::UnboundBuffer> b = context_->createUnboundBuffer(ptr, bytes);
-  transfer.buffers.push_back(b);
-  return b;
 }
 
 Error GlooPointToPoint::closed(const Transfer& transfer) const {
@@ -140,77 +192,63 @@ void GlooPointToPoint::run(Transfer& x) {
   const bool sending = x.fp.kind == Fingerprint::kSend;
   const int tag = static_cast<int>(x.fp.arg);
   std::exception_ptr error;
+  bool keep_buffers = false;  // Gloo may still hold them (see below)
   try {
-    const std::string broken = broken_();
-    if (!broken.empty()) {
-      throw Error(ErrorKind::Distributed,
-                  detail::concat(x.work->description(), " cannot run: this process group failed earlier (", broken,
-                                 "); destroy it and create a new one"));
-    }
-    const Clock::time_point deadline = Clock::now() + timeout_;
-    // Both ends send their fingerprint and read the other's at the same time: one message latency.
-    Fingerprint theirs;
-    auto out = buffer(x, &x.fp, sizeof(Fingerprint));
-    auto in = buffer(x, &theirs, sizeof(Fingerprint));
-    if (!out || !in) throw closed(x);
-    out->send(x.peer, slot(sending ? Phase::kSenderHeader : Phase::kReceiverHeader, tag, x.fp.seq), 0,
-              sizeof(Fingerprint));
-    in->recv(x.peer, slot(sending ? Phase::kReceiverHeader : Phase::kSenderHeader, tag, x.fp.seq), 0,
-             sizeof(Fingerprint));
-    wait(*out, true, x, deadline);
-    wait(*in, false, x, deadline);
+    if (x.post_error) std::rethrow_exception(x.post_error);
+    wait(*x.header_out, true, x, x.deadline);
+    wait(*x.header_in, false, x, x.deadline);
     const bool agree =
-        sending ? same_transfer(x.fp, rank_, theirs, x.peer) : same_transfer(theirs, x.peer, x.fp, rank_);
-    if (!agree) throw Error(ErrorKind::Distributed, transfer_mismatch_message(x.fp, rank_, theirs, x.peer));
+        sending ? same_transfer(x.fp, rank_, x.theirs, x.peer) : same_transfer(x.theirs, x.peer, x.fp, rank_);
+    if (!agree) {
+      // An eager transfer's data stays posted on a slot the peer never uses: Gloo keeps a
+      // pointer to its buffer, which therefore lives (with the tensor) until the group closes.
+      keep_buffers = x.data != nullptr;
+      throw Error(ErrorKind::Distributed, transfer_mismatch_message(x.fp, rank_, x.theirs, x.peer));
+    }
     if (x.tensor.nbytes() > 0) {
-      auto data = buffer(x, x.tensor.raw_data(), x.tensor.nbytes());
-      if (!data) throw closed(x);
-      if (sending) {
-        data->send(x.peer, slot(Phase::kData, tag, x.fp.seq), 0, x.tensor.nbytes());
-      } else {
-        data->recv(x.peer, slot(Phase::kData, tag, x.fp.seq), 0, x.tensor.nbytes());
+      if (!x.eager) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (closing_) throw closed(x);
+        post_data(x, slot(Phase::kCheckedData, tag, x.fp.seq));
       }
-      wait(*data, sending, x, deadline);
+      wait(*x.data, sending, x, x.deadline);
     }
   } catch (const Error&) {
-    // The calls disagree (both ends found it before any data moved) or the group closed.
+    // The calls disagree (found by both ends; no data moved) or the group closed.
     error = std::current_exception();
   } catch (const std::exception& e) {
-    bool closing;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      closing = closing_;
-    }
-    if (closing) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (closing_) {
       // The group is closing its connections under this transfer: not a network failure.
-      x.work->finish(std::make_exception_ptr(closed(x)));
-      std::lock_guard<std::mutex> lock(mutex_);
-      x.finished = true;
-      return;
+      error = std::make_exception_ptr(closed(x));
+    } else {
+      lock.unlock();
+      const std::string gloo_message = strip_location(e.what());
+      Error translated =
+          is_gloo_timeout(gloo_message)
+              ? Error(ErrorKind::Timeout,
+                      detail::concat(x.work->description(), " timed out after ", duration_str(timeout_), " on rank ",
+                                     rank_, ": rank ", x.peer, " did not call the matching ",
+                                     sending ? "recv (from rank " : "send (to rank ", rank_, " with tag ", tag,
+                                     ") in time [gloo: ", gloo_message, "]"))
+              : translate_(x.work->description(), gloo_message);
+      error = std::make_exception_ptr(translated);
+      // Gloo may still hold this transfer's buffers: the group's connections close, as after a
+      // failed collective (so Gloo lets go of them), and the group is unusable from now on.
+      on_failure_(translated.what());
     }
-    const std::string gloo_message = strip_location(e.what());
-    Error translated =
-        is_gloo_timeout(gloo_message)
-            ? Error(ErrorKind::Timeout,
-                    detail::concat(x.work->description(), " timed out after ", duration_str(timeout_), " on rank ",
-                                   rank_, ": rank ", x.peer, " did not call the matching ",
-                                   sending ? "recv (from rank " : "send (to rank ", rank_, " with tag ", tag,
-                                   ") in time [gloo: ", gloo_message, "]"))
-            : translate_(x.work->description(), gloo_message);
-    error = std::make_exception_ptr(translated);
-    // Gloo may still hold this transfer's buffers: the group's connections close, as after a
-    // failed collective, and the group is unusable from now on.
-    on_failure_(translated.what());
   }
-  // The buffers go before the Work completes (then the caller may free the tensor), unless the
-  // group is closing: Gloo may still hold them until it has closed the connections, so they stay,
-  // with the tensor, until the destructor.
-  std::vector<std::shared_ptr<gloo::transport::UnboundBuffer>> buffers;
   {
+    // The buffers go before the Work completes (then the caller may free the tensor), unless Gloo
+    // may still hold them: an orphaned eager post, or a group closing under the transfer (its
+    // destructor frees them after the connections closed).
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!closing_) buffers.swap(x.buffers);
+    if (keep_buffers || closing_) orphans_.push_back({{x.header_out, x.header_in, x.data}, x.tensor});
   }
-  buffers.clear();
+  x.header_out.reset();
+  x.header_in.reset();
+  x.data.reset();
+  x.tensor = Tensor();  // not kept until the thread is reaped: the caller may free a large tensor now
   x.work->finish(error);
   std::lock_guard<std::mutex> lock(mutex_);
   x.finished = true;

@@ -43,7 +43,13 @@ namespace ddp4j {
 class GlooPointToPoint {
  public:
   /** Tags are in [0, kTagLimit): the tag is part of Gloo's slot number. */
-  static constexpr int kTagLimit = 1 << 20;
+  static constexpr int kTagLimit = 1 << 16;
+  /**
+   * Transfers below this size post their data together with the headers, on a slot that encodes
+   * what both ends must agree on (one message latency in all); larger ones post it once the
+   * headers agreed (a second latency, negligible beside their size).
+   */
+  static constexpr size_t kEagerLimitBytes = size_t{1} << 24;
 
   /**
    * @param broken     the group's failure so far ("" if none); transfers fail at once when set
@@ -74,9 +80,11 @@ class GlooPointToPoint {
   struct Transfer;
 
   std::shared_ptr<Work> start(Fingerprint::Kind kind, const Tensor& tensor, int peer, int tag);
+  /** Posts the headers and, for an eager transfer, the data (under mutex_, on the caller's thread). */
+  void post(Transfer& transfer);
+  void post_data(Transfer& transfer, uint64_t slot);
+  /** The transfer's thread: waits for the headers, compares them, then for the data. */
   void run(Transfer& transfer);
-  /** A buffer over `ptr` that close() can abort; null once closing (the transfer then fails). */
-  std::shared_ptr<gloo::transport::UnboundBuffer> buffer(Transfer& transfer, void* ptr, size_t bytes);
   /** Waits for a posted send or recv, at most until `deadline`; Error(Distributed) when aborted. */
   void wait(gloo::transport::UnboundBuffer& buffer, bool sending, const Transfer& transfer,
             std::chrono::steady_clock::time_point deadline);
@@ -96,6 +104,9 @@ class GlooPointToPoint {
   std::map<std::pair<int, int>, uint64_t> sends_;  // (dst, tag) -> sends issued
   std::map<std::pair<int, int>, uint64_t> recvs_;  // (src, tag) -> recvs issued
   std::list<std::pair<std::shared_ptr<Transfer>, std::thread>> running_;
+  // Buffers (and their tensors) that Gloo may still point to: eager posts whose peer disagreed,
+  // transfers of a closing group. Freed by the destructor, after the connections closed.
+  std::vector<std::pair<std::vector<std::shared_ptr<gloo::transport::UnboundBuffer>>, Tensor>> orphans_;
 };
 
 }  // namespace ddp4j

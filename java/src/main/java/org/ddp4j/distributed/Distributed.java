@@ -526,7 +526,7 @@ public final class Distributed {
         isend(tensor, dst, 0).await();
     }
 
-    /** {@link #send(Tensor, int)} with a tag, in {@code [0, 2^20)}. Mirrors {@code send(tensor, dst, tag=tag)}. */
+    /** {@link #send(Tensor, int)} with a tag, in {@code [0, 65536)}. Mirrors {@code send(tensor, dst, tag=tag)}. */
     public static void send(Tensor tensor, int dst, int tag) {
         isend(tensor, dst, tag).await();
     }

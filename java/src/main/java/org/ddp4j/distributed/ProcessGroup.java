@@ -181,7 +181,7 @@ public abstract class ProcessGroup implements AutoCloseable {
      * data has left {@code tensor}. Mirrors {@code isend(tensor, dst, tag)}.
      *
      * @param dst a rank of this group other than this one
-     * @param tag in {@code [0, 2^20)}
+     * @param tag in {@code [0, 65536)}
      * @throws IllegalArgumentException for {@code dst} out of range or this rank, or a bad tag
      */
     public abstract Work send(Tensor tensor, int dst, int tag);
