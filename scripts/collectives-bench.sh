@@ -13,7 +13,7 @@
 # T, T2: median µs per call (ddp4j: median over 10 JMH iterations of each one's time per call;
 # PyTorch: median over TORCH_RUNS runs, each the mean per call over max(5, min(200, 64 MiB / size))
 # calls, as the anchor's allreduce_bench.py); X, Y: busbw in GB/s (10^9 B/s) from those medians.
-# usage: scripts/collectives-bench.sh [RANKS]      (default 2, at least 2; about 4-6 minutes at 2 ranks)
+# usage: scripts/collectives-bench.sh [RANKS]      (default 2; sendrecv needs 2 or more; about 1-2 minutes at 2 ranks)
 #   ANCHORS=DIR     the folder with run2.sh (default ../shared/anchors/pytorch), as in scripts/bench.sh
 #   TORCH_RUNS=R    runs of the PyTorch side (default 3; one before ddp4j's, the rest after)
 #   OPS=LIST        ops, comma-separated (default reduce,reducescatter,sendrecv)
@@ -32,7 +32,9 @@ sizes="${SIZES:-8,1K,64K,1M,32M}"
 backend="${BACKEND:-gloo}"
 json_dir="${JSON_DIR:-$root/benchmarks/results}"
 [[ "$ranks" =~ ^[1-9][0-9]*$ ]] || { echo "collectives-bench.sh: RANKS must be a positive number, got '$ranks'" >&2; exit 2; }
-((ranks >= 2)) || { echo "collectives-bench.sh: RANKS must be 2 or more (sendrecv sends to another rank), got $ranks" >&2; exit 2; }
+if ((ranks < 2)) && [[ ",$ops," == *,sendrecv,* ]]; then
+  echo "collectives-bench.sh: sendrecv needs RANKS of 2 or more (each rank sends to another), got $ranks; or leave it out of OPS" >&2; exit 2
+fi
 [[ "$torch_runs" =~ ^[1-9][0-9]*$ ]] || { echo "collectives-bench.sh: TORCH_RUNS must be a positive number, got '$torch_runs'" >&2; exit 2; }
 [[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c "import torch" 2>/dev/null || {
   echo "collectives-bench.sh: needs Debian's python3-torch (apt-get install -y python3-torch)" >&2; exit 1; }
