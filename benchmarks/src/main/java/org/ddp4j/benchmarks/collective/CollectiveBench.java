@@ -33,7 +33,7 @@ import picocli.CommandLine.Option;
  * </pre>
  *
  * <p>Sizes are 8 B x 4^k from {@code --min-bytes} to {@code --max-bytes} (8 B to 128 MiB by
- * default). Each size is one JMH run with its own batch size (calls per iteration, the same on
+ * default), or the list given with {@code --sizes} (e.g. {@code 8,1K,64K,1M,32M}). Each size is one JMH run with its own batch size (calls per iteration, the same on
  * every rank: {@link #callsPerIteration}), so that small messages are timed over many calls and
  * large ones over a few. JMH's score (and its JSON) is µs per iteration, i.e. per batch; the
  * table divides it by the batch size to give µs per call. Ranks other than 0 print nothing (JMH silent,
@@ -48,7 +48,8 @@ import picocli.CommandLine.Option;
 @Command(name = "CollectiveBench", mixinStandardHelpOptions = true,
         description = "JMH benchmark of a collective over every rank of a launched job (nccl-tests' columns).")
 public final class CollectiveBench implements Callable<Integer> {
-    @Option(names = "--op", description = "allreduce, broadcast, allgather or barrier (default ${DEFAULT-VALUE})")
+    @Option(names = "--op", description = "allreduce, broadcast, allgather, barrier, reduce, reducescatter or sendrecv"
+            + " (default ${DEFAULT-VALUE})")
     String op = "allreduce";
 
     @Option(names = "--benchmark", description = "a CollectiveBenchmark subclass to run instead of --op (a class name)")
@@ -62,6 +63,11 @@ public final class CollectiveBench implements Callable<Integer> {
 
     @Option(names = "--max-bytes", description = "largest message (default ${DEFAULT-VALUE} = 128 MiB)")
     long maxBytes = 128L << 20;
+
+    @Option(names = "--sizes", split = ",", paramLabel = "SIZE",
+            description = "message sizes instead of 8 B x 4^k from --min-bytes to --max-bytes: bytes, or with K, M or G"
+                    + " (binary: 64K = 65536), comma-separated, e.g. 8,1K,64K,1M,32M")
+    List<String> sizes;
 
     @Option(names = "--warmup", description = "warm-up iterations per size (default ${DEFAULT-VALUE})")
     int warmup = 2;
@@ -83,7 +89,16 @@ public final class CollectiveBench implements Callable<Integer> {
 
     /** Runs the command line; exits non-zero on a failed benchmark. */
     public static void main(String[] args) {
-        System.exit(new CommandLine(new CollectiveBench()).execute(args));
+        CommandLine cli = new CommandLine(new CollectiveBench());
+        // A wrong option value or a job too small for the op: one line saying so, not a stack trace.
+        cli.setExecutionExceptionHandler((e, line, parsed) -> {
+            if (e instanceof IllegalArgumentException) {
+                line.getErr().println("CollectiveBench: " + e.getMessage());
+                return 2;
+            }
+            throw e;
+        });
+        System.exit(cli.execute(args));
     }
 
     /**
@@ -121,6 +136,50 @@ public final class CollectiveBench implements Callable<Integer> {
         return (int) Math.max(1, Math.min(1000, Math.floor(iterationMs * 1e6 / perCallNs)));
     }
 
+    /**
+     * The sizes to run: {@code listed} parsed by {@link #parseSize} in the order given, or else 8 B x 4^k
+     * within {@code [minBytes, maxBytes]}.
+     *
+     * @throws IllegalArgumentException for a size that is not a positive number of bytes
+     */
+    static List<Long> messageSizes(long minBytes, long maxBytes, List<String> listed) {
+        List<Long> out = new ArrayList<>();
+        if (listed != null && !listed.isEmpty()) {
+            for (String s : listed) {
+                out.add(parseSize(s));
+            }
+            return out;
+        }
+        for (long b = 8; b <= maxBytes; b *= 4) {
+            if (b >= minBytes) {
+                out.add(b);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * {@code "65536"}, {@code "64K"}, {@code "1M"} or {@code "2G"} (binary units, case-insensitive) in bytes.
+     *
+     * @throws IllegalArgumentException for anything else, or a size below 1 byte
+     */
+    static long parseSize(String text) {
+        String s = text.trim().toUpperCase(Locale.ROOT);
+        int shift = s.endsWith("K") ? 10 : s.endsWith("M") ? 20 : s.endsWith("G") ? 30 : 0;
+        String digits = shift == 0 ? s : s.substring(0, s.length() - 1);
+        long value;
+        try {
+            value = Long.parseLong(digits);
+        } catch (NumberFormatException e) {
+            value = -1;
+        }
+        if (value < 1 || value > (Long.MAX_VALUE >> shift)) {
+            throw new IllegalArgumentException("--sizes: \"" + text + "\" is not a message size; give bytes (65536)"
+                    + " or a whole number with K, M or G (64K), e.g. --sizes 8,1K,64K,1M,32M");
+        }
+        return value << shift;
+    }
+
     /** Every size in turn; rank 0 prints the table and writes the JSON. */
     List<CollectiveRow> measure(Class<? extends CollectiveBenchmark> cls, String name) {
         // Several JMH runners on one host (one per rank) is the point here, not a mistake to guard against.
@@ -129,16 +188,10 @@ public final class CollectiveBench implements Callable<Integer> {
         int rank = intEnv(env, "RANK", 0);
         int ranks = intEnv(env, "WORLD_SIZE", 1);
         CollectiveBenchmark probe = instantiate(cls);
-        List<Long> sizes = new ArrayList<>();
-        if (probe.sized()) {
-            for (long b = 8; b <= maxBytes; b *= 4) {
-                if (b >= minBytes) {
-                    sizes.add(b);
-                }
-            }
-        } else {
-            sizes.add(0L);
+        if (ranks < probe.minimumRanks()) {
+            throw new IllegalArgumentException(probe.tooFewRanks(ranks));
         }
+        List<Long> sizes = probe.sized() ? messageSizes(minBytes, maxBytes, this.sizes) : List.of(0L);
         boolean report = rank == 0;
         if (report) {
             System.out.printf(Locale.ROOT, "# ddp4j %s: backend=%s ranks=%d DDP4J_SHM=%s forks=%d warmup=%d iterations=%d"
@@ -220,7 +273,8 @@ public final class CollectiveBench implements Callable<Integer> {
         }
     }
 
-    private static Class<? extends CollectiveBenchmark> builtIn(String op) {
+    /** The benchmark class of a built-in {@code --op} name (case-insensitive). */
+    static Class<? extends CollectiveBenchmark> builtIn(String op) {
         switch (op.toLowerCase(Locale.ROOT)) {
             case "allreduce":
                 return AllReduceBenchmark.class;
@@ -230,9 +284,15 @@ public final class CollectiveBench implements Callable<Integer> {
                 return AllGatherBenchmark.class;
             case "barrier":
                 return BarrierBenchmark.class;
+            case "reduce":
+                return ReduceBenchmark.class;
+            case "reducescatter":
+                return ReduceScatterBenchmark.class;
+            case "sendrecv":
+                return SendRecvBenchmark.class;
             default:
-                throw new IllegalArgumentException("unknown --op \"" + op + "\": allreduce, broadcast, allgather or barrier;"
-                        + " or --benchmark your.CollectiveBenchmarkSubclass");
+                throw new IllegalArgumentException("unknown --op \"" + op + "\": allreduce, broadcast, allgather, barrier,"
+                        + " reduce, reducescatter or sendrecv; or --benchmark your.CollectiveBenchmarkSubclass");
         }
     }
 

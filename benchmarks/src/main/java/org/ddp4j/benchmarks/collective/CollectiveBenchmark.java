@@ -116,6 +116,17 @@ public abstract class CollectiveBenchmark {
         return bytes;
     }
 
+    /** The fewest ranks this benchmark can run on: 1 here; point-to-point needs 2. */
+    public int minimumRanks() {
+        return 1;
+    }
+
+    /** The error for a job of {@code ranks} ranks, fewer than {@link #minimumRanks()}: what is wrong and how to launch it. */
+    public String tooFewRanks(int ranks) {
+        return getClass().getSimpleName() + " needs at least " + minimumRanks() + " ranks, but this job has " + ranks
+                + " (WORLD_SIZE): launch it with scripts/ddp4j-run --nproc-per-node " + minimumRanks() + " or more";
+    }
+
     /** Whether the message size matters; a barrier runs once, at 0 bytes. */
     public boolean sized() {
         return true;

@@ -26,6 +26,37 @@ class CollectiveRowTest {
     }
 
     @Test
+    void reduceAndSendRecvCountTheTensorAndHaveBusbwEqualToAlgbw() {
+        assertEquals(1.0, new ReduceBenchmark().busBandwidthFactor(4), 0);
+        assertEquals(1024, new ReduceBenchmark().reportedBytes(1024, 4));
+        assertEquals("sum", new ReduceBenchmark().redop());
+        assertEquals(1.0, new SendRecvBenchmark().busBandwidthFactor(4), 0);
+        assertEquals(1024, new SendRecvBenchmark().reportedBytes(1024, 4));
+        assertEquals("none", new SendRecvBenchmark().redop());
+    }
+
+    @Test
+    void reduceScatterReportsTheInputPerRankAndNMinusOneOverN() {
+        ReduceScatterBenchmark scatter = new ReduceScatterBenchmark();
+        assertEquals(3.0 / 4, scatter.busBandwidthFactor(4), 1e-12);
+        assertEquals(0.5, scatter.busBandwidthFactor(2), 1e-12);
+        // 1 MiB in at 4 ranks: 65536 elements out per rank, all of the input counted
+        assertEquals(65_536, ReduceScatterBenchmark.outputElements(1 << 20, 4));
+        assertEquals(1 << 20, scatter.reportedBytes(1 << 20, 4));
+        // 1 KiB = 256 elements at 3 ranks: 85 each, 255 elements in = 1020 B
+        assertEquals(85, ReduceScatterBenchmark.outputElements(1024, 3));
+        assertEquals(1020, scatter.reportedBytes(1024, 3));
+        // 8 B at 4 ranks: still one element per rank, so the input is 16 B
+        assertEquals(1, ReduceScatterBenchmark.outputElements(8, 4));
+        assertEquals(16, scatter.reportedBytes(8, 4));
+        // busbw of 32 MiB in 40 000 µs at 2 ranks: 0.8388608 GB/s x 1/2
+        CollectiveRow row = new CollectiveRow("reducescatter", "gloo", 2, 33_554_432, 8_388_608, "sum", 1, 10, 40_000,
+                40_000, scatter.busBandwidthFactor(2));
+        assertEquals(0.8388608, row.algbw(), 1e-9);
+        assertEquals(0.4194304, row.busbw(), 1e-9);
+    }
+
+    @Test
     void theResultLineCarriesTheMedianAndBothBandwidths() {
         CollectiveRow row = new CollectiveRow("allreduce", "gloo", 2, 8, 2, "sum", 299, 10, 80, 90, 1.0);
         assertEquals("result op=allreduce backend=gloo ranks=2 bytes=8 count=2 median_us=80.000 mean_us=90.000"
