@@ -52,7 +52,6 @@ struct GlooPointToPoint::Transfer {
   Clock::time_point deadline;
   std::shared_ptr<gloo::transport::UnboundBuffer> header_out, header_in, data;
   std::exception_ptr post_error;  // Gloo refused to post (e.g. the connection is gone)
-  bool finished = false;          // under mutex_
 };
 
 GlooPointToPoint::GlooPointToPoint(std::shared_ptr<gloo::Context> context, int rank, std::chrono::milliseconds timeout,
@@ -70,8 +69,7 @@ bool GlooPointToPoint::close() {
   std::lock_guard<std::mutex> lock(mutex_);
   closing_ = true;
   bool held = !orphans_.empty();
-  for (auto& [transfer, thread] : running_) {
-    if (transfer->finished) continue;
+  for (auto& transfer : active_) {
     held = true;
     for (auto* b : {transfer->header_out.get(), transfer->header_in.get(), transfer->data.get()}) {
       if (b == nullptr) continue;
@@ -79,17 +77,18 @@ bool GlooPointToPoint::close() {
       b->abortWaitRecv();
     }
   }
+  work_cv_.notify_all();
   return held;
 }
 
 GlooPointToPoint::~GlooPointToPoint() {
   close();
-  std::list<std::pair<std::shared_ptr<Transfer>, std::thread>> running;
+  std::list<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    running.swap(running_);
+    threads.swap(threads_);  // the workers finish the queued transfers (failing: closed), then exit
   }
-  for (auto& entry : running) entry.second.join();
+  for (auto& t : threads) t.join();
 }
 
 std::shared_ptr<Work> GlooPointToPoint::send(const Tensor& tensor, int dst, int tag) {
@@ -118,7 +117,6 @@ std::shared_ptr<Work> GlooPointToPoint::start(Fingerprint::Kind kind, const Tens
 
   std::lock_guard<std::mutex> lock(mutex_);
   DDP4J_CHECK(!closing_, IllegalState, op, ": the process group is closed");
-  reap_finished();
   auto& streams = kind == Fingerprint::kSend ? sends_ : recvs_;
   x->fp.seq = ++streams[{peer, tag}];  // issue order: the k-th send meets the k-th recv
   const Fingerprint described = x->fp;
@@ -138,7 +136,18 @@ std::shared_ptr<Work> GlooPointToPoint::start(Fingerprint::Kind kind, const Tens
   } catch (const std::exception&) {
     x->post_error = std::current_exception();
   }
-  running_.emplace_back(x, std::thread([this, x] { run(*x); }));
+  active_.push_back(x);
+  queue_.push_back(x);
+  // Every queued transfer has a worker of its own at once: one waiting for a peer must never
+  // hold up another (a later transfer may be what that peer waits for).
+  if (idle_ >= queue_.size()) {
+    work_cv_.notify_one();
+  } else {
+    join_exited();
+    threads_.emplace_back();
+    auto self = std::prev(threads_.end());
+    *self = std::thread([this, self] { worker_loop(self); });
+  }
   return work;
 }
 
@@ -164,15 +173,35 @@ void GlooPointToPoint::post_data(Transfer& x, uint64_t data_slot) {
   }
 }
 
-void GlooPointToPoint::reap_finished() {
-  for (auto it = running_.begin(); it != running_.end();) {
-    if (it->first->finished) {
-      it->second.join();  // returns at once: the thread has only its return left
-      it = running_.erase(it);
-    } else {
-      ++it;
+void GlooPointToPoint::worker_loop(std::list<std::thread>::iterator self) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    if (queue_.empty()) {
+      if (closing_) return;
+      // Idle workers stay a while, so that a stream of transfers costs no thread start each.
+      idle_++;
+      const bool woken = work_cv_.wait_for(lock, kIdleExit, [this] { return closing_ || !queue_.empty(); });
+      idle_--;
+      if (!woken) {
+        exited_.push_back(self);  // joined by the next start() or the destructor
+        return;
+      }
+      continue;
     }
+    std::shared_ptr<Transfer> x = queue_.front();
+    queue_.pop_front();
+    lock.unlock();
+    run(*x);
+    lock.lock();
   }
+}
+
+void GlooPointToPoint::join_exited() {
+  for (auto it : exited_) {
+    it->join();  // returns at once: the thread has only its return left
+    threads_.erase(it);
+  }
+  exited_.clear();
 }
 
 Error GlooPointToPoint::closed(const Transfer& transfer) const {
@@ -251,7 +280,7 @@ void GlooPointToPoint::run(Transfer& x) {
   x.tensor = Tensor();  // not kept until the thread is reaped: the caller may free a large tensor now
   x.work->finish(error);
   std::lock_guard<std::mutex> lock(mutex_);
-  x.finished = true;
+  active_.remove_if([&x](const std::shared_ptr<Transfer>& t) { return t.get() == &x; });
 }
 
 }  // namespace ddp4j

@@ -5,6 +5,7 @@
 #pragma once
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -31,8 +32,9 @@ namespace ddp4j {
 /**
  * The point-to-point transfers of one process group. Not collectives: only the two ranks take
  * part, they do not count in the group's collective numbering and they run beside its
- * collectives, each transfer on a thread of its own (so that, as in PyTorch, two ranks may each
- * isend to the other and then recv without deadlock).
+ * collectives. Everything a transfer sends or receives is posted at the call; a worker thread of
+ * its own (from a pool of idle ones, else a new one) then waits for it, so that, as in PyTorch,
+ * two ranks may each isend to the other and then recv without deadlock.
  *
  * Matching: the k-th send from rank a to rank b with tag t meets the k-th recv on b from a with
  * tag t. Errors surface through the Work: Error(Distributed) when the two calls disagree
@@ -90,7 +92,11 @@ class GlooPointToPoint {
             std::chrono::steady_clock::time_point deadline);
   /** Error(Distributed): the transfer stopped because this rank closed its group. */
   Error closed(const Transfer& transfer) const;
-  void reap_finished();  // joins threads of finished transfers (under mutex_)
+  void worker_loop(std::list<std::thread>::iterator self);
+  void join_exited();  // joins workers that left after kIdleExit (under mutex_)
+
+  /** How long an idle worker waits for another transfer before its thread ends. */
+  static constexpr std::chrono::seconds kIdleExit{10};
 
   const std::shared_ptr<gloo::Context> context_;
   const int rank_;
@@ -103,7 +109,12 @@ class GlooPointToPoint {
   bool closing_ = false;
   std::map<std::pair<int, int>, uint64_t> sends_;  // (dst, tag) -> sends issued
   std::map<std::pair<int, int>, uint64_t> recvs_;  // (src, tag) -> recvs issued
-  std::list<std::pair<std::shared_ptr<Transfer>, std::thread>> running_;
+  std::list<std::shared_ptr<Transfer>> active_;  // posted and not finished, for close()
+  std::deque<std::shared_ptr<Transfer>> queue_;  // waiting for a worker
+  std::list<std::thread> threads_;               // the workers
+  std::vector<std::list<std::thread>::iterator> exited_;
+  size_t idle_ = 0;  // workers waiting for a transfer
+  std::condition_variable work_cv_;
   // Buffers (and their tensors) that Gloo may still point to: eager posts whose peer disagreed,
   // transfers of a closing group. Freed by the destructor, after the connections closed.
   std::vector<std::pair<std::vector<std::shared_ptr<gloo::transport::UnboundBuffer>>, Tensor>> orphans_;
