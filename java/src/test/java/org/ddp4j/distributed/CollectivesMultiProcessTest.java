@@ -2,11 +2,8 @@ package org.ddp4j.distributed;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -83,41 +80,7 @@ class CollectivesMultiProcessTest {
 
     /** Runs CollectivesMain on {@code world} JVMs; fails unless each exits 0 within 150 s. Returns their outputs. */
     private static List<String> run(String mode, String shm, int world) throws Exception {
-        int port = DistributedTest.freePort();
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<Process> processes = new ArrayList<>();
-        List<String> outputs = new ArrayList<>();
-        try {
-            for (int rank = 0; rank < world; rank++) {
-                ProcessBuilder pb = new ProcessBuilder(java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp",
-                        System.getProperty("java.class.path"), CollectivesMain.class.getName(), mode);
-                Map<String, String> env = pb.environment();
-                env.remove("DDP4J_AGENT_STORE");
-                env.put("MASTER_ADDR", "127.0.0.1");
-                env.put("MASTER_PORT", Integer.toString(port));
-                env.put("WORLD_SIZE", Integer.toString(world));
-                env.put("RANK", Integer.toString(rank));
-                env.put("DDP4J_TIMEOUT_SECONDS", "90");
-                env.put("DDP4J_SHM", shm);
-                pb.redirectErrorStream(true);
-                processes.add(pb.start());
-            }
-            for (int rank = 0; rank < world; rank++) {
-                Process p = processes.get(rank);
-                if (!p.waitFor(150, TimeUnit.SECONDS)) {
-                    p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-                    fail("rank " + rank + " did not finish within 150 s; its output:\n"
-                            + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
-                }
-                String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                assertEquals(0, p.exitValue(), "rank " + rank + " output:\n" + out);
-                outputs.add(out);
-            }
-            return outputs;
-        } finally {
-            for (Process p : processes) {
-                p.destroyForcibly();
-            }
-        }
+        return RankProcesses.run(CollectivesMain.class, world, Map.of("DDP4J_TIMEOUT_SECONDS", "90", "DDP4J_SHM", shm),
+                Duration.ofSeconds(150), rank -> 0, mode);
     }
 }

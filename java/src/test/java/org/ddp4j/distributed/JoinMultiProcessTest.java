@@ -3,10 +3,8 @@ package org.ddp4j.distributed;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -105,42 +103,8 @@ class JoinMultiProcessTest {
     private static List<String> runRanks(String mode, String batches, String heads, String shm,
             java.util.function.IntUnaryOperator expectedExit) throws Exception {
         int world = batches.split(",").length;
-        int port = DistributedTest.freePort();
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<Process> processes = new ArrayList<>();
-        List<String> outputs = new ArrayList<>();
-        try {
-            for (int rank = 0; rank < world; rank++) {
-                ProcessBuilder pb = new ProcessBuilder(java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp",
-                        System.getProperty("java.class.path"), JoinMain.class.getName(), mode, batches, heads);
-                Map<String, String> env = pb.environment();
-                env.remove("DDP4J_AGENT_STORE");
-                env.put("MASTER_ADDR", "127.0.0.1");
-                env.put("MASTER_PORT", Integer.toString(port));
-                env.put("WORLD_SIZE", Integer.toString(world));
-                env.put("RANK", Integer.toString(rank));
-                env.put("DDP4J_TIMEOUT_SECONDS", "30");
-                env.put("DDP4J_SHM", shm);
-                pb.redirectErrorStream(true);
-                processes.add(pb.start());
-            }
-            for (int rank = 0; rank < world; rank++) {
-                Process p = processes.get(rank);
-                if (!p.waitFor(90, TimeUnit.SECONDS)) {
-                    p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-                    fail("rank " + rank + " did not finish within 90 s; its output:\n"
-                            + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
-                }
-                String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                assertEquals(expectedExit.applyAsInt(rank), p.exitValue(), "rank " + rank + " output:\n" + out);
-                outputs.add(out);
-            }
-            return outputs;
-        } finally {
-            for (Process p : processes) {
-                p.destroyForcibly();
-            }
-        }
+        return RankProcesses.run(JoinMain.class, world, Map.of("DDP4J_TIMEOUT_SECONDS", "30", "DDP4J_SHM", shm),
+                Duration.ofSeconds(90), expectedExit, mode, batches, heads);
     }
 
     /** Rank 0 runs out of batches and exits: rank 1's next backward fails at once, suggesting join. */
