@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import org.ddp4j.cuda.Cuda;
 import org.ddp4j.distributed.store.FileStore;
 import org.ddp4j.distributed.store.Store;
@@ -34,6 +35,12 @@ import org.ddp4j.tensor.Tensor;
  *
  * <p>Backends: {@code gloo} (CPU tensors) and {@code nccl} (GPU tensors, one GPU per process:
  * cuda:LOCAL_RANK; see {@link ProcessGroupNccl}).
+ *
+ * <p>The collectives' overloads that end in a {@code ProcessGroup group} argument are PyTorch's
+ * {@code group=} keyword: they run on that group (e.g. one from {@link #newGroup}), take
+ * {@code src}/{@code dst} as default-group ranks as PyTorch does, and on a rank outside the group
+ * do nothing and return a completed Work, as PyTorch returns without running. (A group's own
+ * methods, e.g. {@code group.broadcast(t, 0)}, take group ranks instead.)
  * The static methods are thread-safe.
  */
 public final class Distributed {
@@ -565,6 +572,133 @@ public final class Distributed {
     /** {@link #irecv(Tensor, int, int)} with tag 0. */
     public static Work irecv(Tensor tensor, int src) {
         return irecv(tensor, src, 0);
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // PyTorch's group= keyword (see the class comment): default-group ranks, no-ops off the group.
+
+    /** {@link #allReduce(Tensor, ReduceOp)} on {@code group}. Mirrors {@code all_reduce(tensor, op, group)}. */
+    public static void allReduce(Tensor tensor, ReduceOp op, ProcessGroup group) {
+        allReduceAsync(tensor, op, group).await();
+    }
+
+    /** Mirrors {@code all_reduce(tensor, op, group, async_op=True)}. */
+    public static Work allReduceAsync(Tensor tensor, ReduceOp op, ProcessGroup group) {
+        return onGroup(group) ? group.allReduce(tensor, op) : Work.COMPLETED;
+    }
+
+    /**
+     * {@link #broadcast(Tensor, int)} on {@code group} from default-group rank {@code src}. Mirrors
+     * {@code broadcast(tensor, src, group)}.
+     *
+     * @throws IllegalArgumentException if {@code src} is not a member of {@code group}
+     */
+    public static void broadcast(Tensor tensor, int src, ProcessGroup group) {
+        broadcastAsync(tensor, src, group).await();
+    }
+
+    /** Mirrors {@code broadcast(tensor, src, group, async_op=True)}. */
+    public static Work broadcastAsync(Tensor tensor, int src, ProcessGroup group) {
+        return onGroup(group) ? group.broadcast(tensor, groupRankOf("broadcast", "source", group, src)) : Work.COMPLETED;
+    }
+
+    /** {@link #reduce(Tensor, int, ReduceOp)} on {@code group} into default-group rank {@code dst}. Mirrors {@code reduce(tensor, dst, op, group)}. */
+    public static void reduce(Tensor tensor, int dst, ReduceOp op, ProcessGroup group) {
+        reduceAsync(tensor, dst, op, group).await();
+    }
+
+    /** Mirrors {@code reduce(tensor, dst, op, group, async_op=True)}. */
+    public static Work reduceAsync(Tensor tensor, int dst, ReduceOp op, ProcessGroup group) {
+        return onGroup(group) ? group.reduce(tensor, groupRankOf("reduce", "destination", group, dst), op)
+                : Work.COMPLETED;
+    }
+
+    /** {@link #allGather(List, Tensor)} on {@code group} (one output per member). Mirrors {@code all_gather(tensor_list, tensor, group)}. */
+    public static void allGather(List<Tensor> outputs, Tensor input, ProcessGroup group) {
+        allGatherAsync(outputs, input, group).await();
+    }
+
+    /** Mirrors {@code all_gather(tensor_list, tensor, group, async_op=True)}. */
+    public static Work allGatherAsync(List<Tensor> outputs, Tensor input, ProcessGroup group) {
+        return onGroup(group) ? group.allGather(outputs, input) : Work.COMPLETED;
+    }
+
+    /** {@link #allGatherIntoTensor(Tensor, Tensor)} on {@code group}; returns {@code output}. */
+    public static Tensor allGatherIntoTensor(Tensor output, Tensor input, ProcessGroup group) {
+        allGatherIntoTensorAsync(output, input, group).await();
+        return output;
+    }
+
+    /** Mirrors {@code all_gather_into_tensor(output, input, group, async_op=True)}. */
+    public static Work allGatherIntoTensorAsync(Tensor output, Tensor input, ProcessGroup group) {
+        return onGroup(group) ? group.allGatherIntoTensor(output, input) : Work.COMPLETED;
+    }
+
+    /** {@link #reduceScatter(Tensor, List, ReduceOp)} on {@code group} (one input per member). */
+    public static void reduceScatter(Tensor output, List<Tensor> inputs, ReduceOp op, ProcessGroup group) {
+        reduceScatterAsync(output, inputs, op, group).await();
+    }
+
+    /** Mirrors {@code reduce_scatter(output, input_list, op, group, async_op=True)}. */
+    public static Work reduceScatterAsync(Tensor output, List<Tensor> inputs, ReduceOp op, ProcessGroup group) {
+        return onGroup(group) ? group.reduceScatter(output, inputs, op) : Work.COMPLETED;
+    }
+
+    /** {@link #reduceScatterTensor(Tensor, Tensor, ReduceOp)} on {@code group}; returns {@code output}. */
+    public static Tensor reduceScatterTensor(Tensor output, Tensor input, ReduceOp op, ProcessGroup group) {
+        reduceScatterTensorAsync(output, input, op, group).await();
+        return output;
+    }
+
+    /** Mirrors {@code reduce_scatter_tensor(output, input, op, group, async_op=True)}. */
+    public static Work reduceScatterTensorAsync(Tensor output, Tensor input, ReduceOp op, ProcessGroup group) {
+        return onGroup(group) ? group.reduceScatterTensor(output, input, op) : Work.COMPLETED;
+    }
+
+    /** {@link #barrier()} on {@code group}. Mirrors {@code barrier(group)}. */
+    public static void barrier(ProcessGroup group) {
+        if (onGroup(group)) {
+            group.barrier().awaitBlocking();
+        }
+    }
+
+    /** {@link #send(Tensor, int, int)} on {@code group} to default-group rank {@code dst}. Mirrors {@code send(tensor, dst, group, tag)}. */
+    public static void send(Tensor tensor, int dst, ProcessGroup group, int tag) {
+        isend(tensor, dst, group, tag).await();
+    }
+
+    /** Mirrors {@code isend(tensor, dst, group, tag)}. */
+    public static Work isend(Tensor tensor, int dst, ProcessGroup group, int tag) {
+        return onGroup(group) ? group.send(tensor, groupRankOf("send", "destination", group, dst), tag) : Work.COMPLETED;
+    }
+
+    /**
+     * {@link #recv(Tensor, int, int)} on {@code group} from default-group rank {@code src}; returns
+     * {@code src}. Mirrors {@code recv(tensor, src, group, tag)}.
+     */
+    public static int recv(Tensor tensor, int src, ProcessGroup group, int tag) {
+        irecv(tensor, src, group, tag).await();
+        return src;
+    }
+
+    /** Mirrors {@code irecv(tensor, src, group, tag)}. */
+    public static Work irecv(Tensor tensor, int src, ProcessGroup group, int tag) {
+        return onGroup(group) ? group.recv(tensor, groupRankOf("recv", "source", group, src), tag) : Work.COMPLETED;
+    }
+
+    /** Whether this rank takes part in {@code group}'s collective (PyTorch: non-members return at once). */
+    private static boolean onGroup(ProcessGroup group) {
+        return Objects.requireNonNull(group, "group").isMember();
+    }
+
+    /** {@code group}'s rank of default-group rank {@code rank}, for an op's {@code role} ("source", ...). */
+    private static int groupRankOf(String op, String role, ProcessGroup group, int rank) {
+        int r = group.ranks().indexOf(rank);
+        if (r < 0) {
+            throw new IllegalArgumentException(op + ": " + role + " rank " + rank + " is not a member of the group "
+                    + group.ranks() + " (with a group argument, ranks are the default group's, as in PyTorch)");
+        }
+        return r;
     }
 
     /**

@@ -149,6 +149,23 @@ public final class CollectivesMain {
                 check(t.toFloatArray()[0] == value(mine.get(0), 0), "subgroup send/recv uses group ranks");
             }
         }
+        // PyTorch's group= form: source and destination are default-group ranks.
+        int last = mine.get(mine.size() - 1);
+        Tensor g = rank == last ? input(rank, 2) : Tensor.zeros(2);
+        Distributed.broadcast(g, last, sub);
+        check(g.toFloatArray()[1] == value(last, 1), "broadcast with group= (default-group source rank)");
+        Tensor gs = input(rank, 2);
+        Distributed.allReduce(gs, ReduceOp.SUM, sub);
+        check(gs.toFloatArray()[0] == sum(mine, 0), "allReduce with group=");
+        if (mine.size() > 1) {
+            if (rank == mine.get(0)) {
+                Distributed.send(input(rank, 2), mine.get(1), sub, 4);
+            } else if (rank == mine.get(1)) {
+                Tensor t = Tensor.zeros(2);
+                check(Distributed.recv(t, mine.get(0), sub, 4) == mine.get(0), "recv with group= returns the source");
+                check(t.toFloatArray()[1] == value(mine.get(0), 1), "send/recv with group=");
+            }
+        }
         // The default group goes on beside its subgroups.
         Tensor w = input(rank, 2);
         Distributed.allReduce(w, ReduceOp.SUM);
@@ -171,10 +188,20 @@ public final class CollectivesMain {
                 check(e.getMessage().equals("allReduce: rank 0 is not a member of this group (default-group ranks "
                         + rest + "); only members may call its collectives: check group.isMember() first"), e.getMessage());
             }
+            // PyTorch's group= form does nothing on a non-member.
+            Tensor untouched = Tensor.ones(1);
+            Distributed.allReduce(untouched, ReduceOp.SUM, tail);
+            Distributed.broadcast(untouched, 1, tail);
+            Distributed.barrier(tail);
+            check(untouched.toFloatArray()[0] == 1, "group= collectives are no-ops on a non-member");
         } else {
             Tensor t = Tensor.ones(1);
             tail.allReduce(t, ReduceOp.SUM).await();
             check(t.toFloatArray()[0] == n - 1, "tail group allReduce");
+            Tensor b2 = rank == 1 ? Tensor.of(new float[] {9}, 1) : Tensor.zeros(1);
+            Distributed.broadcast(b2, 1, tail);
+            check(b2.toFloatArray()[0] == 9, "broadcast with group= from default-group rank 1 (group rank 0)");
+            Distributed.barrier(tail);
         }
         Distributed.barrier();
     }

@@ -61,6 +61,9 @@ class NewGroupTest {
         Tensor out = Tensor.zeros(2);
         g.reduceScatterTensor(out, t, ReduceOp.MAX).await();
         assertArrayEquals(new float[] {1, 2}, out.toFloatArray());
+        var notMember = assertThrows(IllegalArgumentException.class, () -> Distributed.broadcast(t, 3, g));
+        assertEquals("broadcast: source rank 3 is not a member of the group [0] (with a group argument, ranks are the"
+                + " default group's, as in PyTorch)", notMember.getMessage());
         Distributed.destroyProcessGroup();
         assertTrue(((NativeProcessGroup) g).isClosed());
     }
