@@ -55,6 +55,8 @@ class CollectivesMultiProcessTest {
                 String alone = line(out, "caught rank=0 case=newgroup-alone: ");
                 assertTrue(alone.startsWith("newGroup([0, 1]) on rank 0 (group rank 0): rank 1 of 2 did not join within 2"),
                         alone);
+                assertTrue(alone.contains("(seen from rank 0): was it not calling newGroup with these ranks? (store: "),
+                        alone);
                 assertTrue(alone.contains("Ranks in this message are group ranks: group rank r is rank [0, 1][r] of the"
                         + " default group. Every member must call newGroup with the same ranks, and as often (call #"),
                         alone);
