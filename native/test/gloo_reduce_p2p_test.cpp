@@ -65,6 +65,9 @@ void test_reduce_and_reduce_scatter(bool shm) {
       Tensor mx = input_of(rank, n);
       pg.reduce(mx, 0, ReduceOp::MAX)->wait();
       if (rank == 0) CHECK_NEAR(mx.data<float>()[n - 1], value(world - 1, n - 1), 0.0);
+      Tensor avg_in = input_of(rank, n);
+      pg.reduce(avg_in, 2, ReduceOp::AVG)->wait();
+      CHECK_NEAR(avg_in.data<float>()[n - 1], rank == 2 ? sum_of(world, n - 1) / world : value(rank, n - 1), 1e-3);
 
       // reduce_scatter_tensor: output block = rank's slice of the sum.
       const int64_t block = n;

@@ -491,6 +491,13 @@ std::shared_ptr<Work> GlooProcessGroup::reduce(const Tensor& tensor, int root, R
   fp.numel = static_cast<uint64_t>(tensor.numel());
   fp.peer = static_cast<uint32_t>(root);
   const bool inline_ok = shm_inline(tensor.nbytes());
+  if (shm_only()) {
+    // The transport compares fingerprints (root included) in its descriptors, as for allReduce.
+    std::shared_ptr<HostCollectives> host = host_;
+    Tensor t = tensor;
+    return enqueue(fp, {tensor}, [t, root, op, host](uint32_t, const Fingerprint& f) { host->reduce(t, root, op, &f); },
+                   Check::kAlong, inline_ok);
+  }
   if (rank() == root) {
     Movement m = allreduce_movement(tensor, op);
     return enqueue(fp, {tensor}, std::move(m.run), m.check, inline_ok);

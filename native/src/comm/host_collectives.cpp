@@ -146,6 +146,15 @@ void HostCollectives::allreduce(const Tensor& t, ReduceOp op, uint32_t tag, cons
   }
 }
 
+void HostCollectives::reduce(const Tensor& t, int root, ReduceOp op, const Fingerprint* fp) {
+  if (t.numel() == 0) return;
+  void* p = t.raw_data();
+  // The transport's reduce leaves non-roots' buffers alone (their output is null) and skips the
+  // copy-out there: less than an all-reduce of a copy.
+  shm_->reduce(p, rank_ == root ? p : nullptr, static_cast<size_t>(t.numel()), t.dtype(), op,
+               local_index_[static_cast<size_t>(root)], fp);
+}
+
 void HostCollectives::broadcast(const Tensor& t, int root, uint32_t tag, const Fingerprint* fp) {
   if (t.numel() == 0) return;
   void* p = t.raw_data();

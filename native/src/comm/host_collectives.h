@@ -71,6 +71,11 @@ class HostCollectives {
    * host's ranks (see ShmTransport::allreduce).
    */
   void allreduce(const Tensor& t, ReduceOp op, uint32_t tag, const Fingerprint* fp = nullptr);
+  /**
+   * single_host() only: reduces every rank's `t` into group rank `root`'s `t` (in place there);
+   * the others' tensors are only read. AVG divides by the world size.
+   */
+  void reduce(const Tensor& t, int root, ReduceOp op, const Fingerprint* fp = nullptr);
   /** In place from group rank `root`. */
   void broadcast(const Tensor& t, int root, uint32_t tag, const Fingerprint* fp = nullptr);
   /** single_host() only: `bytes` per rank, group rank r's block at r * bytes of `out`. */
