@@ -492,11 +492,13 @@ std::shared_ptr<Work> GlooProcessGroup::reduce(const Tensor& tensor, int root, R
   fp.peer = static_cast<uint32_t>(root);
   const bool inline_ok = shm_inline(tensor.nbytes());
   if (shm_only()) {
-    // The transport compares fingerprints (root included) in its descriptors, as for allReduce.
+    // The fingerprints are exchanged first (through the segment, microseconds), as for broadcast:
+    // the transport's small reduce lets a non-root publish and leave without reading its peers,
+    // so it would not notice a peer that named another root.
     std::shared_ptr<HostCollectives> host = host_;
     Tensor t = tensor;
     return enqueue(fp, {tensor}, [t, root, op, host](uint32_t, const Fingerprint& f) { host->reduce(t, root, op, &f); },
-                   Check::kAlong, inline_ok);
+                   Check::kBefore, inline_ok);
   }
   if (rank() == root) {
     Movement m = allreduce_movement(tensor, op);
