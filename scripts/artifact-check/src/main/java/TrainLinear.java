@@ -1,7 +1,7 @@
 import java.util.Arrays;
 import org.ddp4j.distributed.Distributed;
-import org.ddp4j.distributed.DistributedDataParallel;
-import org.ddp4j.distributed.DistributedSampler;
+import org.ddp4j.nn.parallel.DistributedDataParallel;
+import org.ddp4j.data.DistributedSampler;
 import org.ddp4j.nn.Linear;
 import org.ddp4j.nn.MSELoss;
 import org.ddp4j.optim.SGD;

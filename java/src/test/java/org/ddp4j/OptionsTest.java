@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.ddp4j.distributed.DistributedDataParallel;
-import org.ddp4j.distributed.DistributedDataParallelOptions;
-import org.ddp4j.distributed.DistributedSampler;
+import org.ddp4j.nn.parallel.DistributedDataParallel;
+import org.ddp4j.nn.parallel.DistributedDataParallelOptions;
+import org.ddp4j.data.DistributedSampler;
 import org.ddp4j.nn.Conv2d;
 import org.ddp4j.optim.SGD;
 import org.ddp4j.tensor.Generator;

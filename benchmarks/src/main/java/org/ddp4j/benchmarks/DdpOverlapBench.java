@@ -4,7 +4,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.ddp4j.distributed.Distributed;
-import org.ddp4j.distributed.DistributedDataParallel;
+import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.examples.ConvNet;
 import org.ddp4j.nn.CrossEntropyLoss;

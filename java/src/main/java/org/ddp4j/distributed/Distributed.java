@@ -11,6 +11,12 @@ import org.ddp4j.distributed.store.Store;
 import org.ddp4j.distributed.store.TcpStore;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;
+import org.ddp4j.multiprocessing.Spawn;
+import org.ddp4j.multiprocessing.SpawnFunction;
+import org.ddp4j.distributed.environment.ClusterEnvironment;
+import org.ddp4j.distributed.rendezvous.InitKeySpace;
+import org.ddp4j.distributed.rendezvous.InitMethod;
+import org.ddp4j.distributed.rendezvous.ProcessIdentity;
 
 /**
  * The default process group and collectives on it: ddp4j's {@code torch.distributed} module.
@@ -99,14 +105,11 @@ public final class Distributed {
             throw new IllegalStateException("the default process group is already initialized (rank "
                     + defaultGroup.rank() + " of " + defaultGroup.size() + "); call destroyProcessGroup() first");
         }
-        World world = createWorld(backend, initMethod, worldSize, rank, timeout, System.getenv());
+        World world = World.create(backend, initMethod, worldSize, rank, timeout, System.getenv());
         defaultGroup = world.group();
         subgroups = world.subgroups();
         return defaultGroup;
     }
-
-    /** A default group and the subgroups that may be made from it. */
-    record World(ProcessGroup group, Subgroups subgroups) {}
 
     /**
      * Creates a group without making it the default: the work of {@link #initProcessGroup}, with
@@ -114,85 +117,7 @@ public final class Distributed {
      */
     static ProcessGroup createProcessGroup(String backend, String initMethod, int worldSize, int rank,
             Duration timeout, Map<String, String> env) {
-        return createWorld(backend, initMethod, worldSize, rank, timeout, env).group();
-    }
-
-    private static World createWorld(String backend, String initMethod, int worldSize, int rank, Duration timeout,
-            Map<String, String> env) {
-        boolean nccl = checkBackend(backend);
-        // The GPU first: without one, "nccl" fails here, before any rendezvous waits for peers.
-        Device device = nccl ? ncclDevice(ClusterEnvironment.resolve(env)) : Device.CPU; // srun: SLURM_LOCALID
-        Duration t = timeout != null ? timeout : defaultTimeout(env);
-        if (t.isNegative() || t.isZero()) {
-            throw new IllegalArgumentException("timeout must be positive, got " + t);
-        }
-        InitMethod.Membership r = InitMethod.rendezvous(initMethod, worldSize, rank, t, env);
-        try {
-            Store store = InitKeySpace.enter(r.store(), r.rank(), r.worldSize(), t,
-                    ProcessIdentity.current(r.localAddress()));
-            ProcessGroup group;
-            if (nccl) {
-                group = new ProcessGroupNccl(store, r.rank(), r.worldSize(), t, device, r.owned());
-            } else {
-                GlooOptions options = GlooOptions.fromEnvironment(env);
-                String hostname = ProcessGroupGloo.defaultHostname(r.masterAddr(), options);
-                group = new ProcessGroupGloo(store, r.rank(), r.worldSize(), t, hostname, r.owned(), options);
-            }
-            return new World(group, new Subgroups(group, store, r.masterAddr(), env));
-        } catch (RuntimeException e) {
-            try {
-                r.owned().close();
-            } catch (Exception suppressed) {
-                e.addSuppressed(suppressed);
-            }
-            throw e;
-        }
-    }
-
-    /** Whether the backend is nccl (else gloo). */
-    static boolean checkBackend(String backend) {
-        String b = backend == null ? "gloo" : backend.trim().toLowerCase(Locale.ROOT);
-        if (b.equals("gloo")) {
-            return false;
-        }
-        if (b.equals("nccl")) {
-            return true;
-        }
-        throw new IllegalArgumentException("unknown backend \"" + backend + "\": ddp4j's backends are gloo (CPU) and"
-                + " nccl (CUDA)" + (b.contains(":") ? "; \"" + backend + "\" looks like an init method: use"
-                + " initProcessGroup(\"gloo\", \"" + backend + "\", -1, -1)" : ""));
-    }
-
-    /**
-     * This process's GPU for the nccl backend: cuda:LOCAL_RANK ({@link Cuda#localDevice}).
-     *
-     * @throws IllegalStateException "nccl backend: no CUDA device usable by this process (...)" on a
-     *     machine without a GPU, or with a build without the CUDA library
-     */
-    static Device ncclDevice(Map<String, String> env) {
-        try {
-            return Cuda.localDevice(env);
-        } catch (IllegalStateException | UnsatisfiedLinkError e) {
-            throw new IllegalStateException("nccl backend: no CUDA device usable by this process (" + e.getMessage()
-                    + "); use the gloo backend (CPU tensors) on machines without a GPU", e);
-        }
-    }
-
-    /** 30 minutes, or DDP4J_TIMEOUT_SECONDS (a positive number of seconds) when set. */
-    static Duration defaultTimeout(Map<String, String> env) {
-        String raw = env.get("DDP4J_TIMEOUT_SECONDS");
-        if (raw == null || raw.isBlank()) {
-            return DEFAULT_TIMEOUT;
-        }
-        try {
-            double seconds = Double.parseDouble(raw.trim());
-            if (!(seconds > 0) || Double.isInfinite(seconds)) {
-                throw new NumberFormatException();
-            }
-            return Duration.ofMillis(Math.max(1, Math.round(seconds * 1000)));
-        } catch (NumberFormatException e) {
-            throw new IllegalStateException("DDP4J_TIMEOUT_SECONDS=\"" + raw + "\" is not a positive number of seconds");
-        }
+        return World.create(backend, initMethod, worldSize, rank, timeout, env).group();
     }
 
     /** Whether the default group exists. Mirrors {@code is_initialized()}. */
@@ -702,20 +627,21 @@ public final class Distributed {
     }
 
     /**
-     * Runs {@code fn(index, args)} in {@code nprocs} new local JVMs and waits for them; mirrors
-     * {@code torch.multiprocessing.spawn(fn, args, nprocs)}. {@code fn} must be a static method
-     * reference such as {@code MyTrainer::train}; see {@link Spawn} for the environment
-     * ({@link Spawn#env}), output prefixes and {@code join=False} ({@link Spawn#start()}).
+     * Mirrors {@code torch.multiprocessing.spawn}.
      *
-     * @throws SpawnException naming the first worker that failed (the others are stopped)
-     * @throws IllegalArgumentException if fn is not a static method a new JVM can find
+     * @deprecated spawn lives where PyTorch keeps it: use
+     *     {@link org.ddp4j.multiprocessing.Spawn#spawn(SpawnFunction, int, String...)}
      */
+    @Deprecated
     public static void spawn(SpawnFunction fn, int nprocs, String... args) {
-        Spawn.of(fn).nprocs(nprocs).args(args).run();
+        Spawn.spawn(fn, nprocs, args);
     }
 
-    /** {@link #spawn(SpawnFunction, int, String...)} for {@code static void methodName(int index, String[] args)} of type. */
+    /**
+     * @deprecated use {@link org.ddp4j.multiprocessing.Spawn#spawn(Class, String, int, String...)}
+     */
+    @Deprecated
     public static void spawn(Class<?> type, String methodName, int nprocs, String... args) {
-        Spawn.of(type, methodName).nprocs(nprocs).args(args).run();
+        Spawn.spawn(type, methodName, nprocs, args);
     }
 }

@@ -94,7 +94,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
     }
 
     @Override
-    synchronized Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
+    public synchronized Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
         checkTensor("allReduce", "tensor", tensor);
         long work = ProcessGroupNatives.allReduceUnchecked(handle("allReduce"), tensor.nativeHandle(), op.ordinal(),
                 runInline, bucket, buckets);

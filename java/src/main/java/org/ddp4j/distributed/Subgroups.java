@@ -10,6 +10,7 @@ import java.util.TreeSet;
 import org.ddp4j.distributed.store.PrefixStore;
 import org.ddp4j.distributed.store.Store;
 import org.ddp4j.tensor.Device;
+import org.ddp4j.distributed.environment.ClusterEnvironment;
 
 /**
  * The subgroups of one default group ({@link Distributed#newGroup}): each is a process group of
@@ -48,7 +49,7 @@ final class Subgroups implements AutoCloseable {
      */
     synchronized ProcessGroup newGroup(List<Integer> ranks, Duration timeout, String backend) {
         List<Integer> members = members(ranks);
-        String b = backend == null ? world.backend() : Distributed.checkBackend(backend) ? "nccl" : "gloo";
+        String b = backend == null ? world.backend() : World.checkBackend(backend) ? "nccl" : "gloo";
         Duration t = timeout != null ? timeout : ((NativeProcessGroup) world).timeout();
         int me = world.rank();
         int k = calls.merge(members, 1, Integer::sum);
@@ -65,7 +66,7 @@ final class Subgroups implements AutoCloseable {
         try {
             if (b.equals("nccl")) {
                 Device device = world instanceof ProcessGroupNccl n ? n.device()
-                        : Distributed.ncclDevice(ClusterEnvironment.resolve(env));
+                        : World.ncclDevice(ClusterEnvironment.resolve(env));
                 group = new ProcessGroupNccl(groupStore, groupRank, members.size(), t, device, null);
             } else {
                 GlooOptions options = GlooOptions.fromEnvironment(env);

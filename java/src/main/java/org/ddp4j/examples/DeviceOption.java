@@ -4,7 +4,7 @@ import java.util.Locale;
 import java.util.Map;
 import org.ddp4j.cuda.Cuda;
 import org.ddp4j.cuda.DeviceAssignment;
-import org.ddp4j.distributed.ClusterEnvironment;
+import org.ddp4j.distributed.environment.ClusterEnvironment;
 import org.ddp4j.tensor.Device;
 import picocli.CommandLine.Option;
 

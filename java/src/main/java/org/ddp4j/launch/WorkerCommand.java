@@ -13,7 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.ddp4j.internal.WorkerJvm;
+import org.ddp4j.multiprocessing.WorkerJvm;
 
 /**
  * Turns the launcher's positional arguments into the command line of one worker.

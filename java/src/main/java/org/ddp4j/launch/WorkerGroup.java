@@ -8,8 +8,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
-import org.ddp4j.internal.OutputPump;
-import org.ddp4j.internal.Processes;
+import org.ddp4j.multiprocessing.OutputPump;
+import org.ddp4j.multiprocessing.Processes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -2,12 +2,12 @@ package org.ddp4j.launch;
 
 import java.io.FileDescriptor;
 import java.io.FileInputStream;
-import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.Arrays;
+import org.ddp4j.multiprocessing.Lifeline;
 
 /**
  * The bootstrap main of every Java worker the launcher starts:
@@ -42,7 +42,9 @@ public final class WorkerMain {
             System.err.println("WorkerMain: missing the main class to run (the launcher passes it)");
             System.exit(2);
         }
-        watchLifeline(new FileInputStream(FileDescriptor.in));
+        String rank = System.getenv("RANK");
+        Lifeline.watch(new FileInputStream(FileDescriptor.in), "ddp4j worker" + (rank == null ? "" : " rank " + rank),
+                "launcher", ORPHAN_EXIT_CODE);
         System.setIn(InputStream.nullInputStream());
         Method main;
         try {
@@ -63,27 +65,5 @@ public final class WorkerMain {
         } catch (InvocationTargetException e) {
             throw e.getCause(); // the user's exception, as if main had been called directly
         }
-    }
-
-    /** Starts the daemon thread that halts this JVM when {@code lifeline} reaches end of file. */
-    static Thread watchLifeline(InputStream lifeline) {
-        Thread t = new Thread(() -> {
-            byte[] sink = new byte[64];
-            try {
-                while (lifeline.read(sink) >= 0) {
-                    // the launcher writes nothing; anything read is ignored
-                }
-            } catch (IOException e) {
-                // a broken pipe means the same as end of file
-            }
-            String rank = System.getenv("RANK");
-            System.err.println("ddp4j worker" + (rank == null ? "" : " rank " + rank)
-                    + ": the launcher is gone (its pipe closed); exiting");
-            System.err.flush();
-            Runtime.getRuntime().halt(ORPHAN_EXIT_CODE);
-        }, "ddp4j-worker-lifeline");
-        t.setDaemon(true);
-        t.start();
-        return t;
     }
 }

@@ -1,8 +1,12 @@
 package org.ddp4j.tensor;
 
-import org.ddp4j.cuda.Cuda;
+import org.ddp4j.internal.CudaNatives;
+import org.ddp4j.internal.NativeLibrary;
 
-/** The check every tensor creation on a GPU goes through: load the CUDA library, check the ordinal. */
+/**
+ * The check every tensor creation on a GPU goes through: load the CUDA library, check the ordinal.
+ * It calls the JNI layer itself rather than {@code org.ddp4j.cuda.Cuda}, which builds on tensors.
+ */
 final class Devices {
     private Devices() {}
 
@@ -14,7 +18,8 @@ final class Devices {
      */
     static void require(Device device) {
         if (device.isCuda()) {
-            Cuda.checkDevice(device);
+            NativeLibrary.loadCuda();
+            CudaNatives.checkDevice(device.index());
         }
     }
 }

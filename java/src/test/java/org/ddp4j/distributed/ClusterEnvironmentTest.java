@@ -1,5 +1,6 @@
 package org.ddp4j.distributed;
 
+import org.ddp4j.testing.Ranks;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -18,6 +19,8 @@ import java.util.concurrent.TimeUnit;
 import org.ddp4j.tensor.Tensor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.ddp4j.distributed.environment.ClusterEnvironment;
+import org.ddp4j.distributed.environment.SlurmEnvironment;
 
 /**
  * env:// under clusters: a task of a SLURM job step gets the torch variables from SLURM's, each

@@ -1,5 +1,6 @@
 package org.ddp4j.distributed;
 
+import org.ddp4j.testing.Ranks;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -17,6 +18,7 @@ import org.ddp4j.tensor.Tensors;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.ddp4j.nn.parallel.DistributedDataParallel;
 
 /**
  * Issue 10, part 3: rank 0 in a DDP backward while another rank all-reduces a metric. DDP's

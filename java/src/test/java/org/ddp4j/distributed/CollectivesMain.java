@@ -8,6 +8,8 @@ import org.ddp4j.nn.Linear;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.nn.parallel.DistributedDataParallel;
+import org.ddp4j.nn.parallel.DistributedDataParallelOptions;
 
 /**
  * A rank process for {@link CollectivesMultiProcessTest} (env://, 2 to 4 ranks): issue 12's

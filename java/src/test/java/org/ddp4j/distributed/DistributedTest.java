@@ -1,5 +1,6 @@
 package org.ddp4j.distributed;
 
+import org.ddp4j.testing.Ranks;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -88,9 +89,9 @@ class DistributedTest {
 
     @Test
     void timeoutDefaultsAndOverride() {
-        assertEquals(Duration.ofMinutes(30), Distributed.defaultTimeout(Map.of()));
-        assertEquals(Duration.ofMillis(1500), Distributed.defaultTimeout(Map.of("DDP4J_TIMEOUT_SECONDS", "1.5")));
-        assertThrows(IllegalStateException.class, () -> Distributed.defaultTimeout(Map.of("DDP4J_TIMEOUT_SECONDS", "-3")));
+        assertEquals(Duration.ofMinutes(30), World.defaultTimeout(Map.of()));
+        assertEquals(Duration.ofMillis(1500), World.defaultTimeout(Map.of("DDP4J_TIMEOUT_SECONDS", "1.5")));
+        assertThrows(IllegalStateException.class, () -> World.defaultTimeout(Map.of("DDP4J_TIMEOUT_SECONDS", "-3")));
     }
 
     @Test

@@ -4,6 +4,7 @@ import org.ddp4j.nn.Linear;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.nn.parallel.DistributedDataParallel;
 
 /**
  * A worker for the multi-process version of issue 10's scenario: joins the default group through

@@ -1,5 +1,6 @@
 package org.ddp4j.distributed;
 
+import org.ddp4j.testing.RankProcesses;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;

@@ -1,5 +1,7 @@
 package org.ddp4j.distributed;
 
+import org.ddp4j.testing.RankProcesses;
+import org.ddp4j.testing.Ranks;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;

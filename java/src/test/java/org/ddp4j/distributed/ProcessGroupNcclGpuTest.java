@@ -1,5 +1,6 @@
 package org.ddp4j.distributed;
 
+import org.ddp4j.testing.Ranks;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -8,7 +8,7 @@ import java.util.List;
 import org.ddp4j.data.Batch;
 import org.ddp4j.data.DataLoader;
 import org.ddp4j.data.TensorDataset;
-import org.ddp4j.distributed.DistributedDataParallel;
+import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.distributed.ProcessGroupGloo;
 import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.nn.CrossEntropyLoss;

@@ -3,7 +3,7 @@ package org.ddp4j.examples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
-import org.ddp4j.distributed.DistributedDataParallel;
+import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.distributed.ProcessGroupGloo;
 import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.nn.CrossEntropyLoss;

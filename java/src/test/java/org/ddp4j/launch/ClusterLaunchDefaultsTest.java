@@ -20,7 +20,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import org.ddp4j.cuda.Cuda;
-import org.ddp4j.distributed.SlurmEnvironment;
+import org.ddp4j.distributed.environment.SlurmEnvironment;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

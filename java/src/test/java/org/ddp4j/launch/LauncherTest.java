@@ -24,8 +24,8 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.ddp4j.internal.WorkerJvm;
-import org.ddp4j.internal.Processes;
+import org.ddp4j.multiprocessing.WorkerJvm;
+import org.ddp4j.multiprocessing.Processes;
 
 /** Runs the launcher in-process against real worker JVMs ({@link LaunchTestWorker}) and commands. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)

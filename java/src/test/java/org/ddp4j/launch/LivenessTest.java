@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.ddp4j.internal.WorkerJvm;
-import org.ddp4j.internal.Processes;
+import org.ddp4j.multiprocessing.WorkerJvm;
+import org.ddp4j.multiprocessing.Processes;
 
 /**
  * Liveness between nodes with the default keep-alive (1 s interval, 20 s timeout): two launchers

@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.data.MnistDataset;
-import org.ddp4j.internal.WorkerJvm;
+import org.ddp4j.multiprocessing.WorkerJvm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

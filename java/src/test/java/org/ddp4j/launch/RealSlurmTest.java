@@ -20,12 +20,12 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
-import org.ddp4j.distributed.SlurmEnvironment;
+import org.ddp4j.distributed.environment.SlurmEnvironment;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.ddp4j.internal.WorkerJvm;
+import org.ddp4j.multiprocessing.WorkerJvm;
 
 /**
  * ddp4j under a real SLURM: a one-node cluster of Debian's slurmctld, slurmd and munge, started

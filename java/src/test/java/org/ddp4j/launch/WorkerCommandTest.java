@@ -16,7 +16,7 @@ import java.util.jar.JarOutputStream;
 import javax.tools.ToolProvider;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.ddp4j.internal.WorkerJvm;
+import org.ddp4j.multiprocessing.WorkerJvm;
 
 class WorkerCommandTest {
 

@@ -9,7 +9,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.ddp4j.distributed.DistributedDataParallel;
+import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.distributed.ProcessGroupGloo;
 import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.examples.ConvNet;

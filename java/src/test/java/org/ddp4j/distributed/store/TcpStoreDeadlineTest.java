@@ -162,6 +162,7 @@ class TcpStoreDeadlineTest {
             try (TcpStore c = TcpStore.client(HOST, port, Duration.ofSeconds(2), o)) {
                 c.set("k", "v".getBytes(StandardCharsets.UTF_8));
                 new ProcessBuilder("kill", "-STOP", Long.toString(p.pid())).start().waitFor();
+                awaitStopped(p.pid());
                 DistributedTimeoutException e = timesOut(() -> c.get("k"), 4_000, 15_000);
                 assertEquals("The TcpStore at " + HOST + ":" + port + " did not answer get(\"k\") within 7000 ms: the"
                         + " master (rank 0, or node 0's launcher) may be stopped or hung, or the network to it may be"
@@ -174,5 +175,22 @@ class TcpStoreDeadlineTest {
         } finally {
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
         }
+    }
+
+    /**
+     * Waits until the kernel shows the process stopped (state T in /proc/PID/stat): kill returns
+     * once the signal is sent, and a loaded machine may let the store answer one more call first.
+     */
+    private static void awaitStopped(long pid) throws Exception {
+        Path stat = Path.of("/proc", Long.toString(pid), "stat");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (System.nanoTime() < deadline) {
+            String s = java.nio.file.Files.readString(stat);
+            if (s.substring(s.lastIndexOf(')') + 2).startsWith("T")) {
+                return;
+            }
+            Thread.sleep(5);
+        }
+        throw new AssertionError("the store process " + pid + " did not stop within 10 s of SIGSTOP");
     }
 }

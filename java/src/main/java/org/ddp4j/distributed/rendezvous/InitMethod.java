@@ -1,0 +1,233 @@
+package org.ddp4j.distributed.rendezvous;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.ddp4j.distributed.store.FileStore;
+import org.ddp4j.distributed.store.PrefixStore;
+import org.ddp4j.distributed.store.Store;
+import org.ddp4j.distributed.store.TcpStore;
+import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.environment.ClusterEnvironment;
+
+/**
+ * Turns an init method ({@code env://}, {@code tcp://host:port}, {@code file:///path}) plus the
+ * environment into a store, a rank and a world size. Mirrors {@code torch.distributed.rendezvous}.
+ */
+public final class InitMethod {
+    /** ddp4j's launcher as each kind of user runs it: from a checkout, from Maven's jars, as the launcher jar. */
+    public static final String LAUNCHER = "scripts/ddp4j-run (in a ddp4j checkout), java -cp \"app.jar:libs/*\""
+            + " org.ddp4j.launch.Launcher --nproc-per-node N my.Main, or java -jar ddp4j-VERSION-launcher.jar"
+            + " --classpath app.jar --nproc-per-node N my.Main";
+
+    public static final String LAUNCHER_HINT = "start the workers with ddp4j's torchrun, the launcher: " + LAUNCHER
+            + "; or set MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK yourself";
+
+    /**
+     * What a rendezvous produced. {@code store} is the one to hand to the process group; {@code owned} closes what was
+     * opened; {@code localAddress} is this process's address as the store sees it (null for file://).
+     */
+    public record Membership(Store store, int rank, int worldSize, String masterAddr, AutoCloseable owned, String localAddress) {}
+
+    private InitMethod() {}
+
+    /**
+     * @param worldSize the world size, or -1 to take it from the init method / environment
+     * @param rank this rank, or -1 to take it from the init method / environment
+     * @param processEnv the environment; a task of a SLURM job step gets its missing torch variables
+     *     from SLURM's ({@link ClusterEnvironment#resolve})
+     * @throws IllegalStateException if env:// lacks variables (all are named) or a variable is malformed
+     * @throws IllegalArgumentException for an unsupported or malformed init method, or a rank outside the world
+     * @throws DistributedException if the store cannot be opened (e.g. rank 0's port is in use)
+     */
+    public static Membership rendezvous(String initMethod, int worldSize, int rank, Duration timeout,
+            Map<String, String> processEnv) {
+        Map<String, String> env = ClusterEnvironment.resolve(processEnv); // srun's tasks: RANK etc. from SLURM
+        String method = initMethod == null || initMethod.isBlank() ? "env://" : initMethod.trim();
+        if (method.equals("env://") || method.equals("env:")) {
+            return env(worldSize, rank, timeout, env);
+        }
+        URI uri;
+        try {
+            uri = new URI(method);
+        } catch (URISyntaxException e) {
+            throw new IllegalArgumentException("malformed init method \"" + method + "\": " + e.getMessage()
+                    + "; use env://, tcp://host:port or file:///path");
+        }
+        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase();
+        Map<String, String> query = query(uri.getRawQuery());
+        switch (scheme) {
+            case "tcp": {
+                String host = uri.getHost();
+                int port = uri.getPort();
+                if (host == null || port <= 0 || port > 65535) {
+                    throw new IllegalArgumentException("init method \"" + method + "\" needs a host and a port:"
+                            + " tcp://host:port, e.g. tcp://10.0.0.1:29500");
+                }
+                if (host.startsWith("[") && host.endsWith("]")) {
+                    host = host.substring(1, host.length() - 1);
+                }
+                int world = worldOrRank(worldSize, query.get("world_size"), "WORLD_SIZE", "worldSize", method, env);
+                int r = worldOrRank(rank, query.get("rank"), "RANK", "rank", method, env);
+                checkRank(r, world);
+                return tcp(host, port, world, r, timeout, env);
+            }
+            case "file": {
+                String path = uri.getPath();
+                if (path == null || path.isEmpty()) {
+                    throw new IllegalArgumentException("init method \"" + method + "\" needs a path: file:///path/to/file");
+                }
+                int world = worldOrRank(worldSize, query.get("world_size"), "WORLD_SIZE", "worldSize", method, env);
+                int r = worldOrRank(rank, query.get("rank"), "RANK", "rank", method, env);
+                checkRank(r, world);
+                FileStore store = new FileStore(Path.of(path), timeout);
+                return new Membership(store, r, world, null, store, null);
+            }
+            default:
+                throw new IllegalArgumentException("unsupported init method \"" + method
+                        + "\": use env:// (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK), tcp://host:port or file:///path");
+        }
+    }
+
+    private static Membership env(int worldSize, int rank, Duration timeout, Map<String, String> env) {
+        List<String> missing = new ArrayList<>();
+        for (String name : List.of("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")) {
+            boolean given = (name.equals("WORLD_SIZE") && worldSize >= 0) || (name.equals("RANK") && rank >= 0);
+            String value = env.get(name);
+            if (!given && (value == null || value.isBlank())) {
+                missing.add(name);
+            }
+        }
+        if (!missing.isEmpty()) {
+            String which = missing.size() == 4 ? "none of them is set"
+                    : String.join(", ", missing) + (missing.size() == 1 ? " is" : " are") + " not set";
+            throw new IllegalStateException("env:// initialization needs the environment variables MASTER_ADDR,"
+                    + " MASTER_PORT, WORLD_SIZE and RANK, but " + which + " (this process was not started by the"
+                    + " launcher): " + LAUNCHER_HINT + ClusterEnvironment.missingHint(env));
+        }
+        String addr = env.get("MASTER_ADDR").trim();
+        int port = parseEnvInt(env, "MASTER_PORT", 1, 65535);
+        int world = worldSize >= 0 ? worldSize : parseEnvInt(env, "WORLD_SIZE", 1, Integer.MAX_VALUE);
+        int r = rank >= 0 ? rank : parseEnvInt(env, "RANK", 0, Integer.MAX_VALUE);
+        checkRank(r, world);
+        return tcp(addr, port, world, r, timeout, env);
+    }
+
+    /** A TcpStore at host:port: the launcher's (DDP4J_AGENT_STORE=1), or hosted by rank 0. */
+    private static Membership tcp(String host, int port, int world, int rank, Duration timeout, Map<String, String> env) {
+        if ("1".equals(trim(env.get("DDP4J_AGENT_STORE"))) && isLaunchersStore(host, port, env)) {
+            // The launcher hosts the store; each restart of the workers uses a fresh namespace.
+            String restart = trim(env.get("DDP4J_RESTART_COUNT"));
+            TcpStore client = TcpStore.client(host, port, timeout);
+            return new Membership(new PrefixStore("ddp4j/worker/" + (restart == null || restart.isEmpty() ? "0" : restart),
+                    client), rank, world, host, client, client.localAddress());
+        }
+        // Rank 0 listens on the master address only (see StoreBindAddress for the exceptions).
+        TcpStore store;
+        try {
+            store = rank == 0 ? TcpStore.server(host, port, timeout) : TcpStore.client(host, port, timeout);
+        } catch (DistributedException e) {
+            throw rank == 0 && String.valueOf(e.getMessage()).contains("already in use") ? secondRankZero(host, port, e) : e;
+        }
+        return new Membership(store, rank, world, host, store, store.localAddress());
+    }
+
+    /**
+     * Rank 0 could not listen on the master port. If a store of this job already serves it and
+     * holds a rank 0 claim, this process is a second RANK 0: say so, naming both claims.
+     */
+    private static DistributedException secondRankZero(String host, int port, DistributedException portInUse) {
+        try (TcpStore other = TcpStore.client(host, port, Duration.ofSeconds(2))) {
+            long init = other.add(InitKeySpace.countKey(0), 0);
+            String key = InitKeySpace.claimKey(init, 0);
+            if (init > 0 && other.check(List.of(key))) {
+                ProcessIdentity first = ProcessIdentity.decode(new String(other.get(key), StandardCharsets.UTF_8));
+                ProcessIdentity me = ProcessIdentity.current(other.localAddress());
+                String msg = "RANK 0 was claimed twice: by " + first.description() + ", which hosts the store at " + host
+                        + ":" + port + ", and by " + me.description() + "; give each process its own RANK, or start them"
+                        + " with the launcher (scripts/ddp4j-run or org.ddp4j.launch.Launcher), which assigns the ranks";
+                if (!other.check(List.of(InitKeySpace.doneKey(init, 0)))) {
+                    other.compareSet(InitKeySpace.conflictKey(init), new byte[0], msg.getBytes(StandardCharsets.UTF_8));
+                }
+                return new DistributedException(msg, portInUse);
+            }
+        } catch (RuntimeException probeFailed) {
+            portInUse.addSuppressed(probeFailed); // not a store of ours (or not reachable): the port is simply taken
+        }
+        return portInUse;
+    }
+
+    private static boolean isLaunchersStore(String host, int port, Map<String, String> env) {
+        String masterPort = trim(env.get("MASTER_PORT"));
+        String masterAddr = trim(env.get("MASTER_ADDR"));
+        return masterPort == null || masterAddr == null
+                || (masterPort.equals(Integer.toString(port)) && masterAddr.equalsIgnoreCase(host));
+    }
+
+    private static int worldOrRank(int given, String fromQuery, String envName, String argName, String method,
+            Map<String, String> env) {
+        if (given >= 0) {
+            return given;
+        }
+        if (fromQuery != null) {
+            try {
+                return Integer.parseInt(fromQuery);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("init method \"" + method + "\": " + argName + " \"" + fromQuery
+                        + "\" is not a number");
+            }
+        }
+        if (env.get(envName) != null && !env.get(envName).isBlank()) {
+            return parseEnvInt(env, envName, envName.equals("RANK") ? 0 : 1, Integer.MAX_VALUE);
+        }
+        throw new IllegalArgumentException("init method \"" + method + "\" needs the " + argName + ": pass it to"
+                + " initProcessGroup, add ?rank=R&world_size=N to the URL, or set " + envName);
+    }
+
+    private static int parseEnvInt(Map<String, String> env, String name, int min, int max) {
+        String raw = env.get(name).trim();
+        try {
+            int v = Integer.parseInt(raw);
+            if (v < min || v > max) {
+                throw new NumberFormatException();
+            }
+            return v;
+        } catch (NumberFormatException e) {
+            throw new IllegalStateException(name + "=\"" + raw + "\" is not " + (name.equals("MASTER_PORT")
+                    ? "a port number (1..65535)" : "a number >= " + min) + ": " + LAUNCHER_HINT);
+        }
+    }
+
+    private static void checkRank(int rank, int world) {
+        if (world < 1) {
+            throw new IllegalArgumentException("world size must be at least 1, got " + world);
+        }
+        if (rank < 0 || rank >= world) {
+            throw new IllegalArgumentException("rank " + rank + " is not in [0, " + world + ") (world size " + world + ")");
+        }
+    }
+
+    private static Map<String, String> query(String raw) {
+        Map<String, String> out = new LinkedHashMap<>();
+        if (raw == null || raw.isEmpty()) {
+            return out;
+        }
+        for (String part : raw.split("&")) {
+            int eq = part.indexOf('=');
+            if (eq > 0) {
+                out.put(part.substring(0, eq), part.substring(eq + 1));
+            }
+        }
+        return out;
+    }
+
+    private static String trim(String s) {
+        return s == null ? null : s.trim();
+    }
+}

@@ -1,0 +1,439 @@
+package org.ddp4j.nn.parallel;
+
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import org.ddp4j.tensor.DType;
+import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
+import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.DistributedTimeoutException;
+import org.ddp4j.distributed.ProcessGroup;
+import org.ddp4j.distributed.ReduceOp;
+
+/**
+ * DDP's gradient reducer: the buckets, the hooks that launch their all-reduces while backward is
+ * still running, and the wait at the end of backward. Mirrors c10d's {@code Reducer}.
+ *
+ * <p>Each parameter's gradient is a slice of a flat float32 bucket (reverse parameter order; the
+ * first bucket capped at 1 MB, the rest at the bucket cap), so a bucket's all-reduce needs no
+ * copy. A post-accumulate hook on every parameter marks its bucket; a bucket whose gradients are
+ * all accumulated is all-reduced with {@link ReduceOp#AVG} (the backend averages: Gloo on its
+ * worker thread, NCCL with {@code ncclAvg}) as soon as every lower-numbered bucket has been
+ * launched, so every rank issues the same collectives in the same order. A callback queued on the
+ * first hook of a backward launches what is left and awaits every bucket before
+ * {@code backward()} returns.
+ *
+ * <p>Unused parameters are found for free: the hooks that did not fire by the end of backward are
+ * the parameters this rank did not use. Each bucket carries one "used" flag per parameter in its
+ * own all-reduce (see {@link GradientBucket}); a parameter no rank used gets no gradient
+ * ({@code grad()} null, so optimizers skip it), one used by some ranks gets the average with zeros
+ * from the others: PyTorch's {@code find_unused_parameters=True} result, with no graph walk. The
+ * flags are read back only on a rank that itself left a parameter of the bucket unused. While a
+ * {@link Join} is open, the same all-reduce carries a "still training" flag.
+ *
+ * <p>After the first synchronised backward the buckets are rebuilt once, in the order in which
+ * rank 0 saw the gradients become ready (PyTorch's {@code _rebuild_buckets}), so that the first
+ * buckets fill as early as possible; rank 0 broadcasts that order so every rank builds the same
+ * layout. Results do not depend on the layout. Not thread-safe: one training thread per rank.
+ */
+final class Reducer implements AutoCloseable {
+    /** PyTorch's first bucket: 1 MB, so the first all-reduce starts early in backward. */
+    static final long FIRST_BUCKET_CAP_BYTES = 1L << 20;
+
+    private final ProcessGroup group;
+    private final long bucketCapBytes;
+    /** The parameters that get gradients, in parameter order. */
+    private final List<Tensor> params;
+    private final Map<Tensor, Integer> paramIndex = new IdentityHashMap<>();
+    private final List<GradientBucket> buckets = new ArrayList<>();
+    private final Map<Tensor, GradientBucket> bucketOf = new IdentityHashMap<>();
+    /** Each parameter's position in its bucket. */
+    private final Map<Tensor, Integer> slotOf = new IdentityHashMap<>();
+    private int nextToLaunch;
+    private boolean finishQueued;
+    private boolean syncEnabled = true;
+    private boolean overlap = !"0".equals(System.getenv("DDP4J_DDP_OVERLAP"));
+    private boolean collectivesAtWorldSizeOne;
+    /** Indices into params in the order their gradients became ready in the first synced backward. */
+    private List<Integer> readyOrder = new ArrayList<>();
+    private boolean readyOrderComplete;
+    private boolean bucketsRebuilt;
+
+    /**
+     * Lays out the gradients of {@code params} in buckets on the group's device and registers the
+     * hooks. Existing gradient values are kept (copied into the buckets).
+     *
+     * @param params float32 parameters on the group's device, in parameter order
+     * @param bucketCapBytes the most gradient bytes in one bucket after the first
+     */
+    Reducer(List<Tensor> params, ProcessGroup group, long bucketCapBytes) {
+        this.params = List.copyOf(params);
+        this.group = group;
+        this.bucketCapBytes = bucketCapBytes;
+        for (int i = 0; i < this.params.size(); i++) {
+            paramIndex.put(this.params.get(i), i);
+        }
+        List<Integer> reverse = new ArrayList<>();
+        for (int i = this.params.size() - 1; i >= 0; i--) {
+            reverse.add(i);
+        }
+        buildBuckets(reverse);
+        for (Tensor p : this.params) {
+            p.registerPostAccumulateGradHook(this::onGradientReady);
+        }
+    }
+
+    /** Bucket sizes in bytes, in launch order. */
+    List<Long> bucketBytes() {
+        return buckets.stream().map(GradientBucket::bytes).toList();
+    }
+
+    /** Elements each bucket all-reduces (gradients and flags), in launch order. */
+    List<Long> bucketNumel() {
+        return buckets.stream().map(b -> b.flat.numel()).toList();
+    }
+
+    /** The parameters of each bucket, in launch order. */
+    List<List<Tensor>> bucketParameters() {
+        return buckets.stream().map(b -> b.parameters).toList();
+    }
+
+    /** Whether backward all-reduces gradients; false inside DDP's {@code noSync()}. */
+    boolean isSyncEnabled() {
+        return syncEnabled;
+    }
+
+    void setSyncEnabled(boolean enabled) {
+        syncEnabled = enabled;
+    }
+
+    /** See {@link DistributedDataParallel#setOverlap(boolean)}. */
+    void setOverlap(boolean overlap) {
+        this.overlap = overlap;
+    }
+
+    /** Whether collectives run: not at world size 1 (nothing to average), unless a test asks. */
+    boolean communicates() {
+        return group.size() > 1 || collectivesAtWorldSizeOne;
+    }
+
+    void setCollectivesAtWorldSizeOne(boolean value) {
+        collectivesAtWorldSizeOne = value;
+    }
+
+    /**
+     * Called at a training forward with gradients enabled: once the first synchronised backward
+     * has recorded the ready order, rebuilds the buckets in it (one collective, once).
+     */
+    void rebuildBucketsIfReady() {
+        if (syncEnabled && readyOrderComplete && !bucketsRebuilt) {
+            rebuildBucketsOnce();
+        }
+    }
+
+    /**
+     * Groups the parameters, taken in {@code order} (indices into params), into buckets under the
+     * caps and makes their gradients slices of them; existing gradient values are kept.
+     */
+    private void buildBuckets(List<Integer> order) {
+        List<GradientBucket> old = new ArrayList<>(buckets);
+        buckets.clear();
+        bucketOf.clear();
+        List<Tensor> current = new ArrayList<>();
+        long currentBytes = 0;
+        for (int index : order) {
+            Tensor p = params.get(index);
+            long cap = buckets.isEmpty() ? Math.min(FIRST_BUCKET_CAP_BYTES, bucketCapBytes) : bucketCapBytes;
+            if (!current.isEmpty() && currentBytes + p.numel() * 4 > cap) {
+                addBucket(current);
+                current = new ArrayList<>();
+                currentBytes = 0;
+            }
+            current.add(p);
+            currentBytes += p.numel() * 4;
+        }
+        if (!current.isEmpty()) {
+            addBucket(current);
+        }
+        for (GradientBucket b : old) {
+            b.close(); // the gradients moved to the new buckets
+        }
+    }
+
+    /**
+     * A parameter without a gradient keeps none (its slice stays zero until autograd gives it
+     * one, see {@link #adoptGradient}), as PyTorch's grad is None before the first backward.
+     */
+    private void addBucket(List<Tensor> bucketParams) {
+        long numel = 0;
+        for (Tensor p : bucketParams) {
+            numel += p.numel();
+        }
+        // The gradients, then one used flag per parameter and the still-training flag.
+        Tensor flat = Tensor.full(0, DType.FLOAT32, group.device(), numel + bucketParams.size() + 1).keep();
+        long offset = 0;
+        List<Tensor> views = new ArrayList<>();
+        for (int slot = 0; slot < bucketParams.size(); slot++) {
+            Tensor p = bucketParams.get(slot);
+            Tensor view = flat.flatSlice(offset, p.shape()).keep();
+            if (p.grad() != null) {
+                view.copyFrom(p.grad());
+                p.grad().close();
+                p.setGrad(view);
+            }
+            views.add(view);
+            slotOf.put(p, slot);
+            offset += p.numel();
+        }
+        GradientBucket bucket = new GradientBucket(buckets.size(), bucketParams, flat, views, numel);
+        buckets.add(bucket);
+        for (Tensor p : bucketParams) {
+            bucketOf.put(p, bucket);
+        }
+    }
+
+    /**
+     * Keeps the gradient a slice of the bucket: when the parameter had no gradient (unused
+     * everywhere in the last step, or never used), autograd made a new tensor; its values move
+     * into the slice, which was zero, and the slice becomes the gradient again.
+     */
+    private static void adoptGradient(Tensor parameter, Tensor view) {
+        Tensor grad = parameter.grad();
+        if (grad != view) {
+            view.copyFrom(grad);
+            grad.close();
+            parameter.setGrad(view);
+        }
+    }
+
+    /**
+     * Rebuilds the buckets in the order rank 0 saw the gradients become ready. Rank 0's order is
+     * broadcast so every rank builds the same layout.
+     */
+    private void rebuildBucketsOnce() {
+        bucketsRebuilt = true;
+        long[] order = new long[params.size()];
+        boolean[] seen = new boolean[params.size()];
+        int n = 0;
+        for (int index : readyOrder) {
+            if (!seen[index]) {
+                seen[index] = true;
+                order[n++] = index;
+            }
+        }
+        for (int i = params.size() - 1; i >= 0; i--) { // parameters that got no gradient: last
+            if (!seen[i]) {
+                order[n++] = i;
+            }
+        }
+        readyOrder = null;
+        try (var scope = Tensors.scope()) {
+            Tensor t = Tensor.ofLongs(order, order.length).to(group.device());
+            group.broadcast(t, 0).await();
+            order = t.toLongArray();
+        }
+        List<Integer> newOrder = new ArrayList<>();
+        for (long index : order) {
+            newOrder.add((int) index);
+        }
+        List<Integer> currentOrder = new ArrayList<>();
+        for (GradientBucket b : buckets) {
+            for (Tensor p : b.parameters) {
+                currentOrder.add(paramIndex.get(p));
+            }
+        }
+        if (!newOrder.equals(currentOrder)) {
+            buildBuckets(newOrder);
+        }
+    }
+
+    /** The post-accumulate hook of every parameter: marks its bucket, launches what is ready. */
+    private void onGradientReady(Tensor parameter) {
+        GradientBucket bucket = bucketOf.get(parameter);
+        int slot = slotOf.get(parameter);
+        adoptGradient(parameter, bucket.views.get(slot));
+        bucket.markUsed(slot); // inside noSync too: a use there counts at the next sync, as PyTorch
+        if (!syncEnabled) {
+            return;
+        }
+        if (!communicates()) {
+            queueFinish();
+            return;
+        }
+        if (readyOrder != null && !readyOrderComplete) {
+            readyOrder.add(paramIndex.get(parameter));
+        }
+        if (bucket.markReady() && overlap) {
+            try {
+                launchReadyBuckets();
+            } catch (RuntimeException e) {
+                // Backward stops here and its queued callbacks are dropped: start the next one clean.
+                resetForNextBackward();
+                throw withJoinHint(e);
+            }
+        }
+        queueFinish();
+    }
+
+    private void queueFinish() {
+        if (!finishQueued) {
+            finishQueued = true;
+            Tensors.queueBackwardCallback(this::finishBackward);
+        }
+    }
+
+    /** Launches buckets in index order so every rank issues the same collectives in the same order. */
+    private void launchReadyBuckets() {
+        while (nextToLaunch < buckets.size() && buckets.get(nextToLaunch).isReady()) {
+            launchNext();
+        }
+    }
+
+    /**
+     * Averages the next bucket over the ranks. Its fingerprint (bucket index and count, size, op)
+     * travels with the data instead of a check round trip first, so a rank whose peer called another
+     * collective fails naming both; the last bucket runs on this thread when the group is idle,
+     * since backward waits for it straight away.
+     */
+    private void launchNext() {
+        GradientBucket b = buckets.get(nextToLaunch++);
+        b.writeFlags(true);
+        b.work = group.allReduceUnchecked(b.flat, ReduceOp.AVG, nextToLaunch == buckets.size(), b.index,
+                buckets.size());
+    }
+
+    /**
+     * End of backward: launch buckets whose parameters got no gradient, await all, then take the
+     * gradient away from parameters that no rank used. A failed all-reduce is rethrown with a
+     * hint at {@link DistributedDataParallel#join()}, the usual cause of a rank missing.
+     */
+    private void finishBackward() {
+        try {
+            if (communicates()) {
+                while (nextToLaunch < buckets.size()) {
+                    launchNext();
+                }
+                for (GradientBucket b : buckets) {
+                    b.work.await();
+                }
+                readyOrderComplete = readyOrder != null;
+            }
+            for (GradientBucket b : buckets) {
+                if (!b.allUsedLocally()) {
+                    applyUsage(b, communicates() ? b.flags.toFloatArray() : null);
+                }
+            }
+        } catch (RuntimeException e) {
+            throw withJoinHint(e);
+        } finally {
+            resetForNextBackward();
+        }
+    }
+
+    /** Appended to a failed bucket all-reduce: the usual reason a peer is elsewhere is uneven inputs. */
+    static final String JOIN_HINT = ". If the ranks have different numbers of batches (uneven inputs), wrap the training"
+            + " loop in try (var join = ddp.join()) { ... }: ranks that run out of data then shadow the others'"
+            + " gradient all-reduces";
+
+    /**
+     * A failed bucket all-reduce, its message ending with {@link #JOIN_HINT} (once; the native
+     * fingerprint message already carries it); other exceptions unchanged.
+     */
+    private static RuntimeException withJoinHint(RuntimeException e) {
+        if (!(e instanceof DistributedException) || String.valueOf(e.getMessage()).contains("ddp.join()")) {
+            return e;
+        }
+        if (e instanceof DistributedTimeoutException) {
+            DistributedTimeoutException t = new DistributedTimeoutException(e.getMessage() + JOIN_HINT);
+            t.initCause(e);
+            return t;
+        }
+        return new DistributedException(e.getMessage() + JOIN_HINT, e);
+    }
+
+    /**
+     * After a bucket's all-reduce on a rank that left some of its parameters unused: a parameter
+     * whose averaged used flag is zero was used by no rank and loses its gradient (the slice is
+     * zeroed for when it comes back); the others keep the average as their gradient.
+     *
+     * @param flags the averaged flags, or null at world size one (then this rank's own use decides)
+     */
+    private static void applyUsage(GradientBucket b, float[] flags) {
+        for (int slot = 0; slot < b.parameters.size(); slot++) {
+            Tensor p = b.parameters.get(slot);
+            Tensor view = b.views.get(slot);
+            boolean usedAnywhere = flags == null ? b.usedLocally(slot) : flags[slot] != 0f;
+            if (usedAnywhere) {
+                p.setGrad(view);
+            } else {
+                view.fill(0);
+                p.setGrad(null);
+            }
+        }
+    }
+
+    /**
+     * One backward of a rank that has joined ({@link Join}): every bucket all-reduced in launch
+     * order with zeros (gradients, used flags and the training flag), matching the collectives and
+     * fingerprints of the ranks still training. Bucket 0 is awaited first: when its training flag
+     * averages to zero no rank trains any more, every rank is in here, and none launches the rest.
+     * The buckets (this rank's gradients) end up holding the others' averaged gradients.
+     *
+     * @return whether some rank still trained, so this iteration was shadowed
+     */
+    boolean shadowBackward() {
+        try {
+            for (int i = 0; i < buckets.size(); i++) {
+                GradientBucket b = buckets.get(i);
+                b.flat.fill(0);
+                b.work = group.allReduceUnchecked(b.flat, ReduceOp.AVG, i == buckets.size() - 1, b.index,
+                        buckets.size());
+                if (i == 0) {
+                    b.work.await();
+                    float[] flags = b.flags.toFloatArray();
+                    if (flags[flags.length - 1] == 0f) {
+                        return false;
+                    }
+                }
+            }
+            for (GradientBucket b : buckets) {
+                b.work.await();
+            }
+            readyOrderComplete = readyOrder != null;
+            return true;
+        } finally {
+            resetForNextBackward();
+            zeroSlicesWithoutGradient(); // a parameter without a gradient must contribute zeros later
+        }
+    }
+
+    private void zeroSlicesWithoutGradient() {
+        for (GradientBucket b : buckets) {
+            for (int slot = 0; slot < b.parameters.size(); slot++) {
+                if (b.parameters.get(slot).grad() == null) {
+                    b.views.get(slot).fill(0);
+                }
+            }
+        }
+    }
+
+    /** Every bucket's gradients outstanding again, nothing launched, no end-of-backward queued. */
+    private void resetForNextBackward() {
+        for (GradientBucket b : buckets) {
+            b.reset();
+            b.clearUsed();
+        }
+        nextToLaunch = 0;
+        finishQueued = false;
+    }
+
+    /** Frees the buckets, which are the parameters' gradients. */
+    @Override
+    public void close() {
+        for (GradientBucket b : buckets) {
+            b.close();
+        }
+    }
+}

@@ -1,0 +1,69 @@
+package org.ddp4j.testing;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntUnaryOperator;
+
+/**
+ * Runs a main class as the ranks of one job, one JVM each, through env:// (MASTER_ADDR 127.0.0.1,
+ * a free MASTER_PORT, WORLD_SIZE, RANK), as the launcher would, and collects their outputs.
+ */
+public final class RankProcesses {
+    private RankProcesses() {}
+
+    /**
+     * Starts {@code world} JVMs running {@code main} with {@code args} and the extra environment
+     * {@code env}; fails the test if a rank runs past {@code limit} (showing its output) or exits
+     * with another status than {@code expectedExit} of its rank. Returns the outputs (stdout and
+     * stderr) by rank.
+     */
+    public static List<String> run(Class<?> main, int world, Map<String, String> env, Duration limit,
+            IntUnaryOperator expectedExit, String... args) throws Exception {
+        int port = LauncherProcess.freePort();
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<Process> processes = new ArrayList<>();
+        List<String> outputs = new ArrayList<>();
+        try {
+            for (int rank = 0; rank < world; rank++) {
+                List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp",
+                        System.getProperty("java.class.path"), main.getName()));
+                command.addAll(List.of(args));
+                ProcessBuilder pb = new ProcessBuilder(command);
+                Map<String, String> e = pb.environment();
+                e.remove("DDP4J_AGENT_STORE");
+                e.put("MASTER_ADDR", "127.0.0.1");
+                e.put("MASTER_PORT", Integer.toString(port));
+                e.put("WORLD_SIZE", Integer.toString(world));
+                e.put("RANK", Integer.toString(rank));
+                e.putAll(env);
+                pb.redirectErrorStream(true);
+                processes.add(pb.start());
+            }
+            long deadline = System.nanoTime() + limit.toNanos();
+            for (int rank = 0; rank < world; rank++) {
+                Process p = processes.get(rank);
+                if (!p.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    p.destroyForcibly().waitFor(10, TimeUnit.SECONDS); // then its output can be read to the end
+                    fail("rank " + rank + " did not finish within " + limit.toSeconds() + " s; its output:\n"
+                            + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+                }
+                String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                assertEquals(expectedExit.applyAsInt(rank), p.exitValue(), "rank " + rank + " output:\n" + out);
+                outputs.add(out);
+            }
+            return outputs;
+        } finally {
+            for (Process p : processes) {
+                p.destroyForcibly();
+            }
+        }
+    }
+}
