@@ -38,13 +38,13 @@ public final class CosineAnnealingLR extends LRScheduler {
     }
 
     @Override
-    protected double computeLr(double lr) {
+    protected double computeLr(double lr, double baseLr) {
         int e = lastEpoch();
         if (e == 0) {
             return lr;
         }
         if (Math.floorMod(e - 1 - tMax, 2 * tMax) == 0) {
-            return lr + (baseLr() - etaMin) * (1 - Math.cos(Math.PI / tMax)) / 2;
+            return lr + (baseLr - etaMin) * (1 - Math.cos(Math.PI / tMax)) / 2;
         }
         return (1 + Math.cos(Math.PI * e / tMax)) / (1 + Math.cos(Math.PI * (e - 1) / tMax)) * (lr - etaMin) + etaMin;
     }
