@@ -3,7 +3,7 @@ package org.ddp4j.optim;
 import java.util.Map;
 
 /**
- * Anneals the lr from its base value to {@code etaMin} along half a cosine over {@code tMax}
+ * Anneals each parameter group's lr from its base value to {@code etaMin} along half a cosine over {@code tMax}
  * epochs (then back up, periodically, as PyTorch's). Mirrors
  * {@code torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max, eta_min=0)}, with its
  * recursive form: lr_e = eta_min + (lr_{e-1} - eta_min) (1 + cos(pi e / T_max)) / (1 + cos(pi (e-1) / T_max)).
