@@ -2,7 +2,7 @@
 """Golden values for ddp4j's Adam / AdamW, learning-rate schedulers, clip_grad_norm_ and module
 printing, made with PyTorch.
 
-Writes java/src/test/resources/golden/{adam,lr_schedulers,clip_grad_norm,module_repr}.json in the
+Writes java/src/test/resources/golden/{adam,lr_schedulers,param_groups,clip_grad_norm,module_repr}.json in the
 format of linear_loss_golden.py (tensors as {"shape", "data"}; plain numbers, lists of numbers and
 strings as they are). Seeds are fixed, so a rerun reproduces the same files.
 
@@ -103,6 +103,71 @@ def scheduler_golden():
     write("lr_schedulers", out)
 
 
+# name -> (optimizer class, constructor keyword arguments (the per-group defaults), the bias group's own
+# options, scheduler factory or None). Group 0 is [weight] with no options of its own, group 1 [bias].
+GROUP_CASES = {
+    "sgd_momentum": (torch.optim.SGD, {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01},
+                     {"lr": 0.2, "weight_decay": 0.0}, None),
+    "adam": (torch.optim.Adam, {"lr": 0.01, "weight_decay": 0.1},
+             {"lr": 0.05, "weight_decay": 0.0, "betas": (0.8, 0.99)}, None),
+    "adamw": (torch.optim.AdamW, {"lr": 0.02},
+              {"lr": 0.005, "weight_decay": 0.0, "amsgrad": True}, None),
+    "sgd_step_lr": (torch.optim.SGD, {"lr": 0.1, "momentum": 0.5, "weight_decay": 0.05}, {"lr": 0.03, "weight_decay": 0.0},
+                    lambda o: torch.optim.lr_scheduler.StepLR(o, step_size=2, gamma=0.5)),
+    "adamw_cosine": (torch.optim.AdamW, {"lr": 0.02}, {"lr": 0.004, "weight_decay": 0.0},
+                     lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=2, eta_min=0.001)),
+}
+
+
+def param_groups_golden():
+    """Two parameter groups of a Linear(4, 3) (weight; bias with its own lr and weight_decay):
+    parameters after each of 5 steps (a scheduler, where given, stepped after each), each group's
+    lr after each step, and state_dict() as PyTorch writes it (param_groups as JSON; each state
+    tensor under "<case>.state.<index>.<name>")."""
+    g = torch.Generator().manual_seed(13)
+    w0 = torch.randn(3, 4, generator=g) * 0.5
+    b0 = torch.randn(3, generator=g) * 0.5
+    xs = torch.randn(STEPS, 6, 4, generator=g)
+    ys = torch.randn(STEPS, 6, 3, generator=g)
+    out = {"steps": STEPS, "w0": w0, "b0": b0, "xs": xs, "ys": ys}
+    for name, (cls, defaults, bias_options, make_scheduler) in GROUP_CASES.items():
+        model = nn.Linear(4, 3)
+        with torch.no_grad():
+            model.weight.copy_(w0)
+            model.bias.copy_(b0)
+        opt = cls([{"params": [model.weight]}, dict(bias_options, params=[model.bias])], **defaults)
+        sched = make_scheduler(opt) if make_scheduler else None
+        out[f"{name}.optimizer"] = cls.__name__
+        out[f"{name}.defaults"] = defaults
+        out[f"{name}.bias_options"] = {k: list(v) if isinstance(v, tuple) else v for k, v in bias_options.items()}
+        ws, bs, lrs = [], [], []
+        for t in range(STEPS):
+            opt.zero_grad()
+            F.mse_loss(model(xs[t]), ys[t]).backward()
+            opt.step()
+            if sched:
+                sched.step()
+            ws.append(model.weight.detach().clone())
+            bs.append(model.bias.detach().clone())
+            lrs.append([group["lr"] for group in opt.param_groups])
+        out[f"{name}.weights"] = torch.stack(ws)
+        out[f"{name}.biases"] = torch.stack(bs)
+        out[f"{name}.lrs"] = lrs
+        if sched:
+            sd = sched.state_dict()
+            out[f"{name}.scheduler.base_lrs"] = sd["base_lrs"]
+            out[f"{name}.scheduler.last_lr"] = sd["_last_lr"]
+            out[f"{name}.scheduler.last_epoch"] = sd["last_epoch"]
+        sd = opt.state_dict()
+        out[f"{name}.param_groups"] = [{k: list(v) if isinstance(v, tuple) else v for k, v in group.items()}
+                                       for group in sd["param_groups"]]
+        out[f"{name}.state_keys"] = {str(i): list(s.keys()) for i, s in sd["state"].items()}
+        for i, s in sd["state"].items():
+            for key, value in s.items():
+                out[f"{name}.state.{i}.{key}"] = value.float() if value.dim() else float(value)
+    write("param_groups", out)
+
+
 def clip_golden():
     """clip_grad_norm_ on three gradients (one parameter without): total norms and clipped grads."""
     g = torch.Generator().manual_seed(12)
@@ -149,5 +214,6 @@ def repr_golden():
 if __name__ == "__main__":
     adam_golden()
     scheduler_golden()
+    param_groups_golden()
     clip_golden()
     repr_golden()

@@ -1,7 +1,7 @@
 package org.ddp4j.optim;
 
-import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -9,62 +9,96 @@ import org.ddp4j.internal.AdamNatives;
 import org.ddp4j.tensor.Tensor;
 
 /**
- * What {@link Adam} and {@link AdamW} share: the per-parameter state (step, exp_avg, exp_avg_sq,
- * max_exp_avg_sq), the native update, and state dicts shaped as PyTorch's. They differ only in
- * how weight decay is applied (an L2 term in the gradient, or decoupled) and in its default.
+ * What {@link Adam} and {@link AdamW} share: one {@link Options} shape, the per-parameter state
+ * (step, exp_avg, exp_avg_sq, max_exp_avg_sq), the native update, and state dicts shaped as
+ * PyTorch's. They differ only in how weight decay is applied (an L2 term in the gradient, or
+ * decoupled) and in its default (0 for Adam, 1e-2 for AdamW).
  */
-public abstract sealed class AbstractAdam implements Optimizer permits Adam, AdamW {
+public abstract sealed class AbstractAdam extends Optimizer permits Adam, AdamW {
     /** PyTorch's names of the per-parameter state. */
     public static final String STEP = "step";
     public static final String EXP_AVG = "exp_avg";
     public static final String EXP_AVG_SQ = "exp_avg_sq";
     public static final String MAX_EXP_AVG_SQ = "max_exp_avg_sq";
 
-    private final String name;
-    private final boolean decoupled;
-    private final List<Tensor> params;
-    private final long[] steps;
-    private final Tensor[] expAvg;
-    private final Tensor[] expAvgSq;
-    private final Tensor[] maxExpAvgSq;
-    private double lr;
-    private double beta1;
-    private double beta2;
-    private double eps;
-    private double weightDecay;
-    private boolean amsgrad;
+    /** The options a parameter group may set, under PyTorch's names (besides {@code params}). */
+    public static final List<String> OPTION_NAMES = List.copyOf(Options.defaults().asGroupOptions(0).keySet());
 
-    AbstractAdam(String name, boolean decoupled, List<Tensor> params, double lr, double beta1, double beta2, double eps,
-            double weightDecay, boolean amsgrad) {
-        this.name = name;
-        this.decoupled = decoupled;
-        if (params.isEmpty()) {
-            throw new IllegalArgumentException(name + " got an empty parameter list");
+    private final boolean decoupled;
+    /** Steps taken per parameter index (kept here, not as a tensor, so a step crosses JNI once per parameter). */
+    private long[] steps = new long[0];
+
+    /**
+     * {@code torch.optim.Adam}'s and {@code AdamW}'s keyword arguments with their defaults (lr
+     * 1e-3, betas (0.9, 0.999), eps 1e-8, amsgrad false; weight_decay the optimizer's: 0 for
+     * Adam, 1e-2 for AdamW); each wither returns a changed copy. Values are checked when the
+     * optimizer is built. Write it as {@code Adam.Options} or {@code AdamW.Options} (the same
+     * type). Example: {@code new AdamW(params, AdamW.Options.defaults().lr(3e-4).betas(0.9, 0.95))}.
+     *
+     * @param weightDecay the decay, {@code >= 0}; NaN (as in {@link #defaults()}) means the
+     *     optimizer's default, 0 for Adam and 1e-2 for AdamW, as PyTorch's keyword defaults
+     */
+    public record Options(double lr, double beta1, double beta2, double eps, double weightDecay, boolean amsgrad) {
+        /** PyTorch's defaults; weight_decay is left to the optimizer (0 for Adam, 1e-2 for AdamW). */
+        public static Options defaults() {
+            return new Options(1e-3, 0.9, 0.999, 1e-8, Double.NaN, false);
         }
-        for (Tensor p : params) {
-            if (!p.isLeaf()) {
-                throw new IllegalArgumentException(name + " can't optimize a non-leaf tensor (" + p.describe()
-                        + ", produced by " + p.gradFn().name() + "); pass parameters, e.g. module.parameters()");
-            }
+
+        /** Learning rate, {@code >= 0}. */
+        public Options lr(double value) {
+            return new Options(value, beta1, beta2, eps, weightDecay, amsgrad);
         }
-        checkHyperParameters(lr, beta1, beta2, eps, weightDecay);
-        this.params = List.copyOf(params);
-        int n = params.size();
-        this.steps = new long[n];
-        this.expAvg = new Tensor[n];
-        this.expAvgSq = new Tensor[n];
-        this.maxExpAvgSq = new Tensor[n];
-        this.lr = lr;
-        this.beta1 = beta1;
-        this.beta2 = beta2;
-        this.eps = eps;
-        this.weightDecay = weightDecay;
-        this.amsgrad = amsgrad;
+
+        /** Coefficients of the running averages of the gradient and its square, each in [0, 1). */
+        public Options betas(double b1, double b2) {
+            return new Options(lr, b1, b2, eps, weightDecay, amsgrad);
+        }
+
+        /** Added to the denominator for numerical stability, {@code >= 0}. */
+        public Options eps(double value) {
+            return new Options(lr, beta1, beta2, value, weightDecay, amsgrad);
+        }
+
+        /** Weight decay, {@code >= 0}. */
+        public Options weightDecay(double value) {
+            return new Options(lr, beta1, beta2, eps, value, amsgrad);
+        }
+
+        /** Whether to use the AMSGrad variant (the maximum of past second moments). */
+        public Options amsgrad(boolean value) {
+            return new Options(lr, beta1, beta2, eps, weightDecay, value);
+        }
+
+        /** These options as a parameter group's, under PyTorch's names, with weight_decay resolved. */
+        Map<String, Object> asGroupOptions(double defaultWeightDecay) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("lr", lr);
+            out.put("betas", List.of(beta1, beta2));
+            out.put("eps", eps);
+            out.put("weight_decay", Double.isNaN(weightDecay) ? defaultWeightDecay : weightDecay);
+            out.put("amsgrad", amsgrad);
+            out.put("maximize", false);
+            return out;
+        }
     }
 
-    /** PyTorch's checks and wording (torch.optim.Adam's constructor). */
-    static void checkHyperParameters(double lr, double beta1, double beta2, double eps, double weightDecay) {
-        checkLr(lr);
+    AbstractAdam(String name, boolean decoupled, Collection<? extends Map<String, ?>> paramGroups, Options options,
+            double defaultWeightDecay) {
+        super(name, options.asGroupOptions(defaultWeightDecay), paramGroups);
+        this.decoupled = decoupled;
+    }
+
+    /** PyTorch's checks and wording (torch.optim.Adam's constructor), for each group. */
+    @Override
+    protected void checkOptions(Map<String, Object> o) {
+        double lr = (Double) o.get("lr");
+        double eps = (Double) o.get("eps");
+        List<?> betas = (List<?>) o.get("betas");
+        double beta1 = (Double) betas.get(0);
+        double beta2 = (Double) betas.get(1);
+        if (!(lr >= 0)) {
+            throw new IllegalArgumentException("Invalid learning rate: " + lr);
+        }
         if (!(eps >= 0)) {
             throw new IllegalArgumentException("Invalid epsilon value: " + eps);
         }
@@ -74,287 +108,153 @@ public abstract sealed class AbstractAdam implements Optimizer permits Adam, Ada
         if (!(beta2 >= 0 && beta2 < 1)) {
             throw new IllegalArgumentException("Invalid beta parameter at index 1: " + beta2);
         }
-        if (!(weightDecay >= 0)) {
-            throw new IllegalArgumentException("Invalid weight_decay value: " + weightDecay);
+        if (!((Double) o.get("weight_decay") >= 0)) {
+            throw new IllegalArgumentException("Invalid weight_decay value: " + o.get("weight_decay"));
         }
-    }
-
-    private static void checkLr(double lr) {
-        if (!(lr >= 0)) {
-            throw new IllegalArgumentException("Invalid learning rate: " + lr);
+        if ((Boolean) o.get("maximize")) {
+            throw new IllegalArgumentException("maximize=True is not supported by ddp4j's Adam and AdamW");
         }
     }
 
     /**
-     * Updates every parameter whose {@code grad()} is non-null, in place (no autograd); parameters
-     * without a gradient are skipped, keep no state and do not count a step, as in PyTorch. State
-     * tensors are created at a parameter's first step (zeros, outside any scope).
-     *
-     * @throws IllegalArgumentException if a gradient's shape or dtype does not match its parameter
+     * One native in-place pass per parameter with a gradient; parameters without one keep no
+     * state and do not count a step, as in PyTorch. State tensors are made at a parameter's first
+     * step (zeros, outside any scope).
      */
     @Override
-    public void step() {
-        for (int i = 0; i < params.size(); i++) {
-            Tensor p = params.get(i);
+    protected void stepGroup(ParamGroup group, int firstIndex) {
+        double lr = group.lr();
+        List<?> betas = (List<?>) group.get("betas");
+        double beta1 = (Double) betas.get(0);
+        double beta2 = (Double) betas.get(1);
+        double eps = group.number("eps");
+        double weightDecay = group.number("weight_decay");
+        boolean amsgrad = group.flag("amsgrad");
+        List<Tensor> params = group.params();
+        growSteps();
+        for (int j = 0; j < params.size(); j++) {
+            Tensor p = params.get(j);
             Tensor g = p.grad();
             if (g == null) {
                 continue;
             }
-            if (expAvg[i] == null) {
+            int i = firstIndex + j;
+            Map<String, Tensor> state = state(i);
+            if (!state.containsKey(EXP_AVG)) {
                 // Untracked, so they survive the step's scope.
-                expAvg[i] = p.zerosLike().keep();
-                expAvgSq[i] = p.zerosLike().keep();
+                state.put(EXP_AVG, p.zerosLike().keep());
+                state.put(EXP_AVG_SQ, p.zerosLike().keep());
             }
-            if (amsgrad && maxExpAvgSq[i] == null) {
-                maxExpAvgSq[i] = p.zerosLike().keep();
+            if (amsgrad && !state.containsKey(MAX_EXP_AVG_SQ)) {
+                state.put(MAX_EXP_AVG_SQ, p.zerosLike().keep());
             }
             long step = steps[i] + 1;
-            AdamNatives.adamStep(p.nativeHandle(), g.nativeHandle(), expAvg[i].nativeHandle(), expAvgSq[i].nativeHandle(),
-                    amsgrad ? maxExpAvgSq[i].nativeHandle() : 0, lr, beta1, beta2, eps, weightDecay, amsgrad, decoupled,
-                    step);
+            AdamNatives.adamStep(p.nativeHandle(), g.nativeHandle(), state.get(EXP_AVG).nativeHandle(),
+                    state.get(EXP_AVG_SQ).nativeHandle(), amsgrad ? state.get(MAX_EXP_AVG_SQ).nativeHandle() : 0, lr,
+                    beta1, beta2, eps, weightDecay, amsgrad, decoupled, step);
             steps[i] = step;
         }
     }
 
-    /** Fills every existing gradient with zeros. Mirrors {@code zero_grad(set_to_none=False)}. */
-    @Override
-    public void zeroGrad() {
-        for (Tensor p : params) {
-            if (p.grad() != null) {
-                p.grad().fill(0);
-            }
+    /** Makes room for groups added since the last step. */
+    private void growSteps() {
+        if (steps.length < params().size()) {
+            steps = Arrays.copyOf(steps, params().size());
         }
-    }
-
-    /** The parameters this optimizer updates (unmodifiable). Mirrors {@code param_groups[0]['params']}. */
-    public List<Tensor> params() {
-        return params;
     }
 
     @Override
-    public double lr() {
-        return lr;
+    protected List<String> stateNames() {
+        return List.of(STEP, EXP_AVG, EXP_AVG_SQ, MAX_EXP_AVG_SQ);
     }
 
     @Override
-    public void setLr(double lr) {
-        checkLr(lr);
-        this.lr = lr;
+    protected List<String> requiredStateNames(Map<String, Object> options) {
+        return (Boolean) options.get("amsgrad") ? List.of(STEP, EXP_AVG, EXP_AVG_SQ, MAX_EXP_AVG_SQ)
+                : List.of(STEP, EXP_AVG, EXP_AVG_SQ);
     }
 
-    /** Mirrors {@code param_groups[0]['betas'][0]}. */
-    public double beta1() {
-        return beta1;
-    }
-
-    /** Mirrors {@code param_groups[0]['betas'][1]}. */
-    public double beta2() {
-        return beta2;
-    }
-
-    /** Mirrors {@code param_groups[0]['eps']}. */
-    public double eps() {
-        return eps;
-    }
-
-    /** Mirrors {@code param_groups[0]['weight_decay']}. */
-    public double weightDecay() {
-        return weightDecay;
-    }
-
-    /** Mirrors {@code param_groups[0]['amsgrad']}. */
-    public boolean amsgrad() {
-        return amsgrad;
-    }
-
-    /** Steps taken by {@code param} (0 before its first, or for a tensor this optimizer does not hold). */
-    public long stepCount(Tensor param) {
-        int i = indexOf(param);
-        return i < 0 ? 0 : steps[i];
-    }
-
-    /** The first moment of {@code param}, or null before its first step. Mirrors {@code state[p]['exp_avg']}. */
-    public Tensor expAvg(Tensor param) {
-        int i = indexOf(param);
-        return i < 0 ? null : expAvg[i];
-    }
-
-    /** The second moment of {@code param}, or null before its first step. Mirrors {@code state[p]['exp_avg_sq']}. */
-    public Tensor expAvgSq(Tensor param) {
-        int i = indexOf(param);
-        return i < 0 ? null : expAvgSq[i];
-    }
-
-    private int indexOf(Tensor param) {
-        for (int i = 0; i < params.size(); i++) {
-            if (params.get(i) == param) {
-                return i;
-            }
-        }
-        return -1;
-    }
-
-    /**
-     * {@inheritDoc}
-     *
-     * <p>Adam's and AdamW's: state {@code i -> {step, exp_avg, exp_avg_sq[, max_exp_avg_sq]}} for
-     * each parameter i that has taken a step ({@code step} a new float32 scalar tensor, shape [], as
-     * PyTorch 1.13 keeps it; the others the live tensors), and one parameter group
-     * {@code {lr, betas: [b1, b2], eps, weight_decay, amsgrad, maximize: false, params: [0..n-1]}}.
-     */
     @Override
-    public OptimizerStateDict stateDict() {
-        Map<Integer, Map<String, Tensor>> state = new LinkedHashMap<>();
-        for (int i = 0; i < params.size(); i++) {
-            if (expAvg[i] != null) {
-                Map<String, Tensor> entries = new LinkedHashMap<>();
-                entries.put(STEP, Tensor.scalar(steps[i]));
-                entries.put(EXP_AVG, expAvg[i]);
-                entries.put(EXP_AVG_SQ, expAvgSq[i]);
-                if (maxExpAvgSq[i] != null) {
-                    entries.put(MAX_EXP_AVG_SQ, maxExpAvgSq[i]);
-                }
-                state.put(i, entries);
-            }
-        }
-        List<Integer> indices = new ArrayList<>();
-        for (int i = 0; i < params.size(); i++) {
-            indices.add(i);
-        }
-        Map<String, Object> group = new LinkedHashMap<>();
-        group.put("lr", lr);
-        group.put("betas", List.of(beta1, beta2));
-        group.put("eps", eps);
-        group.put("weight_decay", weightDecay);
-        group.put("amsgrad", amsgrad);
-        group.put("maximize", false);
-        group.put("params", indices);
-        return new OptimizerStateDict(name, state, List.of(group));
+    protected boolean isStepCount(String stateName) {
+        return STEP.equals(stateName);
     }
 
-    /**
-     * {@inheritDoc}
-     *
-     * <p>Takes lr, betas, eps, weight_decay and amsgrad from the state dict, as PyTorch does, and
-     * a copy of each state tensor on its parameter's device; a parameter without state starts
-     * afresh at its next step. All checks run before anything changes.
-     *
-     * @throws IllegalArgumentException e.g. "Adam.loadStateDict: the state dict is of optimizer
-     *     'SGD', not Adam", "Adam.loadStateDict: exp_avg of parameter 1 is float32 [3] but the
-     *     parameter is float32 [10] (a state dict of another model?)"
-     */
+    /** {@code step} first, as a new float32 scalar tensor (shape [], as PyTorch 1.13 keeps it), then the live tensors. */
     @Override
-    public void loadStateDict(OptimizerStateDict stateDict) {
-        String where = name + ".loadStateDict: ";
-        if (!name.equals(stateDict.optimizer())) {
-            throw new IllegalArgumentException(where + "the state dict is of optimizer '" + stateDict.optimizer()
-                    + "', not " + name);
+    protected Map<String, Tensor> savedState(int index) {
+        Map<String, Tensor> out = new LinkedHashMap<>();
+        if (state(index).containsKey(EXP_AVG)) {
+            out.put(STEP, Tensor.scalar(stepCount(index)));
+            out.putAll(state(index));
         }
-        if (stateDict.paramGroups().size() != 1) {
-            throw new IllegalArgumentException(where + "the state dict has " + stateDict.paramGroups().size()
-                    + " parameter groups but this optimizer has 1");
-        }
-        Map<String, Object> group = stateDict.paramGroups().get(0);
-        int count = group.get("params") instanceof List<?> list ? list.size() : -1;
-        if (count != params.size()) {
-            throw new IllegalArgumentException(where + "the state dict's parameter group has " + count
-                    + " parameters but this optimizer has " + params.size() + " (loaded state dict contains a parameter"
-                    + " group that doesn't match the size of optimizer's group)");
-        }
-        double newLr = number(where, group, "lr");
-        double newEps = number(where, group, "eps");
-        double newWeightDecay = number(where, group, "weight_decay");
-        if (!(group.get("betas") instanceof List<?> betas && betas.size() == 2 && betas.get(0) instanceof Number b1
-                && betas.get(1) instanceof Number b2)) {
-            throw new IllegalArgumentException(where + "param_groups[0] has no 'betas' list of two numbers");
-        }
-        if (!(group.get("amsgrad") instanceof Boolean newAmsgrad)) {
-            throw new IllegalArgumentException(where + "param_groups[0] has no boolean 'amsgrad'");
-        }
-        if (Boolean.TRUE.equals(group.get("maximize"))) {
-            throw new IllegalArgumentException(where + "the state dict has maximize=True, which ddp4j's " + name
-                    + " does not support");
-        }
-        checkHyperParameters(newLr, b1.doubleValue(), b2.doubleValue(), newEps, newWeightDecay);
-        stateDict.state().forEach((index, entries) -> {
-            if (index < 0 || index >= params.size()) {
-                throw new IllegalArgumentException(where + "state for parameter " + index + " but the optimizer has"
-                        + " parameters 0.." + (params.size() - 1));
-            }
-            Tensor p = params.get(index);
-            for (String required : newAmsgrad ? List.of(STEP, EXP_AVG, EXP_AVG_SQ, MAX_EXP_AVG_SQ)
-                    : List.of(STEP, EXP_AVG, EXP_AVG_SQ)) {
-                if (!entries.containsKey(required)) {
-                    throw new IllegalArgumentException(where + "parameter " + index + " has no '" + required + "' state"
-                            + (required.equals(MAX_EXP_AVG_SQ) ? " (saved without amsgrad?)" : ""));
-                }
-            }
-            for (Map.Entry<String, Tensor> e : entries.entrySet()) {
-                Tensor t = e.getValue();
-                switch (e.getKey()) {
-                    case STEP -> {
-                        if (t.numel() != 1 || !(t.item() >= 0) || t.item() != Math.rint(t.item())) {
-                            throw new IllegalArgumentException(where + "step of parameter " + index + " must be one"
-                                    + " non-negative whole number, got " + t.describe());
-                        }
-                    }
-                    case EXP_AVG, EXP_AVG_SQ, MAX_EXP_AVG_SQ -> {
-                        if (!Arrays.equals(t.shape(), p.shape()) || t.dtype() != p.dtype()) {
-                            throw new IllegalArgumentException(where + e.getKey() + " of parameter " + index + " is "
-                                    + t.describe() + " but the parameter is " + p.describe()
-                                    + " (a state dict of another model?)");
-                        }
-                    }
-                    default -> throw new IllegalArgumentException(where + "unknown state '" + e.getKey()
-                            + "' for parameter " + index + " (" + name + " keeps " + STEP + ", " + EXP_AVG + ", "
-                            + EXP_AVG_SQ + " and " + MAX_EXP_AVG_SQ + ")");
-                }
-            }
-        });
-        close();
-        stateDict.state().forEach((index, entries) -> {
-            Tensor p = params.get(index);
-            steps[index] = (long) entries.get(STEP).item();
-            expAvg[index] = p.zerosLike().keep().copyFrom(entries.get(EXP_AVG));
-            expAvgSq[index] = p.zerosLike().keep().copyFrom(entries.get(EXP_AVG_SQ));
-            Tensor max = entries.get(MAX_EXP_AVG_SQ);
-            if (max != null) {
-                maxExpAvgSq[index] = p.zerosLike().keep().copyFrom(max);
-            }
-        });
-        lr = newLr;
-        beta1 = b1.doubleValue();
-        beta2 = b2.doubleValue();
-        eps = newEps;
-        weightDecay = newWeightDecay;
-        amsgrad = newAmsgrad;
+        return out;
     }
 
-    private static double number(String where, Map<String, Object> group, String key) {
-        if (!(group.get(key) instanceof Number n)) {
-            throw new IllegalArgumentException(where + "param_groups[0] has no number '" + key + "'");
-        }
-        return n.doubleValue();
+    @Override
+    protected void restoreState(int index, Map<String, Tensor> saved) {
+        growSteps();
+        Map<String, Tensor> tensors = new LinkedHashMap<>(saved);
+        steps[index] = (long) tensors.remove(STEP).item();
+        super.restoreState(index, tensors);
     }
 
     /** Frees the state tensors and resets the step counts; a later step starts afresh. */
     @Override
     public void close() {
-        for (int i = 0; i < params.size(); i++) {
-            for (Tensor[] state : List.of(expAvg, expAvgSq, maxExpAvgSq)) {
-                if (state[i] != null) {
-                    state[i].close();
-                    state[i] = null;
-                }
-            }
-            steps[i] = 0;
-        }
+        super.close();
+        Arrays.fill(steps, 0);
     }
 
-    /** E.g. "Adam(lr=0.001, betas=(0.9, 0.999), eps=1.0E-8, weight_decay=0.0, amsgrad=false)". */
+    private long stepCount(int index) {
+        return index < steps.length ? steps[index] : 0;
+    }
+
+    /** The first group's {@code betas[0]}. Mirrors {@code param_groups[0]['betas'][0]}. */
+    public double beta1() {
+        return (Double) ((List<?>) paramGroups().get(0).get("betas")).get(0);
+    }
+
+    /** The first group's {@code betas[1]}. Mirrors {@code param_groups[0]['betas'][1]}. */
+    public double beta2() {
+        return (Double) ((List<?>) paramGroups().get(0).get("betas")).get(1);
+    }
+
+    /** Mirrors {@code param_groups[0]['eps']}. */
+    public double eps() {
+        return paramGroups().get(0).number("eps");
+    }
+
+    /** Mirrors {@code param_groups[0]['weight_decay']}. */
+    public double weightDecay() {
+        return paramGroups().get(0).number("weight_decay");
+    }
+
+    /** Mirrors {@code param_groups[0]['amsgrad']}. */
+    public boolean amsgrad() {
+        return paramGroups().get(0).flag("amsgrad");
+    }
+
+    /** Steps taken by {@code param} (0 before its first, or for a tensor this optimizer does not hold). Mirrors {@code state[p]['step']}. */
+    public long stepCount(Tensor param) {
+        int i = indexOf(param);
+        return i < 0 ? 0 : stepCount(i);
+    }
+
+    /** The first moment of {@code param}, or null before its first step. Mirrors {@code state[p]['exp_avg']}. */
+    public Tensor expAvg(Tensor param) {
+        return stateOf(param, EXP_AVG);
+    }
+
+    /** The second moment of {@code param}, or null before its first step. Mirrors {@code state[p]['exp_avg_sq']}. */
+    public Tensor expAvgSq(Tensor param) {
+        return stateOf(param, EXP_AVG_SQ);
+    }
+
+    /** PyTorch-like: "lr=0.001, betas=(0.9, 0.999), eps=1.0E-8, weight_decay=0.0, amsgrad=false". */
     @Override
-    public String toString() {
-        return name + "(lr=" + lr + ", betas=(" + beta1 + ", " + beta2 + "), eps=" + eps + ", weight_decay=" + weightDecay
-                + ", amsgrad=" + amsgrad + ")";
+    protected String describe(Map<String, Object> o) {
+        List<?> betas = (List<?>) o.get("betas");
+        return "lr=" + o.get("lr") + ", betas=(" + betas.get(0) + ", " + betas.get(1) + "), eps=" + o.get("eps")
+                + ", weight_decay=" + o.get("weight_decay") + ", amsgrad=" + o.get("amsgrad");
     }
 }

@@ -3,7 +3,7 @@ package org.ddp4j.optim;
 import java.util.Map;
 
 /**
- * Anneals the lr from its base value to {@code etaMin} along half a cosine over {@code tMax}
+ * Anneals each parameter group's lr from its base value to {@code etaMin} along half a cosine over {@code tMax}
  * epochs (then back up, periodically, as PyTorch's). Mirrors
  * {@code torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max, eta_min=0)}, with its
  * recursive form: lr_e = eta_min + (lr_{e-1} - eta_min) (1 + cos(pi e / T_max)) / (1 + cos(pi (e-1) / T_max)).
@@ -38,13 +38,13 @@ public final class CosineAnnealingLR extends LRScheduler {
     }
 
     @Override
-    protected double computeLr(double lr) {
+    protected double computeLr(double lr, double baseLr) {
         int e = lastEpoch();
         if (e == 0) {
             return lr;
         }
         if (Math.floorMod(e - 1 - tMax, 2 * tMax) == 0) {
-            return lr + (baseLr() - etaMin) * (1 - Math.cos(Math.PI / tMax)) / 2;
+            return lr + (baseLr - etaMin) * (1 - Math.cos(Math.PI / tMax)) / 2;
         }
         return (1 + Math.cos(Math.PI * e / tMax)) / (1 + Math.cos(Math.PI * (e - 1) / tMax)) * (lr - etaMin) + etaMin;
     }

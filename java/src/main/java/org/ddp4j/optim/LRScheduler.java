@@ -1,30 +1,37 @@
 package org.ddp4j.optim;
 
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * Changes an optimizer's learning rate as training goes on. Mirrors
- * {@code torch.optim.lr_scheduler._LRScheduler} (PyTorch 1.13): construction records the
- * optimizer's lr as {@code base_lrs}, sets {@code last_epoch} to 0 and applies the schedule's
- * first value; each {@link #step()} (once per epoch, after the epoch's {@code optimizer.step()}
- * calls) advances {@code last_epoch} and sets the optimizer's lr. Subclasses compute the next lr
- * from the current one with PyTorch's own (chainable) formulas, so the sequences match PyTorch's
- * to the last bits.
+ * Changes the learning rate of every parameter group of an optimizer as training goes on. Mirrors
+ * {@code torch.optim.lr_scheduler._LRScheduler} (PyTorch 1.13): construction records each
+ * group's lr as {@code base_lrs} (one per group), sets {@code last_epoch} to 0 and applies the
+ * schedule's first value; each {@link #step()} (once per epoch, after the epoch's
+ * {@code optimizer.step()} calls) advances {@code last_epoch} and sets each group's lr from its
+ * own current and base lr. Subclasses compute the next lr with PyTorch's own (chainable)
+ * formulas, so the sequences match PyTorch's to the last bits.
  */
 public abstract class LRScheduler {
     private final Optimizer optimizer;
-    private double baseLr;
+    private List<Double> baseLrs;
     private int lastEpoch;
     private int stepCount;
-    private double lastLr;
+    private List<Double> lastLrs = List.of();
 
-    /** Starts the schedule at epoch 0 from the optimizer's current lr (PyTorch's {@code last_epoch=-1}). */
+    /** Starts the schedule at epoch 0 from each group's current lr (PyTorch's {@code last_epoch=-1}). */
     protected LRScheduler(Optimizer optimizer) {
         this.optimizer = optimizer;
-        this.baseLr = optimizer.lr();
+        this.baseLrs = groupLrs();
         this.lastEpoch = -1;
+    }
+
+    private List<Double> groupLrs() {
+        List<Double> out = new ArrayList<>();
+        optimizer.paramGroups().forEach(g -> out.add(g.lr()));
+        return List.copyOf(out);
     }
 
     /** Subclasses call this last in their constructor: PyTorch's {@code _initial_step()}. */
@@ -33,23 +40,35 @@ public abstract class LRScheduler {
     }
 
     /**
-     * The lr for epoch {@link #lastEpoch()} given the optimizer's current lr (PyTorch's
-     * {@code get_lr()} with its chainable form).
+     * One group's lr for epoch {@link #lastEpoch()} given its current lr and its base lr
+     * (PyTorch's {@code get_lr()} with its chainable form, for one entry of {@code param_groups}).
      */
-    protected abstract double computeLr(double currentLr);
+    protected abstract double computeLr(double currentLr, double baseLr);
 
-    /** Advances one epoch and sets the optimizer's lr. Mirrors {@code scheduler.step()}. */
+    /**
+     * Advances one epoch and sets every group's lr. Mirrors {@code scheduler.step()}.
+     *
+     * @throws IllegalStateException if groups were added to the optimizer after the scheduler was made
+     */
     public void step() {
+        List<ParamGroup> groups = optimizer.paramGroups();
+        if (groups.size() != baseLrs.size()) {
+            throw new IllegalStateException(getClass().getSimpleName() + " was made for " + baseLrs.size()
+                    + " parameter groups but the optimizer now has " + groups.size() + " (make the scheduler after"
+                    + " adding the groups)");
+        }
         stepCount++;
         lastEpoch++;
-        double lr = computeLr(optimizer.lr());
-        optimizer.setLr(lr);
-        lastLr = optimizer.lr();
+        for (int i = 0; i < groups.size(); i++) {
+            ParamGroup g = groups.get(i);
+            g.setLr(computeLr(g.lr(), baseLrs.get(i)));
+        }
+        lastLrs = groupLrs();
     }
 
     /** The lr that the last {@link #step()} set, one per parameter group. Mirrors {@code get_last_lr()}. */
     public List<Double> getLastLr() {
-        return List.of(lastLr);
+        return lastLrs;
     }
 
     /** The number of {@link #step()}s after construction's; 0 right after construction. Mirrors {@code last_epoch}. */
@@ -57,9 +76,14 @@ public abstract class LRScheduler {
         return lastEpoch;
     }
 
-    /** The optimizer's lr when the schedule started. Mirrors {@code base_lrs[0]}. */
+    /** The first group's lr when the schedule started. Mirrors {@code base_lrs[0]}. */
     public double baseLr() {
-        return baseLr;
+        return baseLrs.get(0);
+    }
+
+    /** Each group's lr when the schedule started. Mirrors {@code base_lrs}. */
+    public List<Double> baseLrs() {
+        return baseLrs;
     }
 
     /** The optimizer whose lr this schedules. */
@@ -69,17 +93,17 @@ public abstract class LRScheduler {
 
     /**
      * The schedule's position and hyper-parameters under PyTorch's names: {@code last_epoch},
-     * {@code base_lrs}, {@code _last_lr}, {@code _step_count} and the subclass's (e.g.
-     * {@code step_size}, {@code gamma}). Values are Integer, Double, List or Map (JSON-friendly).
-     * Mirrors {@code scheduler.state_dict()}.
+     * {@code base_lrs} and {@code _last_lr} (one per group), {@code _step_count} and the
+     * subclass's (e.g. {@code step_size}, {@code gamma}). Values are Integer, Double, List or Map
+     * (JSON-friendly). Mirrors {@code scheduler.state_dict()}.
      */
     public Map<String, Object> stateDict() {
         Map<String, Object> out = new LinkedHashMap<>();
         putHyperParameters(out);
-        out.put("base_lrs", List.of(baseLr));
+        out.put("base_lrs", baseLrs);
         out.put("last_epoch", lastEpoch);
         out.put("_step_count", stepCount);
-        out.put("_last_lr", List.of(lastLr));
+        out.put("_last_lr", lastLrs);
         return out;
     }
 
@@ -88,18 +112,19 @@ public abstract class LRScheduler {
      * type). It does not change the optimizer's lr, as in PyTorch: load the optimizer's state dict too.
      * Mirrors {@code scheduler.load_state_dict(state_dict)}.
      *
-     * @throws IllegalArgumentException naming the missing or malformed key; nothing changes then
+     * @throws IllegalArgumentException naming the missing or malformed key, or lists of
+     *     {@code base_lrs} / {@code _last_lr} whose length is not the optimizer's group count; nothing changes then
      */
     public void loadStateDict(Map<String, ?> state) {
         int newLastEpoch = (int) number(state, "last_epoch");
         int newStepCount = (int) number(state, "_step_count");
-        double newBaseLr = firstNumber(state, "base_lrs");
-        double newLastLr = firstNumber(state, "_last_lr");
+        List<Double> newBaseLrs = perGroup(state, "base_lrs");
+        List<Double> newLastLrs = perGroup(state, "_last_lr");
         loadHyperParameters(state);
         lastEpoch = newLastEpoch;
         stepCount = newStepCount;
-        baseLr = newBaseLr;
-        lastLr = newLastLr;
+        baseLrs = newBaseLrs;
+        lastLrs = newLastLrs;
     }
 
     /** Adds the subclass's hyper-parameters under PyTorch's attribute names. */
@@ -117,11 +142,16 @@ public abstract class LRScheduler {
         return n.doubleValue();
     }
 
-    private double firstNumber(Map<String, ?> state, String key) {
-        if (!(state.get(key) instanceof List<?> list && list.size() == 1 && list.get(0) instanceof Number n)) {
+    private List<Double> perGroup(Map<String, ?> state, String key) {
+        int groups = optimizer.paramGroups().size();
+        if (!(state.get(key) instanceof List<?> list && list.size() == groups
+                && list.stream().allMatch(Number.class::isInstance))) {
             throw new IllegalArgumentException(getClass().getSimpleName() + ".loadStateDict: the state dict has no '" + key
-                    + "' list of one number (ddp4j's optimizers have one parameter group)");
+                    + "' list of " + groups + (groups == 1 ? " number" : " numbers") + ", one per parameter group of the"
+                    + " optimizer (got " + state.get(key) + ")");
         }
-        return n.doubleValue();
+        List<Double> out = new ArrayList<>();
+        list.forEach(n -> out.add(((Number) n).doubleValue()));
+        return List.copyOf(out);
     }
 }

@@ -3,7 +3,7 @@ package org.ddp4j.optim;
 import java.util.Map;
 
 /**
- * Warm-up: scales the lr linearly from {@code startFactor * base_lr} to {@code endFactor *
+ * Warm-up: scales each group's lr linearly from {@code startFactor * base_lr} to {@code endFactor *
  * base_lr} over {@code totalIters} steps, then keeps it. Mirrors
  * {@code torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=1/3, end_factor=1.0,
  * total_iters=5)} and its recursive form. Example: {@code new LinearLR(optimizer, 0.1, 1.0, 5)}.
@@ -46,7 +46,7 @@ public final class LinearLR extends LRScheduler {
     }
 
     @Override
-    protected double computeLr(double lr) {
+    protected double computeLr(double lr, double baseLr) {
         int e = lastEpoch();
         if (e == 0) {
             return lr * startFactor;

@@ -6,7 +6,7 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Multiplies the lr by {@code gamma} at each milestone epoch (a milestone listed twice multiplies
+ * Multiplies each group's lr by {@code gamma} at each milestone epoch (a milestone listed twice multiplies
  * by gamma²). Mirrors {@code torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, gamma=0.1)}.
  * Example: {@code new MultiStepLR(optimizer, List.of(30, 80), 0.1)}.
  */
@@ -40,7 +40,7 @@ public final class MultiStepLR extends LRScheduler {
     }
 
     @Override
-    protected double computeLr(double lr) {
+    protected double computeLr(double lr, double baseLr) {
         Integer times = milestones.get(lastEpoch());
         return times == null ? lr : lr * Math.pow(gamma, times);
     }

@@ -1,6 +1,6 @@
 package org.ddp4j.optim;
 
-import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,23 +20,19 @@ import org.ddp4j.tensor.Tensor;
  *   p = p - lr * g
  * </pre>
  *
- * computed natively in place in one pass per parameter. Momentum buffers are created on a
+ * computed natively in place in one pass per parameter, each group with its own options (see
+ * {@link Optimizer} for parameter groups). Momentum buffers are created on a
  * parameter's first step, live outside any {@link org.ddp4j.tensor.Tensors#scope()}, and are freed
  * by {@link #close()}.
  */
-public final class SGD implements Optimizer {
+public final class SGD extends Optimizer {
     /** The class name stored in a state dict. */
     private static final String NAME = "SGD";
     /** PyTorch's name of the per-parameter momentum state. */
     public static final String MOMENTUM_BUFFER = "momentum_buffer";
 
-    private final List<Tensor> params;
-    private final Tensor[] momentumBuffers;
-    private double lr;
-    private double momentum;
-    private double dampening;
-    private double weightDecay;
-    private boolean nesterov;
+    /** The options a parameter group may set, under PyTorch's names (besides {@code params}). */
+    public static final List<String> OPTION_NAMES = List.copyOf(Options.defaults().asGroupOptions().keySet());
 
     /**
      * {@code torch.optim.SGD}'s keyword arguments with their defaults (lr 1e-3, as PyTorch 2.x;
@@ -74,6 +70,17 @@ public final class SGD implements Optimizer {
         public Options nesterov(boolean value) {
             return new Options(lr, momentum, dampening, weightDecay, value);
         }
+
+        /** These options as a parameter group's, under PyTorch's names (the per-group defaults). */
+        Map<String, Object> asGroupOptions() {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("lr", lr);
+            out.put("momentum", momentum);
+            out.put("dampening", dampening);
+            out.put("weight_decay", weightDecay);
+            out.put("nesterov", nesterov);
+            return out;
+        }
     }
 
     /**
@@ -82,7 +89,21 @@ public final class SGD implements Optimizer {
      * @throws IllegalArgumentException as {@link #SGD(List, double, double, double, double, boolean)}
      */
     public SGD(List<Tensor> params, Options options) {
-        this(params, options.lr(), options.momentum(), options.dampening(), options.weightDecay(), options.nesterov());
+        this(oneGroup(params), options);
+    }
+
+    /**
+     * SGD over parameter groups, each a Map of {@code params} and any of {@link #OPTION_NAMES};
+     * options a group does not give come from {@code options}. Mirrors
+     * {@code torch.optim.SGD([{"params": ...}, {"params": ..., "lr": ...}], **options)}. Example:
+     * {@code new SGD(List.of(Map.of("params", body), Map.of("params", head, "lr", 0.1)), SGD.Options.defaults().lr(0.01))}.
+     *
+     * @throws IllegalArgumentException naming an unknown key and the allowed ones (e.g. "SGD: unknown
+     *     parameter group option 'weight_decy' (allowed: params, lr, momentum, dampening,
+     *     weight_decay, nesterov)"), and as {@link #SGD(List, double, double, double, double, boolean)}
+     */
+    public SGD(Collection<? extends Map<String, ?>> paramGroups, Options options) {
+        super(NAME, options.asGroupOptions(), paramGroups);
     }
 
     /**
@@ -110,55 +131,39 @@ public final class SGD implements Optimizer {
      */
     public SGD(List<Tensor> params, double lr, double momentum, double dampening, double weightDecay,
             boolean nesterov) {
-        if (params.isEmpty()) {
-            throw new IllegalArgumentException("SGD got an empty parameter list");
-        }
-        for (Tensor p : params) {
-            if (!p.isLeaf()) {
-                throw new IllegalArgumentException("SGD can't optimize a non-leaf tensor (" + p.describe()
-                        + ", produced by " + p.gradFn().name() + "); pass parameters, e.g. module.parameters()");
-            }
-        }
-        checkHyperParameters(lr, momentum, dampening, weightDecay, nesterov);
-        this.params = List.copyOf(params);
-        this.momentumBuffers = new Tensor[params.size()];
-        this.lr = lr;
-        this.momentum = momentum;
-        this.dampening = dampening;
-        this.weightDecay = weightDecay;
-        this.nesterov = nesterov;
+        this(params, new Options(lr, momentum, dampening, weightDecay, nesterov));
     }
 
-    private static void checkHyperParameters(double lr, double momentum, double dampening, double weightDecay,
-            boolean nesterov) {
-        checkLr(lr);
+    /** PyTorch's checks and wording (torch.optim.SGD's constructor), for each group. */
+    @Override
+    protected void checkOptions(Map<String, Object> o) {
+        double lr = (Double) o.get("lr");
+        double momentum = (Double) o.get("momentum");
+        if (!(lr >= 0)) {
+            throw new IllegalArgumentException("Invalid learning rate: " + lr);
+        }
         if (!(momentum >= 0)) {
             throw new IllegalArgumentException("Invalid momentum value: " + momentum);
         }
-        if (!(weightDecay >= 0)) {
-            throw new IllegalArgumentException("Invalid weight_decay value: " + weightDecay);
+        if (!((Double) o.get("weight_decay") >= 0)) {
+            throw new IllegalArgumentException("Invalid weight_decay value: " + o.get("weight_decay"));
         }
-        if (nesterov && (momentum <= 0 || dampening != 0)) {
+        if ((Boolean) o.get("nesterov") && (momentum <= 0 || (Double) o.get("dampening") != 0)) {
             throw new IllegalArgumentException("Nesterov momentum requires a momentum and zero dampening");
         }
     }
 
-    private static void checkLr(double lr) {
-        if (!(lr >= 0)) {
-            throw new IllegalArgumentException("Invalid learning rate: " + lr);
-        }
-    }
-
-    /**
-     * Updates every parameter whose {@code grad()} is non-null, in place (no autograd); parameters
-     * without a gradient are skipped and keep no momentum state, as in PyTorch.
-     *
-     * @throws IllegalArgumentException if a gradient's shape or dtype does not match its parameter
-     */
+    /** One native in-place pass per parameter with a gradient; a momentum buffer is made at its first step. */
     @Override
-    public void step() {
-        for (int i = 0; i < params.size(); i++) {
-            Tensor p = params.get(i);
+    protected void stepGroup(ParamGroup group, int firstIndex) {
+        double lr = group.lr();
+        double momentum = group.number("momentum");
+        double dampening = group.number("dampening");
+        double weightDecay = group.number("weight_decay");
+        boolean nesterov = group.flag("nesterov");
+        List<Tensor> params = group.params();
+        for (int j = 0; j < params.size(); j++) {
+            Tensor p = params.get(j);
             Tensor g = p.grad();
             if (g == null) {
                 continue;
@@ -166,31 +171,24 @@ public final class SGD implements Optimizer {
             boolean first = false;
             long buf = 0;
             if (momentum != 0) {
-                if (momentumBuffers[i] == null) {
+                Map<String, Tensor> state = state(firstIndex + j);
+                Tensor b = state.get(MOMENTUM_BUFFER);
+                if (b == null) {
                     // Untracked, so it survives the step's scope; the kernel overwrites it with g.
-                    momentumBuffers[i] = p.zerosLike().keep();
+                    b = p.zerosLike().keep();
+                    state.put(MOMENTUM_BUFFER, b);
                     first = true;
                 }
-                buf = momentumBuffers[i].nativeHandle();
+                buf = b.nativeHandle();
             }
             SgdNatives.sgdStep(p.nativeHandle(), g.nativeHandle(), buf, lr, momentum, dampening, weightDecay,
                     nesterov, first);
         }
     }
 
-    /** Fills every existing gradient with zeros. Mirrors {@code zero_grad(set_to_none=False)}. */
     @Override
-    public void zeroGrad() {
-        for (Tensor p : params) {
-            if (p.grad() != null) {
-                p.grad().fill(0);
-            }
-        }
-    }
-
-    /** The parameters this optimizer updates (unmodifiable). Mirrors {@code param_groups[0]['params']}. */
-    public List<Tensor> params() {
-        return params;
+    protected List<String> stateNames() {
+        return List.of(MOMENTUM_BUFFER);
     }
 
     /**
@@ -198,168 +196,26 @@ public final class SGD implements Optimizer {
      * for a tensor this optimizer does not hold. Mirrors {@code state[p]['momentum_buffer']}.
      */
     public Tensor momentumBuffer(Tensor param) {
-        for (int i = 0; i < params.size(); i++) {
-            if (params.get(i) == param) {
-                return momentumBuffers[i];
-            }
-        }
-        return null;
+        return stateOf(param, MOMENTUM_BUFFER);
     }
 
-    /** The current learning rate. Mirrors {@code param_groups[0]['lr']}. */
-    @Override
-    public double lr() {
-        return lr;
-    }
-
-    /**
-     * Changes the learning rate for later steps (for schedules).
-     *
-     * @throws IllegalArgumentException if lr is negative
-     */
-    @Override
-    public void setLr(double lr) {
-        checkLr(lr);
-        this.lr = lr;
-    }
-
-    /** The momentum factor. Mirrors {@code param_groups[0]['momentum']}. */
+    /** The first group's momentum factor. Mirrors {@code param_groups[0]['momentum']}. */
     public double momentum() {
-        return momentum;
+        return paramGroups().get(0).number("momentum");
     }
 
-    /** The dampening for momentum. Mirrors {@code param_groups[0]['dampening']}. */
+    /** The first group's dampening for momentum. Mirrors {@code param_groups[0]['dampening']}. */
     public double dampening() {
-        return dampening;
+        return paramGroups().get(0).number("dampening");
     }
 
-    /** The L2 penalty. Mirrors {@code param_groups[0]['weight_decay']}. */
+    /** The first group's L2 penalty. Mirrors {@code param_groups[0]['weight_decay']}. */
     public double weightDecay() {
-        return weightDecay;
+        return paramGroups().get(0).number("weight_decay");
     }
 
-    /** Whether Nesterov momentum is used. Mirrors {@code param_groups[0]['nesterov']}. */
+    /** Whether the first group uses Nesterov momentum. Mirrors {@code param_groups[0]['nesterov']}. */
     public boolean nesterov() {
-        return nesterov;
-    }
-
-    /**
-     * {@inheritDoc}
-     *
-     * <p>SGD's: state {@code i -> {"momentum_buffer": buf}} for each parameter i that has a
-     * momentum buffer (none before its first step or without momentum, as in PyTorch), and one
-     * parameter group {@code {lr, momentum, dampening, weight_decay, nesterov, params: [0..n-1]}}.
-     */
-    @Override
-    public OptimizerStateDict stateDict() {
-        Map<Integer, Map<String, Tensor>> state = new LinkedHashMap<>();
-        for (int i = 0; i < params.size(); i++) {
-            if (momentumBuffers[i] != null) {
-                state.put(i, Map.of(MOMENTUM_BUFFER, momentumBuffers[i]));
-            }
-        }
-        List<Integer> indices = new ArrayList<>();
-        for (int i = 0; i < params.size(); i++) {
-            indices.add(i);
-        }
-        Map<String, Object> group = new LinkedHashMap<>();
-        group.put("lr", lr);
-        group.put("momentum", momentum);
-        group.put("dampening", dampening);
-        group.put("weight_decay", weightDecay);
-        group.put("nesterov", nesterov);
-        group.put("params", indices);
-        return new OptimizerStateDict(NAME, state, List.of(group));
-    }
-
-    /**
-     * {@inheritDoc}
-     *
-     * <p>Takes lr, momentum, dampening, weight_decay and nesterov from the state dict, as PyTorch
-     * does, and a copy of each momentum buffer on its parameter's device; a parameter without
-     * state gets its buffer at its next step.
-     *
-     * @throws IllegalArgumentException e.g. "SGD.loadStateDict: the state dict's parameter group
-     *     has 3 parameters but this optimizer has 10 (loaded state dict contains a parameter group
-     *     that doesn't match the size of optimizer's group)"
-     */
-    @Override
-    public void loadStateDict(OptimizerStateDict stateDict) {
-        if (!NAME.equals(stateDict.optimizer())) {
-            throw new IllegalArgumentException("SGD.loadStateDict: the state dict is of optimizer '" + stateDict.optimizer()
-                    + "', not SGD");
-        }
-        if (stateDict.paramGroups().size() != 1) {
-            throw new IllegalArgumentException("SGD.loadStateDict: the state dict has " + stateDict.paramGroups().size()
-                    + " parameter groups but this optimizer has 1");
-        }
-        Map<String, Object> group = stateDict.paramGroups().get(0);
-        Object indices = group.get("params");
-        int count = indices instanceof List<?> list ? list.size() : -1;
-        if (count != params.size()) {
-            throw new IllegalArgumentException("SGD.loadStateDict: the state dict's parameter group has " + count
-                    + " parameters but this optimizer has " + params.size() + " (loaded state dict contains a parameter"
-                    + " group that doesn't match the size of optimizer's group)");
-        }
-        double newLr = number(group, "lr");
-        double newMomentum = number(group, "momentum");
-        double newDampening = number(group, "dampening");
-        double newWeightDecay = number(group, "weight_decay");
-        if (!(group.get("nesterov") instanceof Boolean newNesterov)) {
-            throw new IllegalArgumentException("SGD.loadStateDict: param_groups[0] has no boolean 'nesterov'");
-        }
-        checkHyperParameters(newLr, newMomentum, newDampening, newWeightDecay, newNesterov);
-        stateDict.state().forEach((index, entries) -> {
-            if (index < 0 || index >= params.size()) {
-                throw new IllegalArgumentException("SGD.loadStateDict: state for parameter " + index + " but the"
-                        + " optimizer has parameters 0.." + (params.size() - 1));
-            }
-            for (Map.Entry<String, Tensor> e : entries.entrySet()) {
-                Tensor p = params.get(index);
-                if (!e.getKey().equals(MOMENTUM_BUFFER)) {
-                    throw new IllegalArgumentException("SGD.loadStateDict: unknown state '" + e.getKey() + "' for parameter "
-                            + index + " (SGD keeps only " + MOMENTUM_BUFFER + ")");
-                }
-                Tensor buf = e.getValue();
-                if (!java.util.Arrays.equals(buf.shape(), p.shape()) || buf.dtype() != p.dtype()) {
-                    throw new IllegalArgumentException("SGD.loadStateDict: " + MOMENTUM_BUFFER + " of parameter " + index
-                            + " is " + buf.describe() + " but the parameter is " + p.describe()
-                            + " (a state dict of another model?)");
-                }
-            }
-        });
-        close();
-        stateDict.state().forEach((index, entries) ->
-                momentumBuffers[index] = params.get(index).zerosLike().keep().copyFrom(entries.get(MOMENTUM_BUFFER)));
-        lr = newLr;
-        momentum = newMomentum;
-        dampening = newDampening;
-        weightDecay = newWeightDecay;
-        nesterov = newNesterov;
-    }
-
-    private static double number(Map<String, Object> group, String key) {
-        if (!(group.get(key) instanceof Number n)) {
-            throw new IllegalArgumentException("SGD.loadStateDict: param_groups[0] has no number '" + key + "'");
-        }
-        return n.doubleValue();
-    }
-
-    /** Frees the momentum buffers; a later step starts them afresh. */
-    @Override
-    public void close() {
-        for (int i = 0; i < momentumBuffers.length; i++) {
-            if (momentumBuffers[i] != null) {
-                momentumBuffers[i].close();
-                momentumBuffers[i] = null;
-            }
-        }
-    }
-
-    /** "SGD(lr=0.01, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=false)". */
-    @Override
-    public String toString() {
-        return "SGD(lr=" + lr + ", momentum=" + momentum + ", dampening=" + dampening + ", weight_decay="
-                + weightDecay + ", nesterov=" + nesterov + ")";
+        return paramGroups().get(0).flag("nesterov");
     }
 }

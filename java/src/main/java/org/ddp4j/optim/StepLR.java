@@ -3,7 +3,7 @@ package org.ddp4j.optim;
 import java.util.Map;
 
 /**
- * Multiplies the lr by {@code gamma} every {@code stepSize} epochs. Mirrors
+ * Multiplies each parameter group's lr by {@code gamma} every {@code stepSize} epochs. Mirrors
  * {@code torch.optim.lr_scheduler.StepLR(optimizer, step_size, gamma=0.1)}: lr at epoch e is
  * {@code base_lr * gamma^floor(e / step_size)}.
  * Example: {@code var scheduler = new StepLR(optimizer, 30, 0.1); ... scheduler.step();}
@@ -37,7 +37,7 @@ public final class StepLR extends LRScheduler {
     }
 
     @Override
-    protected double computeLr(double lr) {
+    protected double computeLr(double lr, double baseLr) {
         int e = lastEpoch();
         return e == 0 || e % stepSize != 0 ? lr : lr * gamma;
     }

@@ -112,7 +112,7 @@ class SgdStateDictTest {
                 SGD one = new SGD(List.of(ps.get(1)), 0.1, 0.9, 0, 0, false)) {
             stepWithGrad(opt, new float[] {1, 1, 1, 1});
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> one.loadStateDict(opt.stateDict()));
-            assertEquals("SGD.loadStateDict: the state dict's parameter group has 2 parameters but this optimizer has 1"
+            assertEquals("SGD.loadStateDict: the state dict's parameter group 0 has 2 parameters but this optimizer's has 1"
                     + " (loaded state dict contains a parameter group that doesn't match the size of optimizer's group)",
                     e.getMessage());
 

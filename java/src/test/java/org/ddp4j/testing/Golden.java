@@ -89,6 +89,11 @@ public final class Golden {
         return root.has(key);
     }
 
+    /** A plain JSON value (object, list, number, string, boolean or null) as Java Maps, Lists and boxed values. */
+    public Object json(String key) {
+        return new ObjectMapper().convertValue(entry(key), Object.class);
+    }
+
     /** A number stored directly (e.g. a learning rate). */
     public double number(String key) {
         return entry(key).asDouble();
