@@ -10,6 +10,7 @@ import org.ddp4j.distributed.rendezvous.InitMethod;
 import org.ddp4j.distributed.rendezvous.ProcessIdentity;
 import org.ddp4j.distributed.store.Store;
 import org.ddp4j.tensor.Device;
+import org.ddp4j.internal.Setting;
 
 /**
  * A default group and the subgroups that may be made from it, and how one is made: the backend
@@ -81,18 +82,6 @@ record World(ProcessGroup group, Subgroups subgroups) {
 
     /** 30 minutes, or DDP4J_TIMEOUT_SECONDS (a positive number of seconds) when set. */
     static Duration defaultTimeout(Map<String, String> env) {
-        String raw = env.get("DDP4J_TIMEOUT_SECONDS");
-        if (raw == null || raw.isBlank()) {
-            return Distributed.DEFAULT_TIMEOUT;
-        }
-        try {
-            double seconds = Double.parseDouble(raw.trim());
-            if (!(seconds > 0) || Double.isInfinite(seconds)) {
-                throw new NumberFormatException();
-            }
-            return Duration.ofMillis(Math.max(1, Math.round(seconds * 1000)));
-        } catch (NumberFormatException e) {
-            throw new IllegalStateException("DDP4J_TIMEOUT_SECONDS=\"" + raw + "\" is not a positive number of seconds");
-        }
+        return Setting.TIMEOUT_SECONDS.seconds(env, Distributed.DEFAULT_TIMEOUT);
     }
 }

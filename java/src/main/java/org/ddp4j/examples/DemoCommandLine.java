@@ -1,6 +1,7 @@
 package org.ddp4j.examples;
 
 import picocli.CommandLine;
+import org.ddp4j.internal.Setting;
 
 /**
  * Runs a demo's picocli command. A failure prints one line, the exception's message (which names
@@ -14,7 +15,7 @@ final class DemoCommandLine {
         CommandLine cl = new CommandLine(command);
         cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
             cmd.getErr().println(cmd.getCommandName() + ": error: " + e.getMessage());
-            if (System.getenv("DDP4J_DEBUG") != null) {
+            if (Setting.DEBUG.raw(System.getenv()) != null) {
                 e.printStackTrace(cmd.getErr());
             }
             return 1;

@@ -7,6 +7,7 @@ import me.tongfei.progressbar.ConsoleProgressBarConsumer;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
 import me.tongfei.progressbar.ProgressBarStyle;
+import org.ddp4j.internal.Setting;
 
 /**
  * One epoch's progress bar on rank 0 (me.tongfei:progressbar), drawn when the launcher says its
@@ -16,7 +17,7 @@ import me.tongfei.progressbar.ProgressBarStyle;
  */
 final class EpochProgress implements AutoCloseable {
     /** Set to 1 by the launcher for rank 0 when its stdout is a terminal. */
-    static final String ENV = "DDP4J_PROGRESS";
+    static final String ENV = Setting.PROGRESS.variable();
 
     /**
      * Width of the bar's line: {@code COLUMNS} when exported, else 80, less the launcher's
@@ -30,7 +31,7 @@ final class EpochProgress implements AutoCloseable {
         this.bar = bar;
     }
 
-    /** Whether this rank draws bars: rank 0, with {@value #ENV}=1 in its environment. */
+    /** Whether this rank draws bars: rank 0, with {@code DDP4J_PROGRESS}=1 in its environment. */
     static boolean enabled(int rank, Map<String, String> env) {
         return rank == 0 && "1".equals(env.getOrDefault(ENV, "").trim());
     }

@@ -75,8 +75,8 @@ public final class NativeLibrary {
             }
             if (cudaFile == null || !cudaFile.isFile()) {
                 throw new IllegalStateException("this ddp4j build has no CUDA support: libddp4j_cuda.so is not in "
-                        + (System.getenv("DDP4J_LIBRARY_PATH") != null ? "DDP4J_LIBRARY_PATH ("
-                        + System.getenv("DDP4J_LIBRARY_PATH") + ")" : "the jar") + " (nvcc was not found when it was "
+                        + (Setting.LIBRARY_PATH.raw(System.getenv()) != null ? "DDP4J_LIBRARY_PATH ("
+                        + Setting.LIBRARY_PATH.raw(System.getenv()) + ")" : "the jar") + " (nvcc was not found when it was "
                         + "built); rebuild on a machine with the CUDA toolkit, or use device cpu");
             }
             System.load(cudaFile.getAbsolutePath());
@@ -85,7 +85,7 @@ public final class NativeLibrary {
     }
 
     private static File extractOptional(String name) {
-        String override = System.getenv("DDP4J_LIBRARY_PATH");
+        String override = Setting.LIBRARY_PATH.raw(System.getenv());
         if (override != null && !override.isEmpty()) {
             return new File(override, "lib" + name + ".so");
         }
@@ -96,7 +96,7 @@ public final class NativeLibrary {
     }
 
     private static File extract(String name) {
-        String override = System.getenv("DDP4J_LIBRARY_PATH");
+        String override = Setting.LIBRARY_PATH.raw(System.getenv());
         if (override != null && !override.isEmpty()) {
             return new File(override, "lib" + name + ".so");
         }

@@ -12,6 +12,7 @@ import org.ddp4j.distributed.store.Store;
 import org.ddp4j.distributed.store.TcpStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ddp4j.internal.Setting;
 
 /**
  * The launcher's agent for one node, torchrun's local elastic agent in small: hosts (node 0) or
@@ -247,9 +248,9 @@ final class Agent {
         env.put("GROUP_WORLD_SIZE", Integer.toString(cfg.nnodes()));
         env.put("MASTER_ADDR", cfg.masterAddr());
         env.put("MASTER_PORT", Integer.toString(cfg.masterPort()));
-        env.put("DDP4J_AGENT_STORE", "1");
-        env.put("DDP4J_RESTART_COUNT", Integer.toString(attempt));
-        env.put("DDP4J_MAX_RESTARTS", Integer.toString(cfg.maxRestarts()));
+        env.put(Setting.AGENT_STORE.variable(), "1");
+        env.put(Setting.RESTART_COUNT.variable(), Integer.toString(attempt));
+        env.put(Setting.MAX_RESTARTS.variable(), Integer.toString(cfg.maxRestarts()));
         env.put(RankZeroProgress.ENV, RankZeroProgress.forRank(r.rankOffset() + local, cfg.progressBar()));
         return env;
     }

@@ -9,6 +9,7 @@ import java.util.function.Supplier;
 import org.ddp4j.distributed.store.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.ddp4j.internal.Setting;
 
 /**
  * The launchers' keep-alive through the job's store, as torchrun's rendezvous keep-alive: every
@@ -35,10 +36,10 @@ final class KeepAlive implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(KeepAlive.class);
 
     /** Environment variable with the default of {@code --keepalive-interval}, in seconds. */
-    static final String INTERVAL_ENV = "DDP4J_KEEPALIVE_INTERVAL";
+    static final String INTERVAL_ENV = Setting.KEEPALIVE_INTERVAL.variable();
 
     /** Environment variable with the default of {@code --keepalive-timeout}, in seconds. */
-    static final String TIMEOUT_ENV = "DDP4J_KEEPALIVE_TIMEOUT";
+    static final String TIMEOUT_ENV = Setting.KEEPALIVE_TIMEOUT.variable();
 
     /** Added to a node's counter when it leaves: any counter at or above it belongs to a node that is done. */
     static final long LEFT_MARK = 1L << 40;

@@ -45,10 +45,10 @@ record LaunchConfig(
         env = Map.copyOf(env);
     }
 
-    /** Default of {@code --keepalive-interval}, in seconds, when {@value KeepAlive#INTERVAL_ENV} is not set. */
+    /** Default of {@code --keepalive-interval}, in seconds, when {@code DDP4J_KEEPALIVE_INTERVAL} is not set. */
     static final String DEFAULT_KEEPALIVE_INTERVAL = "1";
 
-    /** Default of {@code --keepalive-timeout}, in seconds, when {@value KeepAlive#TIMEOUT_ENV} is not set. */
+    /** Default of {@code --keepalive-timeout}, in seconds, when {@code DDP4J_KEEPALIVE_TIMEOUT} is not set. */
     static final String DEFAULT_KEEPALIVE_TIMEOUT = "20";
 
     /** {@code host:port} of the store, for messages. */

@@ -123,7 +123,7 @@ public final class Launcher implements Callable<Integer> {
     @Option(names = {"--classpath", "--class-path"}, paramLabel = "CLASSPATH",
             description = "Class path added after the launcher's own for the workers and for finding MAIN_CLASS:"
                     + " ':'-separated, 'dir/*' for every jar in dir, as java -cp; what java -jar on the launcher jar"
-                    + " needs to run your classes (default: $" + WorkerCommand.CLASSPATH_ENV + ").")
+                    + " needs to run your classes (default: $DDP4J_CLASSPATH).")
     private String classPath;
 
     @Parameters(paramLabel = "MAIN_CLASS_OR_COMMAND", arity = "0..*",

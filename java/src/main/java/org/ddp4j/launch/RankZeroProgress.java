@@ -5,18 +5,19 @@ import java.io.PrintStream;
 import java.lang.reflect.Method;
 import java.util.Locale;
 import java.util.Map;
+import org.ddp4j.internal.Setting;
 
 /**
  * Whether rank 0 draws a progress bar: the launcher knows whether its own stdout is a terminal
  * (its workers write into pipes and cannot tell), and passes the answer to each worker as
- * {@value #ENV}{@code =1} (rank 0 draws) or {@code =0} (plain log lines). The user's own
- * {@value #ENV} in the launcher's environment chooses: {@code auto} (the default: a bar when
+ * {@code DDP4J_PROGRESS}{@code =1} (rank 0 draws) or {@code =0} (plain log lines). The user's own
+ * {@code DDP4J_PROGRESS} in the launcher's environment chooses: {@code auto} (the default: a bar when
  * the launcher's stdout is a terminal), {@code 1} (always, e.g. under a terminal multiplexer that
  * the check misses) or {@code 0} (never).
  */
 final class RankZeroProgress {
     /** The variable the launcher reads (auto, 1, 0) and sets in each worker's environment (1 or 0). */
-    static final String ENV = "DDP4J_PROGRESS";
+    static final String ENV = Setting.PROGRESS.variable();
 
     private RankZeroProgress() {
     }
@@ -24,10 +25,10 @@ final class RankZeroProgress {
     /**
      * Whether the workers' rank 0 should draw a progress bar.
      *
-     * @param launcherEnv the launcher's environment, where {@value #ENV} may be set
+     * @param launcherEnv the launcher's environment, where {@code DDP4J_PROGRESS} may be set
      * @param outIsTerminal whether the launcher's stdout (where the workers' stdout goes) is a terminal
      * @return true to tell rank 0 to draw a bar
-     * @throws IllegalArgumentException if {@value #ENV} is set to something other than auto, 1 or 0
+     * @throws IllegalArgumentException if {@code DDP4J_PROGRESS} is set to something other than auto, 1 or 0
      */
     static boolean wanted(Map<String, String> launcherEnv, boolean outIsTerminal) {
         String value = launcherEnv.getOrDefault(ENV, "").trim().toLowerCase(Locale.ROOT);
@@ -46,7 +47,7 @@ final class RankZeroProgress {
     }
 
     /**
-     * The value of {@value #ENV} for one worker: {@code "1"} for global rank 0 when {@code wanted},
+     * The value of {@code DDP4J_PROGRESS} for one worker: {@code "1"} for global rank 0 when {@code wanted},
      * else {@code "0"} (the other ranks' output would fight over one terminal line).
      */
     static String forRank(int rank, boolean wanted) {

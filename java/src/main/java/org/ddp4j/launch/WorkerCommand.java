@@ -14,12 +14,13 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.ddp4j.multiprocessing.WorkerJvm;
+import org.ddp4j.internal.Setting;
 
 /**
  * Turns the launcher's positional arguments into the command line of one worker.
  *
  * <p>If the first argument names a Java class that loads from the workers' class path (the
- * launcher's own, then {@code --classpath} / {@value #CLASSPATH_ENV}), in a package or in the
+ * launcher's own, then {@code --classpath} / {@code DDP4J_CLASSPATH}), in a package or in the
  * default package, each worker is a new JVM:
  * {@code <this java> -cp <java.class.path>[:<extra>] <jvm flags> org.ddp4j.launch.WorkerMain MainClass args...},
  * where the JVM flags are a default that keeps native-lib-loader from deleting a sibling worker's
@@ -36,7 +37,7 @@ final class WorkerCommand {
      * jar in a folder, as {@code java -cp}) added after the launcher's own class path for the
      * workers and for finding the main class; the launcher's {@code --classpath} sets it.
      */
-    static final String CLASSPATH_ENV = "DDP4J_CLASSPATH";
+    static final String CLASSPATH_ENV = Setting.CLASSPATH.variable();
 
     /** The first positional argument is neither a loadable class nor an executable: a usage error. */
     static final class UnknownWorkerException extends IllegalArgumentException {
@@ -183,7 +184,7 @@ final class WorkerCommand {
 
     /**
      * Whether {@code name} looks like a class name and that class loads from the workers' class
-     * path: the launcher's own, then the entries of {@value #CLASSPATH_ENV} in {@code env}.
+     * path: the launcher's own, then the entries of {@code DDP4J_CLASSPATH} in {@code env}.
      */
     static boolean isJavaClass(String name, Map<String, String> env) {
         if (!looksLikeClassName(name)) {
@@ -212,7 +213,7 @@ final class WorkerCommand {
         }
     }
 
-    /** The workers' {@code -cp}: this JVM's class path, then {@value #CLASSPATH_ENV} when set. */
+    /** The workers' {@code -cp}: this JVM's class path, then {@code DDP4J_CLASSPATH} when set. */
     static String workerClassPath(Map<String, String> env) {
         String own = System.getProperty("java.class.path", ".");
         String extra = env.getOrDefault(CLASSPATH_ENV, "").trim();

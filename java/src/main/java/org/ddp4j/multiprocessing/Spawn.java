@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.internal.Setting;
 
 /**
  * Starts N local worker JVMs that each run a static method with their index, as
@@ -35,7 +36,8 @@ public final class Spawn {
     public static final Duration DEFAULT_STOP_GRACE = Duration.ofSeconds(3);
 
     /** Variables a launcher sets for its own workers; a spawned worker is not one of them. */
-    private static final List<String> LAUNCHER_ONLY_ENV = List.of("DDP4J_AGENT_STORE", "DDP4J_RESTART_COUNT");
+    private static final List<String> LAUNCHER_ONLY_ENV = List.of(Setting.AGENT_STORE.variable(),
+            Setting.RESTART_COUNT.variable());
 
     private final SpawnEntryPoint entry;
     private int nprocs = 1;

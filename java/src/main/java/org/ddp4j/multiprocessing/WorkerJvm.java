@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import org.ddp4j.internal.Setting;
 
 /**
  * How ddp4j starts a worker JVM, shared by the launcher ({@code org.ddp4j.launch.WorkerCommand})
@@ -15,7 +16,7 @@ import java.util.Optional;
 public final class WorkerJvm {
 
     /** Environment variable whose words are passed to worker JVMs, e.g. {@code -Xmx4g}. */
-    public static final String JAVA_OPTS_ENV = "DDP4J_JAVA_OPTS";
+    public static final String JAVA_OPTS_ENV = Setting.JAVA_OPTS.variable();
 
     /**
      * native-lib-loader deletes other JVMs' extraction folders older than this (5 minutes by

@@ -15,6 +15,7 @@ import org.ddp4j.distributed.store.Store;
 import org.ddp4j.distributed.store.TcpStore;
 import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.environment.ClusterEnvironment;
+import org.ddp4j.internal.Setting;
 
 /**
  * Turns an init method ({@code env://}, {@code tcp://host:port}, {@code file:///path}) plus the
@@ -121,9 +122,9 @@ public final class InitMethod {
 
     /** A TcpStore at host:port: the launcher's (DDP4J_AGENT_STORE=1), or hosted by rank 0. */
     private static Membership tcp(String host, int port, int world, int rank, Duration timeout, Map<String, String> env) {
-        if ("1".equals(trim(env.get("DDP4J_AGENT_STORE"))) && isLaunchersStore(host, port, env)) {
+        if ("1".equals(Setting.AGENT_STORE.raw(env)) && isLaunchersStore(host, port, env)) {
             // The launcher hosts the store; each restart of the workers uses a fresh namespace.
-            String restart = trim(env.get("DDP4J_RESTART_COUNT"));
+            String restart = Setting.RESTART_COUNT.raw(env);
             TcpStore client = TcpStore.client(host, port, timeout);
             return new Membership(new PrefixStore("ddp4j/worker/" + (restart == null || restart.isEmpty() ? "0" : restart),
                     client), rank, world, host, client, client.localAddress());

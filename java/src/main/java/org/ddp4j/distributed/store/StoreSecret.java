@@ -19,6 +19,7 @@ import java.util.Set;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.internal.Setting;
 
 /**
  * The secret that {@link TcpStore} clients and their server share, as Erlang's
@@ -38,9 +39,9 @@ import org.ddp4j.distributed.DistributedException;
  */
 public final class StoreSecret {
     /** Environment variable holding the secret itself. */
-    public static final String SECRET_ENV = "DDP4J_STORE_SECRET";
+    public static final String SECRET_ENV = Setting.STORE_SECRET.variable();
     /** Environment variable naming a file that holds the secret. */
-    public static final String SECRET_FILE_ENV = "DDP4J_STORE_SECRET_FILE";
+    public static final String SECRET_FILE_ENV = Setting.STORE_SECRET_FILE.variable();
     /** The default file, relative to the user's home directory. */
     public static final String DEFAULT_FILE = ".ddp4j/store-secret";
 

@@ -5,6 +5,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Supplier;
+import org.ddp4j.internal.Setting;
 
 /**
  * Settings of a {@link TcpStore} beyond PyTorch's (host, port, is_master, timeout): its secret,
@@ -24,10 +25,10 @@ import java.util.function.Supplier;
  * Sizes are bytes, optionally with a binary suffix K, M or G ({@code 64M}).
  */
 public final class TcpStoreOptions {
-    public static final String MAX_KEY_BYTES_ENV = "DDP4J_STORE_MAX_KEY_BYTES";
-    public static final String MAX_VALUE_BYTES_ENV = "DDP4J_STORE_MAX_VALUE_BYTES";
-    public static final String MAX_CONNECTIONS_ENV = "DDP4J_STORE_MAX_CONNECTIONS";
-    public static final String BIND_ADDR_ENV = "DDP4J_STORE_BIND_ADDR";
+    public static final String MAX_KEY_BYTES_ENV = Setting.STORE_MAX_KEY_BYTES.variable();
+    public static final String MAX_VALUE_BYTES_ENV = Setting.STORE_MAX_VALUE_BYTES.variable();
+    public static final String MAX_CONNECTIONS_ENV = Setting.STORE_MAX_CONNECTIONS.variable();
+    public static final String BIND_ADDR_ENV = Setting.STORE_BIND_ADDR.variable();
 
     public static final int DEFAULT_MAX_KEY_BYTES = 64 << 10;
     public static final int DEFAULT_MAX_VALUE_BYTES = 16 << 20;

@@ -11,6 +11,7 @@ import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.DistributedTimeoutException;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.ReduceOp;
+import org.ddp4j.internal.Setting;
 
 /**
  * DDP's gradient reducer: the buckets, the hooks that launch their all-reduces while backward is
@@ -54,7 +55,7 @@ final class Reducer implements AutoCloseable {
     private int nextToLaunch;
     private boolean finishQueued;
     private boolean syncEnabled = true;
-    private boolean overlap = !"0".equals(System.getenv("DDP4J_DDP_OVERLAP"));
+    private boolean overlap;
     private boolean collectivesAtWorldSizeOne;
     /** Indices into params in the order their gradients became ready in the first synced backward. */
     private List<Integer> readyOrder = new ArrayList<>();
@@ -72,6 +73,7 @@ final class Reducer implements AutoCloseable {
         this.params = List.copyOf(params);
         this.group = group;
         this.bucketCapBytes = bucketCapBytes;
+        this.overlap = Setting.DDP_OVERLAP.flag(System.getenv(), true);
         for (int i = 0; i < this.params.size(); i++) {
             paramIndex.put(this.params.get(i), i);
         }
