@@ -17,7 +17,7 @@ import org.ddp4j.tensor.Tensors;
 import org.junit.jupiter.api.Test;
 
 /**
- * The option records (issue 12 part 4): PyTorch's defaults, and the same object as the positional
+ * The option records: PyTorch's defaults, and the same object as the positional
  * constructors build.
  */
 class OptionsTest {

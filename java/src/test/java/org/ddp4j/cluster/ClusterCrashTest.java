@@ -20,7 +20,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * and node 1's worker, orphaned, exits too. Of node 1's worker: every launcher names that rank,
  * its node and the signal as the root cause, not a rank that failed because of it.
  *
- * <p>Needs the launchers' keep-alive and root-cause naming (issue 10 part 2). Without them node 0
+ * <p>Needs the launchers' keep-alive and root-cause naming. Without them node 0
  * waits out the rendezvous timeout while node 1's orphaned worker trains on, and node 0 blames
  * its own rank 0 for the killed worker.
  */

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * names the node it lost as {@code node N (ADDRESS)}: node 0 names node 1 (10.77.0.2), node 1
  * names node 0 (10.77.0.1).
  *
- * <p>Needs the launchers' keep-alive (issue 10 part 2). Without it both hosts wait in a
+ * <p>Needs the launchers' keep-alive. Without it both hosts wait in a
  * collective with PyTorch's 30-minute timeout.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * 1 GiB keys does not disturb the job; a node whose secret differs fails at connect and says how
  * to give it the same secret.
  *
- * <p>Needs the authenticated store (issue 10 part 4). Without it the stranger gets in and writes
+ * <p>Needs the authenticated store. Without it the stranger gets in and writes
  * the failure key, which stops the job; each flooded connection makes the store allocate 1 GiB
  * (OutOfMemoryError in a 512 MiB launcher); and a node with another secret joins the job.
  */

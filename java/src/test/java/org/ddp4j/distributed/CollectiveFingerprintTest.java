@@ -21,7 +21,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.ddp4j.nn.parallel.DistributedDataParallel;
 
 /**
- * Issue 10, part 3: rank 0 in a DDP backward while another rank all-reduces a metric. DDP's
+ * Mismatched collectives: rank 0 in a DDP backward while another rank all-reduces a metric. DDP's
  * bucket all-reduces carry a fingerprint (collective number, op, dtype, size, bucket) with their
  * data, so every rank fails with a DistributedException naming its own call and the peer's, and
  * nobody goes on with a wrong gradient. Ranks are threads of this JVM, each with its own group.

@@ -12,7 +12,7 @@ import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.nn.parallel.DistributedDataParallelOptions;
 
 /**
- * A rank process for {@link CollectivesMultiProcessTest} (env://, 2 to 4 ranks): issue 12's
+ * A rank process for {@link CollectivesMultiProcessTest} (env://, 2 to 4 ranks): the
  * remaining collectives and subgroups, each result checked against the arithmetic done here (every
  * rank knows every rank's input: {@link #value}).
  *

@@ -7,7 +7,7 @@ import org.ddp4j.tensor.Tensors;
 import org.ddp4j.nn.parallel.DistributedDataParallel;
 
 /**
- * A worker for the multi-process version of issue 10's scenario: joins the default group through
+ * A worker for the multi-process version of the mismatched-collective scenario: joins the default group through
  * env://, wraps a Linear(16, 4) in DDP, then rank 1 all-reduces a 1-element metric while every
  * other rank runs a DDP backward. Prints {@code mismatch caught rank=R: MESSAGE} and exits 0 when
  * the collective fails with a DistributedException; prints {@code mismatch MISSED rank=R} and

@@ -12,7 +12,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * Issue 10's scenario with ranks as separate JVMs (env:// as under the launcher): rank 0 in a DDP
+ * The mismatched-collective scenario with ranks as separate JVMs (env:// as under the launcher): rank 0 in a DDP
  * backward, rank 1 all-reducing a metric, over shared memory (the default on one host) and plain
  * Gloo (DDP4J_SHM=0), 2 and 3 ranks. Every rank must fail with a DistributedException naming its
  * own call and the peer's, well within the group's timeout (90 s here).

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * ConvNetDemo's --optimizer, --scheduler and --dropout (issue 12): Adam with lr 0.001, a cosine
+ * ConvNetDemo's --optimizer, --scheduler and --dropout: Adam with lr 0.001, a cosine
  * schedule and dropout learns on 2 ranks; a bad --dropout is refused before any rank starts.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS) // backstop above LauncherProcess's 240 s bound
