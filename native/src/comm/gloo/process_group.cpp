@@ -1,6 +1,6 @@
 // The Gloo backend: rendezvous, a full mesh of TCP pairs, and a worker thread that runs queued
 // collectives in order. See gloo_process_group.h for the contract.
-#include "comm/gloo_process_group.h"
+#include "comm/gloo/process_group.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -14,10 +14,10 @@
 #include <cstring>
 #include <sstream>
 
-#include "comm/gloo_point_to_point.h"
-#include "comm/host_collectives.h"
-#include "comm/peer_errors.h"
-#include "comm/small_allreduce.h"
+#include "comm/gloo/point_to_point.h"
+#include "comm/host/host_collectives.h"
+#include "comm/gloo/peer_errors.h"
+#include "comm/gloo/small_allreduce.h"
 
 namespace ddp4j {
 namespace {

@@ -1,6 +1,6 @@
 // Shared memory inside a Gloo process group: the group-wide decision and the composed collectives.
 // See host_collectives.h for the contract.
-#include "comm/host_collectives.h"
+#include "comm/host/host_collectives.h"
 
 #include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <map>
 
-#include "comm/gloo_process_group.h"
-#include "comm/peer_errors.h"
-#include "comm/shm/host_identity.h"
-#include "comm/shm/shm_transport.h"
+#include "comm/gloo/process_group.h"
+#include "comm/gloo/peer_errors.h"
+#include "comm/host/shm/host_identity.h"
+#include "comm/host/shm/shm_transport.h"
 
 namespace ddp4j {
 namespace {
