@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <map>
 
-#include "comm/gloo/process_group.h"
+#include "comm/gloo/ring.h"
 #include "comm/gloo/peer_errors.h"
 #include "comm/host/shm/host_identity.h"
 #include "comm/host/shm/shm_transport.h"
