@@ -1,4 +1,4 @@
-// Point-to-point transfers of the Gloo backend (see gloo_point_to_point.h).
+// Point-to-point transfers of the Gloo backend (see point_to_point.h).
 #include "comm/gloo/point_to_point.h"
 
 #include <gloo/context.h>
