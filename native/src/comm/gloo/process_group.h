@@ -69,9 +69,11 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> barrier() override;
 
   /**
-   * As allreduce at the root; the other ranks reduce a copy of their tensor, so theirs stays as
-   * it was. It therefore moves as much data as an all-reduce, on the same paths (shared memory,
-   * the small all-reduce, Gloo's ring), with the fingerprint checked the same way.
+   * As allreduce at the root; the other ranks' tensors stay as they were. On one host it is the
+   * shared-memory transport's own reduce, after a fingerprint exchange through the segment (the
+   * non-roots neither copy nor receive). Otherwise the other ranks reduce a copy of their tensor,
+   * which moves as much data as an all-reduce, on the same paths (the hierarchical path, the
+   * small all-reduce, Gloo's ring), with the fingerprint checked the same way.
    */
   std::shared_ptr<Work> reduce(const Tensor& tensor, int root, ReduceOp op) override;
   /** An all-reduce of a copy of the input, of which each rank keeps its block. */
