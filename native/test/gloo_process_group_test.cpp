@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/gloo_process_group.h"
+#include "comm/gloo/process_group.h"
 #include "ddp4j/allocator.h"
 #include "ddp4j/process_group.h"
 #include "gloo_test_ranks.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/gloo_process_group.h"
+#include "comm/gloo/process_group.h"
 #include "ddp4j/process_group.h"
 #include "test_util.h"
 

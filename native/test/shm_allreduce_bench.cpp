@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/shm/shm_reduce.h"
-#include "comm/shm/shm_transport.h"
+#include "comm/host/shm/shm_reduce.h"
+#include "comm/host/shm/shm_transport.h"
 
 using namespace ddp4j;
 using Clock = std::chrono::steady_clock;

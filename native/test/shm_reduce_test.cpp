@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "comm/shm/shm_reduce.h"
+#include "comm/host/shm/shm_reduce.h"
 #include "ddp4j/errors.h"
 #include "test_util.h"
 

@@ -28,7 +28,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "comm/shm/shm_transport.h"
+#include "comm/host/shm/shm_transport.h"
 #include "ddp4j/errors.h"
 #include "test_util.h"
 

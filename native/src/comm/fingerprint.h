@@ -2,7 +2,7 @@
 // where ddp4j moves the data itself (in the small all-reduce's message header, in the
 // shared-memory transport's slot descriptor), and in one small message ahead of Gloo's own
 // collectives, so that ranks that called different collectives fail, each naming its own call
-// and the peer's, instead of mixing their data (issue 10, part 3).
+// and the peer's, instead of mixing their data.
 #pragma once
 #include <cstdint>
 #include <string>

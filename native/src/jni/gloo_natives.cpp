@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 
-#include "comm/gloo_process_group.h"
+#include "comm/gloo/process_group.h"
 #include "jni/java_store.h"
 #include "jni/jni_util.h"
 #include "jni/process_group_handles.h"

@@ -17,15 +17,10 @@
 #include <vector>
 
 #include "cuda/nccl/nccl_loader.h"
+#include "cuda/nccl/nccl_work.h"
 #include "ddp4j/process_group.h"
 
 namespace ddp4j {
-
-/**
- * The longest timeout honoured (100 years): a longer one, e.g. Long.MAX_VALUE ms for "no limit",
- * would overflow steady_clock's nanoseconds and expire at once.
- */
-constexpr std::chrono::milliseconds kMaxNcclTimeout = std::chrono::hours(24 * 365 * 100);
 
 /** How long an NcclProcessGroup waits. */
 struct NcclOptions {
@@ -36,77 +31,6 @@ struct NcclOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
   /** How often the watchdog looks at pending collectives (end events, ncclCommGetAsyncError). */
   std::chrono::milliseconds watchdog_interval = std::chrono::milliseconds(1);
-};
-
-/** What the group and its works share: whether the communicator was aborted, and why. */
-struct NcclAbortState {
-  std::atomic<bool> aborted{false};
-  std::mutex mutex;
-  std::string reason;  // guarded by mutex
-};
-
-/**
- * The Work of one NCCL collective. The collective is queued on the communication stream between
- * a start event (which waits for the compute stream) and an end event. Completion on the GPU is
- * seen by querying the end event (cudaEventQuery), by the group's watchdog or by a blocking
- * waiter. The tensors stay referenced until the end event has completed, even when the work
- * failed or timed out (NCCL may still write them), so the caching allocator cannot reuse their
- * memory early.
- */
-class NcclWork : public Work {
- public:
-  NcclWork(std::string description, int device, cudaEvent_t end, std::vector<Tensor> tensors, bool blocking_sync,
-           std::shared_ptr<NcclAbortState> abort_state, std::string timeout_hint = std::string());
-  ~NcclWork() override;
-
-  /**
-   * Mirrors PyTorch's work.wait() for NCCL: makes the device's compute stream wait for the end
-   * event (cudaStreamWaitEvent), so kernels queued after this call see the result; the host does
-   * not block. Barriers (blocking_sync) wait on the host instead, as PyTorch's barrier does.
-   * Throws the collective's error if it has already failed (Error Distributed or Timeout).
-   */
-  void synchronize() override;
-
-  /**
-   * Blocks the host until the collective has finished on the GPU, then throws its error if it
-   * failed. `timeout` <= 0 waits without a limit of its own (the group's watchdog still bounds the
-   * collective by the group's timeout). Throws Error(Timeout) naming the op if it is still running
-   * after `timeout` (it keeps running). Polls the end event with a short back-off; never hangs on
-   * a dead peer, because the watchdog aborts the communicator.
-   */
-  void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) override;
-
-  /**
-   * Queries the end event: true once the collective has finished on the GPU (its tensors are then
-   * released). Never blocks. A CUDA error from the query counts as finished, and is reported.
-   */
-  bool poll_gpu();
-
-  /**
-   * Whether the work has finished, without blocking: completes it here when the end event has
-   * completed (rather than waiting for the watchdog's next round). Mirrors work.is_completed().
-   */
-  bool is_completed() override;
-
-  /** Whether poll_gpu has seen the end event complete. */
-  bool gpu_done() const { return gpu_done_.load(); }
-
-  int device() const { return device_; }
-  /** What the watchdog adds to its timeout message for this kind of op ("" for collectives). */
-  const std::string& timeout_hint() const { return timeout_hint_; }
-
- private:
-  const int device_;
-  const std::string timeout_hint_;
-  cudaEvent_t end_;
-  const bool blocking_sync_;
-  std::shared_ptr<NcclAbortState> abort_state_;
-  std::mutex tensors_mutex_;
-  std::vector<Tensor> tensors_;  // released once the end event has completed
-  std::atomic<bool> gpu_done_{false};
-  std::exception_ptr gpu_error_;  // a CUDA error seen by poll_gpu (guarded by tensors_mutex_)
-
-  void complete_from_gpu();
 };
 
 /**
@@ -231,6 +155,43 @@ class NcclProcessGroup : public ProcessGroup {
                                const std::function<void(cudaStream_t)>& after = nullptr,
                                const std::function<void(cudaStream_t)>& before = nullptr,
                                std::string timeout_hint = std::string());
+  // Steps of launch (nccl_launch.cpp).
+  /** Creates the start and end events of an op (timing off); on failure none is left behind. */
+  void create_events(cudaEvent_t* start, cudaEvent_t* end);
+  /**
+   * Takes comm_mutex_: runs `before`, `issue`, `after` on the communication stream, records the
+   * end event and files the work as pending (or draining). Returns the failure ("" if none) and
+   * its kind in `failure_kind`.
+   */
+  std::string queue_on_comm_stream(const std::string& description, const std::shared_ptr<NcclWork>& work,
+                                   cudaEvent_t end,
+                                   const std::function<nccl::Result(cudaStream_t)>& issue,
+                                   const std::function<void(cudaStream_t)>& after,
+                                   const std::function<void(cudaStream_t)>& before, ErrorKind* failure_kind);
+  /** The calls of queue_on_comm_stream: `before`, the NCCL call and its polling, `after`. */
+  std::string queue_calls(const std::string& description, const std::function<nccl::Result(cudaStream_t)>& issue,
+                          const std::function<void(cudaStream_t)>& after,
+                          const std::function<void(cudaStream_t)>& before, ErrorKind* failure_kind);
+
+  // Steps of construction and destruction (nccl_process_group.cpp).
+  /** ncclCommInitRankConfig (non-blocking) and its polling until the communicator is ready. */
+  void init_communicator(const nccl::UniqueId& unique_id, int rank, int size);
+  /** The communication stream and barrier()'s device buffer; aborts the communicator on failure. */
+  void create_stream_and_barrier_buffer();
+  /** Waits for pending collectives (or an abort), then stops the watchdog. */
+  void stop_watchdog();
+  /** Finalizes and destroys the communicator (bounded), or aborts it. */
+  void close_communicator();
+  /** Fails the works left over and releases their tensors once the GPU is past them (or leaks them). */
+  void release_leftover_works();
+
+  // Steps of the watchdog's round (nccl_watchdog.cpp).
+  /** Completes the works whose end event completed; returns the oldest still pending and its enqueue time. */
+  std::shared_ptr<NcclWork> complete_finished_works(std::chrono::steady_clock::time_point* oldest_enqueued);
+  /** Aborts on an asynchronous NCCL error (`oldest` is named in the reason); whether it did. */
+  bool abort_on_async_error(const NcclWork* oldest);
+  /** Aborts when `oldest`, enqueued at `enqueued`, is older than the timeout. */
+  void abort_on_timeout(const std::shared_ptr<NcclWork>& oldest, std::chrono::steady_clock::time_point enqueued);
   /** The checks of a reduction's op: a known ReduceOp; AVG only on float32 (as the Gloo backend). */
   void check_reduce_op(const char* op_name, ReduceOp op, const Tensor& t) const;
   /** The checks and the queueing that send and recv share. */

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
-#include "comm/shm/shm_segment.h"
-#include "comm/shm/shm_sync.h"
+#include "comm/host/shm/shm_segment.h"
+#include "comm/host/shm/shm_sync.h"
 #include "ddp4j/process_group.h"
 #include "ddp4j/tensor.h"
 

@@ -94,6 +94,14 @@ class HostCollectives {
  private:
   HostCollectives() = default;
 
+  // Steps of create() (host_setup.cpp).
+  /** Numbers every rank's host and local rank from the published identities; whether any host has two ranks. */
+  bool assign_hosts(gloo::rendezvous::Store& store, const std::string& identity);
+  /** This host's transport (when it has two ranks or more); returns this rank's verdict, "ok" or "fail ...". */
+  std::string open_transport(gloo::rendezvous::Store& store, const std::vector<int>& local, bool enabled);
+  /** The leaders' own mesh (rank = host index, size = number of hosts); leaders only, hierarchical only. */
+  void connect_leaders(gloo::rendezvous::Store& store, const std::shared_ptr<gloo::transport::Device>& device);
+
   int world_ = 1;
   int rank_ = 0;
   int hosts_ = 1;

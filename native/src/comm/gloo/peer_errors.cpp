@@ -1,6 +1,6 @@
 // Naming the rank behind a failed Gloo connection, and turning Gloo's messages into ddp4j errors.
 // See peer_errors.h.
-#include "comm/peer_errors.h"
+#include "comm/gloo/peer_errors.h"
 
 #include <gloo/context.h>
 #include <gloo/rendezvous/store.h>

@@ -1,5 +1,5 @@
 // The small all-reduce's buffers and its exchange; see small_allreduce.h.
-#include "comm/small_allreduce.h"
+#include "comm/gloo/small_allreduce.h"
 
 #include <gloo/transport/pair.h>
 

@@ -1,4 +1,4 @@
-// gloo_process_group.h: the CPU backend. Rendezvous through a gloo::rendezvous::Store (the Java
+// process_group.h: the CPU backend. Rendezvous through a gloo::rendezvous::Store (the Java
 // Store through jni/java_store.h, or Gloo's own HashStore in C++ tests), a full mesh of TCP pairs, and
 // one worker thread per group that runs the queued collectives in order.
 #pragma once
@@ -14,12 +14,16 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
+#include "comm/gloo/options.h"
 #include "ddp4j/process_group.h"
 
 namespace gloo {
 class Context;
 namespace rendezvous {
 class Store;
+}
+namespace transport {
+class Device;
 }
 }  // namespace gloo
 
@@ -28,61 +32,6 @@ namespace ddp4j {
 class SmallAllreduce;
 class HostCollectives;
 class GlooPointToPoint;
-
-namespace gloo_detail {
-/** Gloo's own (ring) all-reduce of the first n elements of t, in place (AVG reduces as SUM). */
-void ring_allreduce(const std::shared_ptr<gloo::Context>& context, const Tensor& t, size_t n, ReduceOp op,
-                    uint32_t tag, std::chrono::milliseconds timeout);
-}  // namespace gloo_detail
-
-/**
- * How a GlooProcessGroup connects and how long its operations may take. Plain values: the Java
- * layer reads the environment (org.ddp4j.distributed.GlooOptions) and passes them down.
- */
-struct GlooOptions {
-  /** Rendezvous, connection and per-collective timeout. */
-  std::chrono::milliseconds timeout = std::chrono::minutes(30);
-  /** Address (or host name) this rank binds and advertises to its peers; empty lets Gloo resolve this host's name. */
-  std::string hostname = "127.0.0.1";
-  /** Network interface to bind instead of a hostname (GLOO_SOCKET_IFNAME in Java); used when hostname is empty. */
-  std::string iface;
-  /**
-   * Before each collective that Gloo runs (ring all-reduce, broadcast, all-gather), exchange the
-   * 40-byte Fingerprint (collective number, op, dtype, element count, root, DDP bucket) with
-   * every rank and fail cleanly on a mismatch. Gloo itself aborts the process (std::terminate in
-   * its network thread) when ranks pass different sizes, so turning this off is only safe for
-   * programs known to be correct (DDP4J_GLOO_CHECK_COLLECTIVES=0 in Java). The fingerprints
-   * that travel inside ddp4j's own messages (small all-reduce, shared memory) stay on: they cost
-   * nothing extra.
-   */
-  bool check_collectives = true;
-  /**
-   * All-reduces of at most this many bytes per rank skip Gloo's ring (2 x (size - 1) message
-   * rounds, each a rendezvous of Gloo's unbound buffers) and instead send the whole tensor to
-   * every peer in one round through buffers registered once per group (SmallAllreduce), then
-   * reduce locally in rank order (the same result on every rank; at 2 ranks bit-identical to the
-   * ring, since a + b = b + a). Latency-bound sizes such as small DDP buckets save round trips and
-   * thread wake-ups; measurements are in benchmarks/RESULTS.md. Costs 2 x (size + 1) x this many
-   * bytes and a second set of connections per group; used for groups of 2 to 8 ranks. 0 turns it
-   * off (DDP4J_GLOO_SMALL_ALLREDUCE_BYTES in Java).
-   */
-  size_t small_allreduce_bytes = 256 << 10;
-  /**
-   * The small all-reduce's connections in Gloo's sync mode: the waiting thread reads its socket
-   * itself rather than being woken by Gloo's network thread, which halves the thread wake-ups per
-   * message and removes most of the millisecond stalls on a busy machine (DDP4J_GLOO_SMALL_SYNC=0
-   * in Java turns it off).
-   */
-  bool small_allreduce_sync_reads = true;
-  /**
-   * Ranks that share a host run collectives through shared memory (HostCollectives): the whole
-   * group when it is on one host, the intra-host stages of a hierarchical all-reduce and broadcast
-   * otherwise. Off on any rank turns it off for the whole group (DDP4J_SHM=0 in Java).
-   */
-  bool shm = true;
-  /** This rank's host identity for that decision; empty: shm::host_identity() (DDP4J_SHM_HOST_ID in Java). */
-  std::string shm_host_id;
-};
 
 /**
  * A ProcessGroup over Gloo's TCP transport for CPU tensors (float32, int64).
@@ -120,9 +69,11 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> barrier() override;
 
   /**
-   * As allreduce at the root; the other ranks reduce a copy of their tensor, so theirs stays as
-   * it was. It therefore moves as much data as an all-reduce, on the same paths (shared memory,
-   * the small all-reduce, Gloo's ring), with the fingerprint checked the same way.
+   * As allreduce at the root; the other ranks' tensors stay as they were. On one host it is the
+   * shared-memory transport's own reduce, after a fingerprint exchange through the segment (the
+   * non-roots neither copy nor receive). Otherwise the other ranks reduce a copy of their tensor,
+   * which moves as much data as an all-reduce, on the same paths (the hierarchical path, the
+   * small all-reduce, Gloo's ring), with the fingerprint checked the same way.
    */
   std::shared_ptr<Work> reduce(const Tensor& tensor, int root, ReduceOp op) override;
   /** An all-reduce of a copy of the input, of which each rank keeps its block. */
@@ -170,7 +121,12 @@ class GlooProcessGroup : public ProcessGroup {
     Check check;
   };
 
-  void rendezvous(gloo::rendezvous::Store& store);
+  // Construction steps (process_group.cpp), after the ranks have joined (rendezvous.h).
+  /** The group's full mesh (context_), its peers' addresses, and send/recv over it (p2p_). */
+  void connect_mesh(gloo::rendezvous::Store& store, const std::shared_ptr<gloo::transport::Device>& device);
+  /** The small all-reduce's own connections and buffers (small_), when the group uses it. */
+  void connect_small_allreduce(gloo::rendezvous::Store& store,
+                               const std::shared_ptr<gloo::transport::Device>& device);
   std::shared_ptr<Work> enqueue(const Fingerprint& fp, std::vector<Tensor> keep_alive,
                                 std::function<void(uint32_t, const Fingerprint&)> run, Check check,
                                 bool run_inline = false);

@@ -1,10 +1,10 @@
-// Point-to-point transfers of the Gloo backend (see gloo_point_to_point.h).
-#include "comm/gloo_point_to_point.h"
+// Point-to-point transfers of the Gloo backend (see point_to_point.h).
+#include "comm/gloo/point_to_point.h"
 
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
-#include "comm/peer_errors.h"
+#include "comm/gloo/peer_errors.h"
 
 namespace ddp4j {
 namespace {

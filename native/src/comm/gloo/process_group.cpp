@@ -1,0 +1,135 @@
+// The Gloo backend's group: construction (rendezvous, connections, shared memory, the worker),
+// destruction, and its failure state. See process_group.h for the contract.
+#include "comm/gloo/process_group.h"
+
+#include <gloo/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/device.h>
+
+#include "comm/gloo/peer_errors.h"
+#include "comm/gloo/point_to_point.h"
+#include "comm/gloo/rendezvous.h"
+#include "comm/gloo/small_allreduce.h"
+#include "comm/host/host_collectives.h"
+
+namespace ddp4j {
+
+// ---------------------------------------------------------------------------------------------
+// Construction: device, rendezvous, full mesh.
+
+GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options)
+    : ProcessGroup(rank, size), options_(std::move(options)) {
+  DDP4J_CHECK_ARG(size >= 1, "process group size must be at least 1, got ", size);
+  DDP4J_CHECK_ARG(rank >= 0 && rank < size, "rank must be in [0, ", size, "), got ", rank);
+  DDP4J_CHECK_ARG(options_.timeout.count() > 0, "process group timeout must be positive, got ",
+                  options_.timeout.count(), " ms");
+  const std::shared_ptr<gloo::transport::Device> device = gloo_detail::open_tcp_device(options_, rank);
+  gloo_detail::wait_for_ranks(store, rank, size, options_.timeout);
+  connect_mesh(store, device);
+  connect_small_allreduce(store, device);
+  host_ = HostCollectives::create(store, device, rank, size, options_.timeout, options_.shm, options_.shm_host_id);
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+void GlooProcessGroup::connect_mesh(gloo::rendezvous::Store& store,
+                                    const std::shared_ptr<gloo::transport::Device>& device) {
+  context_ = gloo_detail::connect_full_mesh(store, "ddp4j/gloo", device, rank(), size(), options_.timeout);
+  {
+    gloo::rendezvous::PrefixStore gloo_store("ddp4j/gloo", store);
+    record_peer_addresses(gloo_store, *context_, &peer_addresses_);
+  }
+  p2p_ = std::make_unique<GlooPointToPoint>(
+      context_, rank(), options_.timeout, [this] { return broken(); },
+      [this](const std::string& reason) {
+        set_broken(reason);
+        try {
+          context_->closeConnections();  // peers blocked on this rank fail now, not at their timeout
+          if (small_) small_->context->closeConnections();
+        } catch (const std::exception&) {
+        }
+      },
+      [this](const std::string& description, const std::string& gloo_message) {
+        return translate_gloo_error(description, gloo_message, options_.timeout, this->rank(), peer_addresses_);
+      });
+}
+
+void GlooProcessGroup::connect_small_allreduce(gloo::rendezvous::Store& store,
+                                               const std::shared_ptr<gloo::transport::Device>& device) {
+  const int n = size();
+  if (!(n > 1 && n <= 8 && options_.small_allreduce_bytes > 0)) return;
+  // Its own connections: Gloo sizes a socket's send buffer on the first bound-buffer send and
+  // so turns off the kernel's autotuning, which would slow the large all-reduces down ~100x.
+  auto small_context = gloo_detail::connect_full_mesh(store, "ddp4j/gloo-small", device, rank(), n, options_.timeout);
+  try {
+    gloo::rendezvous::PrefixStore small_store("ddp4j/gloo-small", store);
+    record_peer_addresses(small_store, *small_context, &peer_addresses_);  // so that its errors name the peer too
+    small_ = std::make_shared<SmallAllreduce>(small_context, options_.small_allreduce_bytes,
+                                              options_.small_allreduce_sync_reads);
+  } catch (const std::exception& e) {
+    std::string m = strip_location(e.what());
+    throw Error(is_gloo_timeout(m) ? ErrorKind::Timeout : ErrorKind::Distributed,
+                detail::concat("rank ", rank(), " of ", n, ": setting up the connections failed (", m, ")"));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Destruction and the failure state.
+
+GlooProcessGroup::~GlooProcessGroup() {
+  std::deque<Op> abandoned;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    abandoned.swap(queue_);
+  }
+  cv_.notify_all();
+  for (auto& op : abandoned) {
+    op.work->finish(std::make_exception_ptr(
+        Error(ErrorKind::Distributed, detail::concat(op.work->description(), " did not run: rank ", rank(),
+                                                     " closed its process group first"))));
+  }
+  if (worker_.joinable()) worker_.join();
+  // Transfers still running fail; Gloo holds their buffers until the connections close, so those
+  // close before the buffers go.
+  if (p2p_ && p2p_->close()) {
+    try {
+      context_->closeConnections();
+    } catch (const std::exception&) {
+    }
+  }
+  p2p_.reset();  // joins the transfers' threads, frees their buffers
+  // Peers still waiting in the segment for this rank fail now, naming it, instead of at their timeout.
+  if (host_) host_->abort(detail::concat("rank ", rank(), " closed its process group"));
+  host_.reset();     // unmaps the segment, closes the leaders' connections
+  small_.reset();    // unregisters its buffers from the pairs
+  context_.reset();  // closes the pairs and stops Gloo's network thread
+}
+
+std::string GlooProcessGroup::transport() const { return host_ ? host_->transport() : "gloo"; }
+
+std::string GlooProcessGroup::broken() const {
+  std::lock_guard<std::mutex> lock(broken_mutex_);
+  return broken_;
+}
+
+void GlooProcessGroup::set_broken(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(broken_mutex_);
+  if (broken_.empty()) broken_ = reason;
+}
+
+void GlooProcessGroup::close_connections() {
+  try {
+    context_->closeConnections();
+    if (small_) small_->context->closeConnections();
+  } catch (const std::exception&) {
+  }
+  if (host_) {
+    host_->close_connections();
+    // A leader whose Gloo step failed must release its host's other ranks too, not only its sockets.
+    host_aborted_ = true;
+    host_->abort(detail::concat("rank ", rank(), "'s process group failed: ", broken()));
+  }
+}
+
+}  // namespace ddp4j

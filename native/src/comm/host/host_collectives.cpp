@@ -1,0 +1,87 @@
+// Shared memory inside a Gloo process group: the composed collectives (all on one host, or
+// hierarchical across hosts). See host_collectives.h for the contract, host_setup.cpp for create().
+#include "comm/host/host_collectives.h"
+
+#include <gloo/broadcast.h>
+#include <gloo/context.h>
+
+#include "comm/gloo/ring.h"
+#include "comm/host/shm/shm_transport.h"
+
+namespace ddp4j {
+
+HostCollectives::~HostCollectives() = default;
+
+bool HostCollectives::broken() const { return shm_ && shm_->broken(); }
+
+void HostCollectives::allreduce(const Tensor& t, ReduceOp op, uint32_t tag, const Fingerprint* fp) {
+  if (t.numel() == 0) return;
+  const size_t n = static_cast<size_t>(t.numel());
+  void* p = t.raw_data();
+  if (hosts_ == 1) {
+    shm_->allreduce(p, p, n, t.dtype(), op, fp);  // its AVG divides by the local size, here the world
+    return;
+  }
+  const ReduceOp base = op == ReduceOp::AVG ? ReduceOp::SUM : op;
+  if (shm_) shm_->reduce(p, p, n, t.dtype(), base, 0, fp);
+  if (leaders_) gloo_detail::ring_allreduce(leaders_, t, n, base, tag, timeout_);
+  if (shm_) shm_->broadcast(p, t.nbytes(), 0, fp);
+  if (op == ReduceOp::AVG) {
+    float* f = t.data<float>();
+    const float inv = 1.0f / static_cast<float>(world_);
+    for (size_t i = 0; i < n; i++) f[i] *= inv;
+  }
+}
+
+void HostCollectives::reduce(const Tensor& t, int root, ReduceOp op, const Fingerprint* fp) {
+  if (t.numel() == 0) return;
+  void* p = t.raw_data();
+  // The transport's reduce leaves non-roots' buffers alone (their output is null) and skips the
+  // copy-out there: less than an all-reduce of a copy.
+  shm_->reduce(p, rank_ == root ? p : nullptr, static_cast<size_t>(t.numel()), t.dtype(), op,
+               local_index_[static_cast<size_t>(root)], fp);
+}
+
+void HostCollectives::broadcast(const Tensor& t, int root, uint32_t tag, const Fingerprint* fp) {
+  if (t.numel() == 0) return;
+  void* p = t.raw_data();
+  const size_t bytes = t.nbytes();
+  const int root_local = local_index_[static_cast<size_t>(root)];
+  if (hosts_ == 1) {
+    shm_->broadcast(p, bytes, root_local, fp);
+    return;
+  }
+  // Root's host first (so its leader has the data), then the leaders, then the other hosts.
+  const int root_host = host_of_[static_cast<size_t>(root)];
+  if (host_index_ == root_host && shm_) shm_->broadcast(p, bytes, root_local, fp);
+  if (leaders_) {
+    gloo::BroadcastOptions opts(leaders_);
+    opts.setTag(tag);
+    opts.setTimeout(timeout_);
+    opts.setRoot(root_host);
+    opts.setOutput<uint8_t>(static_cast<uint8_t*>(p), bytes);
+    gloo::broadcast(opts);
+  }
+  if (host_index_ != root_host && shm_) shm_->broadcast(p, bytes, 0, fp);
+}
+
+void HostCollectives::allgather(const void* in, void* out, size_t bytes, const Fingerprint* fp) {
+  if (bytes == 0) return;
+  shm_->allgather(in, out, bytes, fp);
+}
+
+void HostCollectives::barrier(const Fingerprint* fp) { shm_->barrier(fp); }
+
+void HostCollectives::abort(const std::string& reason) {
+  if (shm_) shm_->abort(reason);
+}
+
+void HostCollectives::close_connections() {
+  if (!leaders_) return;
+  try {
+    leaders_->closeConnections();
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace ddp4j
