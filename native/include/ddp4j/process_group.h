@@ -1,6 +1,6 @@
 // process_group.h: the backend-neutral collective API. A ProcessGroup is one rank's handle on a
 // group of `size` processes; every collective is asynchronous and returns a Work to wait on.
-// Backends: Gloo (CPU tensors, native/src/comm/gloo_process_group.*, in libddp4j.so); NCCL (CUDA
+// Backends: Gloo (CPU tensors, native/src/comm/gloo/process_group.*, in libddp4j.so); NCCL (CUDA
 // tensors, native/src/cuda/nccl/nccl_process_group.*, in libddp4j_cuda.so, which subclasses Work and
 // ProcessGroup so that the JNI layer of libddp4j.so serves both through these virtual functions).
 // Mirrors torch.distributed's ProcessGroup / Work / ReduceOp.
