@@ -10,7 +10,7 @@ import org.ddp4j.internal.Setting;
 
 /**
  * How ddp4j starts a worker JVM, shared by the launcher ({@code org.ddp4j.launch.WorkerCommand})
- * and {@code Distributed.spawn}: which java binary, how DDP4J_JAVA_OPTS is split into words, and
+ * and {@link Spawn}: which java binary, how DDP4J_JAVA_OPTS is split into words, and
  * the worker defaults (collector, heap share, JIT) that those words do not already decide.
  */
 public final class WorkerJvm {

@@ -22,9 +22,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.ddp4j.testing.LauncherProcess;
-import org.ddp4j.distributed.Distributed;
 
-/** Distributed.spawn / Spawn: worker JVMs started from code, as torch.multiprocessing.spawn. */
+/** Spawn.spawn / Spawn.of: worker JVMs started from code, as torch.multiprocessing.spawn. */
 @Timeout(value = 180, unit = TimeUnit.SECONDS) // backstop above the bounded waits below
 class SpawnTest {
     /** How long a stopped or orphaned worker may take to be gone (2 shared cores; the grace is 3 s). */
@@ -55,7 +54,7 @@ class SpawnTest {
 
     @Test
     void classAndMethodNameWorkToo() throws Exception {
-        Distributed.spawn(SpawnTestWorkers.class, "allReduceAndRecordWithOwnPort", 2, dir.toString(),
+        Spawn.spawn(SpawnTestWorkers.class, "allReduceAndRecordWithOwnPort", 2, dir.toString(),
                 Integer.toString(LauncherProcess.freePort()));
         for (int i = 0; i < 2; i++) {
             assertTrue(Files.readString(dir.resolve("worker-" + i + ".txt")).startsWith("index=" + i + " sum=3.0,30.0"));
@@ -129,7 +128,7 @@ class SpawnTest {
         assertTrue(capturing.getMessage().contains("it captures 1 value(s) from where it was written"), capturing.getMessage());
 
         IllegalArgumentException byName = assertThrows(IllegalArgumentException.class,
-                () -> Distributed.spawn(SpawnTestWorkers.class, "instanceTrain", 2));
+                () -> Spawn.spawn(SpawnTestWorkers.class, "instanceTrain", 2));
         assertEquals("cannot spawn org.ddp4j.multiprocessing.SpawnTestWorkers.instanceTrain(int, String[]): it is not static,"
                 + " and a new JVM has no object to call it on; declare it static void instanceTrain(int index, String[] args)",
                 byName.getMessage());
