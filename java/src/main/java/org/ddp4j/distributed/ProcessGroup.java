@@ -93,7 +93,7 @@ public abstract class ProcessGroup implements AutoCloseable {
      * and with {@code runInline} it may run the collective on the calling thread when nothing else
      * is queued, returning a completed Work. Package-private.
      */
-    Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
+    Work allReduceBucket(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
         return allReduce(tensor, op);
     }
 
