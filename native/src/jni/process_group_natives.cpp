@@ -2,6 +2,8 @@
 // backend's group (process_group_handles.h). GlooNatives and NcclNatives only create groups.
 #include <jni.h>
 
+#include "org_ddp4j_internal_ProcessGroupNatives.h"  // javac -h: the prototypes defined here
+
 #include <memory>
 
 #include "ddp4j/process_group.h"
