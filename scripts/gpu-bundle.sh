@@ -9,6 +9,7 @@
 #                 and what they load (libgfortran, libquadmath, hiredis, ibverbs, libnl), Gloo's
 #                 CMake package (made relocatable); sysroot/compat/ has libstdc++ for older systems
 #   data/fashion-mnist/   the ConvNet demo's data set (raw IDX: xz packs it tighter than gzip)
+#   jni-headers/  the JNI prototypes javac -h wrote (java/target/jni-headers): CMake needs them there
 #   MANIFEST.txt  versions, sources hash, sizes
 # Everything is packed into ONE archive, build/gpu-bundle/ddp4j-gpu-bundle.tar.xz (OpenBLAS alone
 # is 36 MB unpacked, the JVM 24 MB: unpacked the bundle would not fit the 64 MiB the device tool
@@ -40,8 +41,9 @@ if [[ "${GPU_BUNDLE_SKIP_BUILD:-0}" != 1 ]]; then
   mvn -q -B -DskipTests package
 fi
 ddp4j_jar="$(ls java/target/ddp4j-*.jar 2>/dev/null | grep -v -e sources -e javadoc | head -1 || true)"
-[[ -n "$ddp4j_jar" && -f benchmarks/target/benchmarks.jar && -d java/target/test-classes && -d java/target/lib ]] \
-  || die "java/target/ddp4j-*.jar, java/target/test-classes, java/target/lib or benchmarks/target/benchmarks.jar is missing: run mvn -q -B -DskipTests package"
+[[ -n "$ddp4j_jar" && -f benchmarks/target/benchmarks.jar && -d java/target/test-classes && -d java/target/lib \
+   && -d java/target/jni-headers ]] \
+  || die "java/target/ddp4j-*.jar, java/target/test-classes, java/target/lib, java/target/jni-headers or benchmarks/target/benchmarks.jar is missing: run mvn -q -B -DskipTests package"
 
 rm -rf "$stage" "$out"
 mkdir -p "$stage/jars/lib" "$stage/jars/test-lib" "$stage/sysroot/usr/include" "$stage/sysroot/usr/lib" \
@@ -53,6 +55,7 @@ cp "$ddp4j_jar" "$stage/jars/ddp4j.jar"
 cp java/target/lib/*.jar "$stage/jars/lib/"
 cp benchmarks/target/benchmarks.jar "$stage/jars/benchmarks.jar"
 cp -r java/target/test-classes "$stage/jars/test-classes"
+cp -r java/target/jni-headers "$stage/jni-headers"
 # test-scope deps (jackson for the golden files, ...) without JUnit itself: the console launcher
 # below carries the same JUnit version (Jupiter API, engine, params, platform, opentest4j, apiguardian)
 (cd java && mvn -q -B dependency:copy-dependencies -DincludeScope=test \

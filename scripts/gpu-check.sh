@@ -283,6 +283,8 @@ build="$work/native"
 libdir="$work/lib"
 cuda_archs="${GPU_CHECK_CUDA_ARCHS:-$(echo "$gpu_names" | head -1 | awk -F', ' '{gsub(/\./, "", $2); print $2}')}"
 cmake_args=(-S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "-DDDP4J_OUTPUT_DIR=$libdir")
+# The JNI headers javac -h wrote: the bundle's, else this checkout's (CMake's default, java/target/jni-headers)
+[[ -n "$bundle" && -d "$bundle/jni-headers" ]] && cmake_args+=("-DDDP4J_JNI_HEADERS_DIR=$bundle/jni-headers")
 [[ -n "$nvcc" ]] && cmake_args+=("-DCMAKE_CUDA_COMPILER=$nvcc")
 [[ -n "$cuda_archs" ]] && cmake_args+=("-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs")
 [[ -n "$nccl_inc" ]] && cmake_args+=("-DNCCL_INCLUDE_DIR=$nccl_inc")

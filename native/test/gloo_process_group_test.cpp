@@ -61,8 +61,8 @@ void test_collectives() {
   });
 }
 
-/** DDP's path: unchecked all-reduces, inline when idle, queued behind earlier ops otherwise, in issue order. */
-void test_unchecked_inline() {
+/** DDP's path: bucket all-reduces, inline when idle, queued behind earlier ops otherwise, in issue order. */
+void test_bucket_inline() {
   GlooOptions options;
   options.timeout = std::chrono::seconds(10);
   const int world = 3;
@@ -71,8 +71,8 @@ void test_unchecked_inline() {
     for (int round = 0; round < 20; round++) {
       Tensor a = filled(1000, static_cast<float>(rank + 1));
       Tensor b = filled(3, static_cast<float>(rank + round));
-      auto wa = pg.allreduce_unchecked(a, ReduceOp::SUM, false);  // queued on the worker
-      auto wb = pg.allreduce_unchecked(b, ReduceOp::SUM, true);   // inline only if a has finished
+      auto wa = pg.allreduce_bucket(a, ReduceOp::SUM, false);  // queued on the worker
+      auto wb = pg.allreduce_bucket(b, ReduceOp::SUM, true);   // inline only if a has finished
       Tensor c = filled(2, 1.0f);
       auto wc = pg.allreduce(c, ReduceOp::SUM);  // a checked op after them keeps its order
       wb->wait();
@@ -82,7 +82,7 @@ void test_unchecked_inline() {
       CHECK_NEAR(b.data<float>()[2], 3.0 + 3 * round, 0.0);
       CHECK_NEAR(c.data<float>()[1], 3.0, 0.0);
       Tensor d = filled(4, 2.0f);
-      auto wd = pg.allreduce_unchecked(d, ReduceOp::SUM, true);
+      auto wd = pg.allreduce_bucket(d, ReduceOp::SUM, true);
       wd->wait();
       CHECK_NEAR(d.data<float>()[0], 6.0, 0.0);
     }
@@ -114,7 +114,7 @@ void test_size_mismatch() {
 
 /** A rank that closes its group is named by the survivor; queued ops of a closed group fail. */
 /** DDP's path (no header exchange, small all-reduce) names a peer that left, too. */
-void test_peer_leaves_unchecked() {
+void test_peer_leaves_bucket() {
   gloo::rendezvous::HashStore store;
   GlooOptions options;
   options.timeout = std::chrono::seconds(5);
@@ -130,7 +130,7 @@ void test_peer_leaves_unchecked() {
       try {
         auto group = std::make_unique<GlooProcessGroup>(store, r, 2, options);
         Tensor t = filled(16, 1.0f);
-        group->allreduce_unchecked(t, ReduceOp::SUM, true)->wait();
+        group->allreduce_bucket(t, ReduceOp::SUM, true)->wait();
         CHECK_NEAR(t.data<float>()[0], 2.0, 0.0);
         if (r == 1) {
           group.reset();
@@ -147,7 +147,7 @@ void test_peer_leaves_unchecked() {
         std::string message;
         auto start = std::chrono::steady_clock::now();
         try {
-          group->allreduce_unchecked(t, ReduceOp::SUM, true)->wait();
+          group->allreduce_bucket(t, ReduceOp::SUM, true)->wait();
         } catch (const Error& e) {
           message = e.what();
         }
@@ -242,7 +242,7 @@ double quantile(std::vector<double> v, double q) {
 /**
  * Latency of an allreduce of `numel` floats on 2 ranks: with the header check and Gloo's ring (as
  * before the small-message exchange), with the check off and the ring, with the check and the
- * default small-message exchange, and DDP's path (allreduce_unchecked run inline on the caller's
+ * default small-message exchange, and DDP's path (allreduce_bucket run inline on the caller's
  * thread, exchange). The variants alternate, so that load from other processes hits them alike.
  */
 void bench_size(int64_t numel, int iterations) {
@@ -267,7 +267,7 @@ void bench_size(int64_t numel, int iterations) {
         if (which == 0) g_ring.allreduce(t, ReduceOp::SUM)->wait();
         if (which == 1) g_off.allreduce(t, ReduceOp::SUM)->wait();
         if (which == 2) g_on.allreduce(t, ReduceOp::SUM)->wait();
-        if (which == 3) g_on.allreduce_unchecked(t, ReduceOp::SUM, true)->wait();
+        if (which == 3) g_on.allreduce_bucket(t, ReduceOp::SUM, true)->wait();
       };
       for (int i = 0; i < 10; i++) {
         for (int which = 0; which < kVariants; which++) run(which);
@@ -351,9 +351,9 @@ void test_ddp_bucket_against_other(bool other_bucket) {
       std::string message;
       try {
         if (rank == 0) {
-          pg.allreduce_unchecked(t, ReduceOp::AVG, true, 1, 3)->wait();
+          pg.allreduce_bucket(t, ReduceOp::AVG, true, 1, 3)->wait();
         } else if (other_bucket) {
-          pg.allreduce_unchecked(t, ReduceOp::AVG, true, 2, 3)->wait();
+          pg.allreduce_bucket(t, ReduceOp::AVG, true, 2, 3)->wait();
         } else {
           pg.allreduce(t, ReduceOp::SUM)->wait();
         }
@@ -388,12 +388,12 @@ int main(int argc, char** argv) {
     return test_failures();
   }
   test_collectives();
-  test_unchecked_inline();
+  test_bucket_inline();
   test_size_mismatch();
   test_ddp_bucket_against_other(false);
   test_ddp_bucket_against_other(true);
   test_peer_leaves();
-  test_peer_leaves_unchecked();
+  test_peer_leaves_bucket();
   test_gpu_tensor_is_refused();
   if (test_failures() == 0) std::printf("gloo_process_group_test: ok\n");
   return test_failures();

@@ -1,6 +1,8 @@
 // JNI for org.ddp4j.internal.AdamNatives: the Adam / AdamW update (ops_adam.cpp).
 #include <jni.h>
 
+#include "org_ddp4j_internal_AdamNatives.h"  // javac -h: the prototypes defined here
+
 #include "ddp4j/ops.h"
 #include "jni/jni_util.h"
 

@@ -1,6 +1,8 @@
 // JNI for org.ddp4j.internal.JniCalls: the calling thread's count of JNI crossings.
 #include <jni.h>
 
+#include "org_ddp4j_internal_JniCalls.h"  // javac -h: the prototypes defined here
+
 #include "jni/jni_util.h"
 
 extern "C" {

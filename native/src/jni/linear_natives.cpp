@@ -1,6 +1,8 @@
 // JNI for org.ddp4j.internal.LinearNatives: linear and ReLU forward and backward (ops_linear.cpp).
 #include <jni.h>
 
+#include "org_ddp4j_internal_LinearNatives.h"  // javac -h: the prototypes defined here
+
 #include "ddp4j/ops.h"
 #include "jni/jni_util.h"
 

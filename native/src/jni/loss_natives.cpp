@@ -1,6 +1,8 @@
 // JNI for org.ddp4j.internal.LossNatives: MSE and cross-entropy forward and backward (ops_loss.cpp).
 #include <jni.h>
 
+#include "org_ddp4j_internal_LossNatives.h"  // javac -h: the prototypes defined here
+
 #include "ddp4j/ops.h"
 #include "jni/jni_util.h"
 

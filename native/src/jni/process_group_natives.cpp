@@ -2,6 +2,8 @@
 // backend's group (process_group_handles.h). GlooNatives and NcclNatives only create groups.
 #include <jni.h>
 
+#include "org_ddp4j_internal_ProcessGroupNatives.h"  // javac -h: the prototypes defined here
+
 #include <memory>
 
 #include "ddp4j/process_group.h"
@@ -40,13 +42,13 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduce(JN
 
 // 0 when the op already finished successfully (it ran inline); a failure surfaces at await, as for
 // every collective, so DDP's end-of-backward wait sees it and resets its buckets.
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduceUnchecked(JNIEnv* env, jclass, jlong pg,
-                                                                                       jlong tensor, jint op,
-                                                                                       jboolean runInline, jint bucket,
-                                                                                       jint buckets) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allReduceBucket(JNIEnv* env, jclass, jlong pg,
+                                                                                    jlong tensor, jint op,
+                                                                                    jboolean runInline, jint bucket,
+                                                                                    jint buckets) {
   return guarded(env, [&] {
     return handle_unless_done(
-        group_of(pg).allreduce_unchecked(mutable_tensor_of(tensor), reduce_op_of(op), runInline, bucket, buckets));
+        group_of(pg).allreduce_bucket(mutable_tensor_of(tensor), reduce_op_of(op), runInline, bucket, buckets));
   });
 }
 
@@ -55,15 +57,15 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_broadcast(JN
   return guarded(env, [&] { return handle_unless_done(group_of(pg).broadcast(mutable_tensor_of(tensor), root)); });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allGather(JNIEnv* env, jclass, jlong pg,
-                                                                              jlong output, jlong input) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allGatherIntoTensor(JNIEnv* env, jclass, jlong pg,
+                                                                                        jlong output, jlong input) {
   return guarded(env, [&] {
     return handle_unless_done(group_of(pg).allgather(mutable_tensor_of(output), mutable_tensor_of(input)));
   });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allGatherList(JNIEnv* env, jclass, jlong pg,
-                                                                                  jlongArray outputs, jlong input) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_allGather(JNIEnv* env, jclass, jlong pg,
+                                                                              jlongArray outputs, jlong input) {
   return guarded(env, [&] {
     return handle_unless_done(group_of(pg).allgather(tensors_of(env, outputs), mutable_tensor_of(input)));
   });
@@ -80,17 +82,18 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_reduce(JNIEn
   });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_reduceScatter(JNIEnv* env, jclass, jlong pg,
-                                                                                  jlong output, jlong input, jint op) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_reduceScatterTensor(JNIEnv* env, jclass, jlong pg,
+                                                                                        jlong output, jlong input,
+                                                                                        jint op) {
   return guarded(env, [&] {
     return handle_unless_done(
         group_of(pg).reduce_scatter(mutable_tensor_of(output), mutable_tensor_of(input), reduce_op_of(op)));
   });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_reduceScatterList(JNIEnv* env, jclass, jlong pg,
-                                                                                      jlong output, jlongArray inputs,
-                                                                                      jint op) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_reduceScatter(JNIEnv* env, jclass, jlong pg,
+                                                                                  jlong output, jlongArray inputs,
+                                                                                  jint op) {
   return guarded(env, [&] {
     return handle_unless_done(
         group_of(pg).reduce_scatter(mutable_tensor_of(output), tensors_of(env, inputs), reduce_op_of(op)));

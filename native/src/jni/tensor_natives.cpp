@@ -1,6 +1,8 @@
 // JNI for org.ddp4j.internal.TensorNatives: creating, viewing, copying and freeing tensors.
 #include <jni.h>
 
+#include "org_ddp4j_internal_TensorNatives.h"  // javac -h: the prototypes defined here
+
 #include <cstring>
 
 #include "ddp4j/allocator.h"

@@ -3,6 +3,8 @@
 // in libddp4j_cuda.so) polls its CUDA event or orders the compute stream.
 #include <jni.h>
 
+#include "org_ddp4j_internal_WorkNatives.h"  // javac -h: the prototypes defined here
+
 #include <chrono>
 #include <memory>
 

@@ -84,7 +84,7 @@ std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp
   return allreduce_any(tensor, op, /*run_inline=*/false, -1, 0);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline,
+std::shared_ptr<Work> GlooProcessGroup::allreduce_bucket(const Tensor& tensor, ReduceOp op, bool run_inline,
                                                             int bucket, int buckets) {
   return allreduce_any(tensor, op, run_inline, bucket, buckets);
 }

@@ -45,7 +45,7 @@ class GlooPointToPoint;
  * Error(Timeout) naming the op, its element count and the timeout. After a network error or a
  * timeout the group is unusable (Gloo closes its connections) and every later collective fails
  * fast saying so. Ranks that called different collectives fail with Error(Distributed) naming
- * their own call and a peer's (see Fingerprint, allreduce_unchecked); that leaves the group usable.
+ * their own call and a peer's (see Fingerprint, allreduce_bucket); that leaves the group usable.
  *
  * Ranks that share a host may run collectives through shared memory (GlooOptions::shm,
  * HostCollectives; transport() says which); a failure there (dead peer, timeout, disagreement the
@@ -98,8 +98,8 @@ class GlooProcessGroup : public ProcessGroup {
    * process. A mismatch fails every rank with Error(Distributed) naming its own call and a peer's
    * (mismatch_message) before any data moved; the group stays usable (shared memory: broken).
    */
-  std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket = -1,
-                                            int buckets = 0) override;
+  std::shared_ptr<Work> allreduce_bucket(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket = -1,
+                                         int buckets = 0) override;
 
  private:
   /** When an op compares its fingerprint with the peers'. */

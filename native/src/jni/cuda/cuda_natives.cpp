@@ -2,6 +2,8 @@
 // libddp4j_cuda.so, so these exist only once Java has loaded the CUDA library.
 #include <jni.h>
 
+#include "org_ddp4j_internal_CudaNatives.h"  // javac -h: the prototypes defined here
+
 #include "cuda/cuda_context.h"
 #include "jni/jni_util.h"
 

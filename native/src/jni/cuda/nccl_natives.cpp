@@ -4,6 +4,8 @@
 // NCCL code through ProcessGroup's and Work's virtuals (process_group_handles.h).
 #include <jni.h>
 
+#include "org_ddp4j_internal_NcclNatives.h"  // javac -h: the prototypes defined here
+
 #include <chrono>
 
 #include "cuda/cuda_context.h"

@@ -94,9 +94,9 @@ abstract class NativeProcessGroup extends ProcessGroup {
     }
 
     @Override
-    public synchronized Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
+    public synchronized Work allReduceBucket(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
         checkTensor("allReduce", "tensor", tensor);
-        long work = ProcessGroupNatives.allReduceUnchecked(handle("allReduce"), tensor.nativeHandle(), op.ordinal(),
+        long work = ProcessGroupNatives.allReduceBucket(handle("allReduce"), tensor.nativeHandle(), op.ordinal(),
                 runInline, bucket, buckets);
         return work(work, "allReduce");
     }
@@ -117,7 +117,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
             checkTensor("allGather", "output " + i, out);
             handles[i] = out.nativeHandle();
         }
-        return work(ProcessGroupNatives.allGatherList(handle("allGather"), handles, input.nativeHandle()),
+        return work(ProcessGroupNatives.allGather(handle("allGather"), handles, input.nativeHandle()),
                 "allGather");
     }
 
@@ -125,7 +125,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
     public synchronized Work allGatherIntoTensor(Tensor output, Tensor input) {
         checkTensor("allGatherIntoTensor", "output", output);
         checkTensor("allGatherIntoTensor", "input", input);
-        return work(ProcessGroupNatives.allGather(handle("allGatherIntoTensor"), output.nativeHandle(),
+        return work(ProcessGroupNatives.allGatherIntoTensor(handle("allGatherIntoTensor"), output.nativeHandle(),
                 input.nativeHandle()), "allGatherIntoTensor");
     }
 
@@ -152,7 +152,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
             checkTensor("reduceScatter", "input " + i, in);
             handles[i] = in.nativeHandle();
         }
-        return work(ProcessGroupNatives.reduceScatterList(handle("reduceScatter"), output.nativeHandle(), handles,
+        return work(ProcessGroupNatives.reduceScatter(handle("reduceScatter"), output.nativeHandle(), handles,
                 op.ordinal()), "reduceScatter");
     }
 
@@ -161,7 +161,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
         Objects.requireNonNull(op, "op");
         checkTensor("reduceScatterTensor", "output", output);
         checkTensor("reduceScatterTensor", "input", input);
-        return work(ProcessGroupNatives.reduceScatter(handle("reduceScatterTensor"), output.nativeHandle(),
+        return work(ProcessGroupNatives.reduceScatterTensor(handle("reduceScatterTensor"), output.nativeHandle(),
                 input.nativeHandle(), op.ordinal()), "reduceScatterTensor");
     }
 

@@ -91,9 +91,10 @@ public abstract class ProcessGroup implements AutoCloseable {
      * (Gloo: a rank whose peer called something else fails with a {@link DistributedException}
      * naming both calls, e.g. "allReduce(AVG) of 1,234 float32 elements (#57, DDP bucket 2 of 3)"),
      * and with {@code runInline} it may run the collective on the calling thread when nothing else
-     * is queued, returning a completed Work. Package-private.
+     * is queued, returning a completed Work. Public for DDP's {@code Reducer} (in
+     * {@code org.ddp4j.nn.parallel}); not meant for user code.
      */
-    public Work allReduceUnchecked(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
+    public Work allReduceBucket(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
         return allReduce(tensor, op);
     }
 

@@ -17,20 +17,26 @@ public final class ProcessGroupNatives {
 
     private ProcessGroupNatives() {}
 
-    // Every collective returns a work handle, or 0 when the collective already finished
-    // successfully on the calling thread (a small shared-memory op): no handle to wait on or free.
+    // Each native is named as the ProcessGroup method it serves (allGather: the list form,
+    // allGatherIntoTensor: the flat one; reduceScatter and reduceScatterTensor likewise;
+    // allReduceBucket: DDP's bucket all-reduce). Every collective returns a work handle, or 0 when
+    // the collective already finished successfully on the calling thread (a small shared-memory
+    // op): no handle to wait on or free.
 
     /** Queues an in-place all-reduce of the tensor ({@code all_reduce}). Returns a work handle. */
     public static native long allReduce(long group, long tensor, int op);
 
     /**
-     * DDP's all-reduce of bucket {@code bucket} (0-based) of {@code buckets}: its agreement check
-     * travels with the data instead of taking a round trip first, and its messages name the bucket.
+     * DDP's all-reduce of its bucket {@code bucket} (0-based) of {@code buckets}, in place on the
+     * bucket's flat 1-D tensor (its gradients, then DDP's "used" and "still training" flags, all in
+     * the gradients' dtype and device); {@code op} is a {@code ReduceOp} ordinal (DDP passes AVG).
+     * Its agreement check travels with the data instead of taking a round trip first, and its
+     * messages name the bucket.
      * With {@code runInline} and an idle group a backend may run it on the calling thread. Returns 0
      * when the collective has already finished successfully, else a work handle (whose await throws
      * if it failed).
      */
-    public static native long allReduceUnchecked(long group, long tensor, int op, boolean runInline, int bucket,
+    public static native long allReduceBucket(long group, long tensor, int op, boolean runInline, int bucket,
             int buckets);
 
     /** Queues a broadcast of the tensor from rank {@code root} ({@code broadcast}). Returns a work handle. */
@@ -40,10 +46,10 @@ public final class ProcessGroupNatives {
      * Queues an all-gather of {@code input} into the flat {@code output} (world size x input
      * elements, {@code all_gather_into_tensor}). Returns a work handle.
      */
-    public static native long allGather(long group, long output, long input);
+    public static native long allGatherIntoTensor(long group, long output, long input);
 
     /** Queues an all-gather of {@code input} into one output tensor per rank ({@code all_gather}). Returns a work handle. */
-    public static native long allGatherList(long group, long[] outputs, long input);
+    public static native long allGather(long group, long[] outputs, long input);
 
     /** Queues a barrier ({@code barrier}). Returns a work handle. */
     public static native long barrier(long group);
@@ -55,10 +61,10 @@ public final class ProcessGroupNatives {
      * Queues a reduce-scatter of the flat {@code input} (world size x output elements) into
      * {@code output} ({@code reduce_scatter_tensor}). Returns a work handle.
      */
-    public static native long reduceScatter(long group, long output, long input, int op);
+    public static native long reduceScatterTensor(long group, long output, long input, int op);
 
     /** Queues a reduce-scatter of one input tensor per rank into {@code output} ({@code reduce_scatter}). Returns a work handle. */
-    public static native long reduceScatterList(long group, long output, long[] inputs, int op);
+    public static native long reduceScatter(long group, long output, long[] inputs, int op);
 
     /** Starts sending the tensor to rank {@code dst} ({@code isend}). Returns a work handle. */
     public static native long send(long group, long tensor, int dst, int tag);

@@ -302,7 +302,7 @@ final class Reducer implements AutoCloseable {
     private void launchNext() {
         GradientBucket b = buckets.get(nextToLaunch++);
         b.writeFlags(true);
-        b.work = group.allReduceUnchecked(b.flat, ReduceOp.AVG, nextToLaunch == buckets.size(), b.index,
+        b.work = group.allReduceBucket(b.flat, ReduceOp.AVG, nextToLaunch == buckets.size(), b.index,
                 buckets.size());
     }
 
@@ -390,7 +390,7 @@ final class Reducer implements AutoCloseable {
             for (int i = 0; i < buckets.size(); i++) {
                 GradientBucket b = buckets.get(i);
                 b.flat.fill(0);
-                b.work = group.allReduceUnchecked(b.flat, ReduceOp.AVG, i == buckets.size() - 1, b.index,
+                b.work = group.allReduceBucket(b.flat, ReduceOp.AVG, i == buckets.size() - 1, b.index,
                         buckets.size());
                 if (i == 0) {
                     b.work.await();
