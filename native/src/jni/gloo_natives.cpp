@@ -2,7 +2,10 @@
 // destruction go through ProcessGroupNatives / WorkNatives (process_group_handles.h).
 #include <jni.h>
 
+#include "org_ddp4j_internal_GlooNatives.h"  // javac -h: the prototypes defined here
+
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 #include "comm/gloo/process_group.h"
@@ -15,12 +18,32 @@ using namespace ddp4j::jni;
 
 namespace {
 
-std::string string_of(JNIEnv* env, jstring s) {
-  if (s == nullptr) return std::string();
-  const char* chars = env->GetStringUTFChars(s, nullptr);
-  DDP4J_CHECK(chars != nullptr, OutOfMemory, "cannot read a Java string");
-  std::string out(chars);
-  env->ReleaseStringUTFChars(s, chars);
+/** A String field of the options; null reads as "" (unset). */
+std::string string_field(JNIEnv* env, jobject options, jclass cls, const names::Member& field) {
+  auto value = static_cast<jstring>(env->GetObjectField(options, field_id(env, cls, field)));
+  std::string out = string_of(env, value, field.name);
+  env->DeleteLocalRef(value);
+  return out;
+}
+
+/** The native options from an org.ddp4j.internal.GlooGroupOptions (field names in java_names.h). */
+GlooOptions gloo_options_of(JNIEnv* env, jobject options) {
+  DDP4J_CHECK_ARG(options != nullptr, "the Gloo group options are null");
+  jclass cls = find_class(env, names::kGlooGroupOptions);
+  const jlong timeout_ms = env->GetLongField(options, field_id(env, cls, names::kGlooTimeoutMs));
+  DDP4J_CHECK_ARG(timeout_ms > 0, "process group timeout must be positive, got ", timeout_ms, " ms");
+  GlooOptions out;
+  out.timeout = std::chrono::milliseconds(timeout_ms);
+  out.hostname = string_field(env, options, cls, names::kGlooHostname);
+  if (out.hostname.empty()) out.iface = string_field(env, options, cls, names::kGlooSocketIfname);
+  out.check_collectives = env->GetBooleanField(options, field_id(env, cls, names::kGlooCheckCollectives));
+  out.small_allreduce_bytes =
+      static_cast<size_t>(env->GetLongField(options, field_id(env, cls, names::kGlooSmallAllReduceBytes)));
+  out.small_allreduce_sync_reads =
+      env->GetBooleanField(options, field_id(env, cls, names::kGlooSmallAllReduceSyncReads));
+  out.shm = env->GetBooleanField(options, field_id(env, cls, names::kGlooShm));
+  out.shm_host_id = string_field(env, options, cls, names::kGlooShmHostId);
+  env->DeleteLocalRef(cls);
   return out;
 }
 
@@ -29,24 +52,11 @@ std::string string_of(JNIEnv* env, jstring s) {
 extern "C" {
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_create(JNIEnv* env, jclass, jobject store, jint rank,
-                                                                   jint size, jlong timeoutMs, jstring hostname,
-                                                                   jstring socketIfname, jboolean checkCollectives,
-                                                                   jlong smallAllReduceBytes,
-                                                                   jboolean smallAllReduceSyncReads, jboolean shm,
-                                                                   jstring shmHostId) {
+                                                                   jint size, jobject options) {
   return guarded(env, [&]() -> jlong {
-    DDP4J_CHECK_ARG(timeoutMs > 0, "process group timeout must be positive, got ", timeoutMs, " ms");
+    const GlooOptions gloo_options = gloo_options_of(env, options);
     JavaStore java_store(env, store);
-    GlooOptions options;
-    options.timeout = std::chrono::milliseconds(timeoutMs);
-    options.hostname = string_of(env, hostname);
-    if (options.hostname.empty()) options.iface = string_of(env, socketIfname);
-    options.check_collectives = checkCollectives;
-    options.small_allreduce_bytes = static_cast<size_t>(smallAllReduceBytes);
-    options.small_allreduce_sync_reads = smallAllReduceSyncReads;
-    options.shm = shm;
-    options.shm_host_id = string_of(env, shmHostId);
-    return group_handle(new GlooProcessGroup(java_store, rank, size, options));
+    return group_handle(new GlooProcessGroup(java_store, rank, size, gloo_options));
   });
 }
 

@@ -1,10 +1,11 @@
-// The JNI bridge from Gloo's rendezvous to a Java Store (see java_store.h).
+// The JNI bridge from Gloo's rendezvous to a Java NativeStore (see java_store.h).
 #include "jni/java_store.h"
 
 #include "ddp4j/errors.h"
 #include "jni/jni_util.h"
 
 namespace ddp4j {
+namespace names = jni::names;
 namespace {
 
 /** The JNIEnv of the calling thread, attaching it (as a daemon, so it never blocks JVM exit) if needed. */
@@ -38,36 +39,13 @@ class LocalFrame {
   JNIEnv* env_;
 };
 
+/** A class (java_names.h) as a global reference, which outlives the call: JavaStore keeps it. */
 jclass global_class(JNIEnv* env, const char* name) {
-  jclass local = env->FindClass(name);
-  if (local == nullptr) {
-    env->ExceptionClear();
-    throw Error(ErrorKind::Runtime, detail::concat("JNI: class ", name, " not found"));
-  }
+  jclass local = jni::find_class(env, name);
   auto global = static_cast<jclass>(env->NewGlobalRef(local));
   env->DeleteLocalRef(local);
+  DDP4J_CHECK(global != nullptr, OutOfMemory, "JNI: cannot make a global reference to ", name);
   return global;
-}
-
-jmethodID method(JNIEnv* env, jclass cls, const char* name, const char* sig, bool is_static = false) {
-  jmethodID id = is_static ? env->GetStaticMethodID(cls, name, sig) : env->GetMethodID(cls, name, sig);
-  if (id == nullptr) {
-    env->ExceptionClear();
-    throw Error(ErrorKind::Runtime, detail::concat("JNI: method ", name, sig, " not found"));
-  }
-  return id;
-}
-
-std::string java_string(JNIEnv* env, jstring s) {
-  if (s == nullptr) return std::string();
-  const char* chars = env->GetStringUTFChars(s, nullptr);
-  if (chars == nullptr) {
-    env->ExceptionClear();
-    return std::string();
-  }
-  std::string out(chars);
-  env->ReleaseStringUTFChars(s, chars);
-  return out;
 }
 
 std::string quote(const std::string& key) { return "\"" + key + "\""; }
@@ -77,28 +55,23 @@ std::string quote(const std::string& key) { return "\"" + key + "\""; }
 JavaStore::JavaStore(JNIEnv* env, jobject store) {
   DDP4J_CHECK_ARG(store != nullptr, "the store is null");
   try {
-    jclass store_class = global_class(env, "org/ddp4j/distributed/store/Store");
-    set_ = method(env, store_class, "set", "(Ljava/lang/String;[B)V");
-    get_ = method(env, store_class, "get", "(Ljava/lang/String;)[B");
-    wait_ = method(env, store_class, "waitFor", "(Ljava/util/List;)V");
-    wait_timeout_ = method(env, store_class, "waitFor", "(Ljava/util/List;Ljava/time/Duration;)V");
-    env->DeleteGlobalRef(store_class);
-    timeout_class_ = global_class(env, "org/ddp4j/distributed/DistributedTimeoutException");
-    dist_class_ = global_class(env, "org/ddp4j/distributed/DistributedException");
-    arrays_class_ = global_class(env, "java/util/Arrays");
-    as_list_ = method(env, arrays_class_, "asList", "([Ljava/lang/Object;)Ljava/util/List;", true);
-    string_class_ = global_class(env, "java/lang/String");
-    duration_class_ = global_class(env, "java/time/Duration");
-    of_millis_ = method(env, duration_class_, "ofMillis", "(J)Ljava/time/Duration;", true);
-    jclass throwable = env->FindClass("java/lang/Throwable");
-    get_message_ = method(env, throwable, "getMessage", "()Ljava/lang/String;");
-    to_string_ = method(env, throwable, "toString", "()Ljava/lang/String;");
+    jclass store_class = jni::find_class(env, names::kNativeStore);
+    set_ = jni::method_id(env, store_class, names::kNativeStoreSet);
+    get_ = jni::method_id(env, store_class, names::kNativeStoreGet);
+    wait_ = jni::method_id(env, store_class, names::kNativeStoreWaitFor);
+    wait_timeout_ = jni::method_id(env, store_class, names::kNativeStoreWaitForTimeout);
+    env->DeleteLocalRef(store_class);
+    timeout_class_ = global_class(env, names::kDistributedTimeoutException);
+    dist_class_ = global_class(env, names::kDistributedException);
+    string_class_ = global_class(env, names::kString);
+    jclass throwable = jni::find_class(env, names::kThrowable);
+    get_message_ = jni::method_id(env, throwable, names::kThrowableGetMessage);
+    to_string_ = jni::method_id(env, throwable, names::kThrowableToString);
     env->DeleteLocalRef(throwable);
     store_ = env->NewGlobalRef(store);
   } catch (...) {
     for (jobject ref : {static_cast<jobject>(timeout_class_), static_cast<jobject>(dist_class_),
-                        static_cast<jobject>(arrays_class_), static_cast<jobject>(string_class_),
-                        static_cast<jobject>(duration_class_)}) {
+                        static_cast<jobject>(string_class_)}) {
       if (ref != nullptr) env->DeleteGlobalRef(ref);
     }
     throw;
@@ -109,8 +82,7 @@ JavaStore::~JavaStore() {
   try {
     JNIEnv* env = current_env();
     for (jobject ref : {store_, static_cast<jobject>(timeout_class_), static_cast<jobject>(dist_class_),
-                        static_cast<jobject>(arrays_class_), static_cast<jobject>(string_class_),
-                        static_cast<jobject>(duration_class_)}) {
+                        static_cast<jobject>(string_class_)}) {
       if (ref != nullptr) env->DeleteGlobalRef(ref);
     }
   } catch (...) {
@@ -129,7 +101,7 @@ void JavaStore::rethrow_pending(JNIEnv* env, const std::string& call) {
     // Distributed exceptions carry a message meant for the user; others are shown with their class name.
     auto text = static_cast<jstring>(env->CallObjectMethod(ex, distributed ? get_message_ : to_string_));
     if (env->ExceptionCheck()) env->ExceptionClear();
-    message = java_string(env, text);
+    message = jni::string_of(env, text, "a store exception's message");
   }
   env->DeleteLocalRef(ex);
   if (message.empty()) message = "unknown Java exception";
@@ -137,7 +109,7 @@ void JavaStore::rethrow_pending(JNIEnv* env, const std::string& call) {
   throw Error(timeout ? ErrorKind::Timeout : ErrorKind::Distributed, message);
 }
 
-jobject JavaStore::key_list(JNIEnv* env, const std::vector<std::string>& keys) {
+jobjectArray JavaStore::key_array(JNIEnv* env, const std::vector<std::string>& keys) {
   jobjectArray array = env->NewObjectArray(static_cast<jsize>(keys.size()), string_class_, nullptr);
   if (array == nullptr) rethrow_pending(env, "waitFor");
   for (size_t i = 0; i < keys.size(); i++) {
@@ -146,9 +118,7 @@ jobject JavaStore::key_list(JNIEnv* env, const std::vector<std::string>& keys) {
     env->SetObjectArrayElement(array, static_cast<jsize>(i), k);
     env->DeleteLocalRef(k);
   }
-  jobject list = env->CallStaticObjectMethod(arrays_class_, as_list_, array);
-  rethrow_pending(env, "waitFor");
-  return list;
+  return array;
 }
 
 void JavaStore::set(const std::string& key, const std::vector<char>& data) {
@@ -179,18 +149,16 @@ std::vector<char> JavaStore::get(const std::string& key) {
 void JavaStore::wait(const std::vector<std::string>& keys) {
   JNIEnv* env = current_env();
   LocalFrame frame(env);
-  jobject list = key_list(env, keys);
-  env->CallVoidMethod(store_, wait_, list);
+  jobjectArray array = key_array(env, keys);
+  env->CallVoidMethod(store_, wait_, array);
   rethrow_pending(env, "waitFor");
 }
 
 void JavaStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
   JNIEnv* env = current_env();
   LocalFrame frame(env);
-  jobject list = key_list(env, keys);
-  jobject duration = env->CallStaticObjectMethod(duration_class_, of_millis_, static_cast<jlong>(timeout.count()));
-  rethrow_pending(env, "waitFor");
-  env->CallVoidMethod(store_, wait_timeout_, list, duration);
+  jobjectArray array = key_array(env, keys);
+  env->CallVoidMethod(store_, wait_timeout_, array, static_cast<jlong>(timeout.count()));
   rethrow_pending(env, "waitFor");
 }
 

@@ -1,6 +1,6 @@
-// java_store.h: a gloo::rendezvous::Store that forwards to an org.ddp4j.distributed.store.Store object
-// through JNI, so Gloo's rendezvous runs over whatever store the Java side chose (TcpStore,
-// FileStore, HashStore, PrefixStore).
+// java_store.h: a gloo::rendezvous::Store that forwards to an org.ddp4j.internal.NativeStore object
+// through JNI (the caller adapts its org.ddp4j.distributed.store.Store: TcpStore, FileStore,
+// HashStore, PrefixStore), so Gloo's rendezvous runs over whatever store the Java side chose.
 #pragma once
 #include <jni.h>
 
@@ -13,11 +13,12 @@
 namespace ddp4j {
 
 /**
- * Forwards set / get / wait to a Java Store. Construct it on a Java thread (it resolves the Store
- * interface through that thread's class loader); it may then be used from any thread: a native
- * thread is attached to the JVM as a daemon on first use. A Java exception thrown by the store
- * becomes a ddp4j::Error carrying the Java message: kind Timeout for DistributedTimeoutException,
- * Distributed for anything else.
+ * Forwards set / get / wait to a Java NativeStore (class, methods and signatures in java_names.h).
+ * Construct it on a Java thread (it resolves the classes through that thread's class loader); it
+ * may then be used from any thread: a native thread is attached to the JVM as a daemon on first
+ * use. A Java exception thrown by the store becomes a ddp4j::Error: kind Timeout for
+ * DistributedTimeoutException, Distributed for anything else; a DistributedException keeps its
+ * message, any other exception is named with its class ("Store.get(\"key\") failed: ...").
  */
 class JavaStore : public gloo::rendezvous::Store {
  public:
@@ -34,24 +35,21 @@ class JavaStore : public gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
 
  private:
-  jobject store_ = nullptr;          // global ref
-  jclass timeout_class_ = nullptr;   // global ref: org.ddp4j.distributed.DistributedTimeoutException
-  jclass dist_class_ = nullptr;      // global ref: org.ddp4j.distributed.DistributedException
-  jclass arrays_class_ = nullptr;    // global ref: java.util.Arrays
-  jclass string_class_ = nullptr;    // global ref: java.lang.String
-  jclass duration_class_ = nullptr;  // global ref: java.time.Duration
+  jobject store_ = nullptr;         // global ref: the org.ddp4j.internal.NativeStore
+  jclass timeout_class_ = nullptr;  // global ref: org.ddp4j.distributed.DistributedTimeoutException
+  jclass dist_class_ = nullptr;     // global ref: org.ddp4j.distributed.DistributedException
+  jclass string_class_ = nullptr;   // global ref: java.lang.String
   jmethodID set_ = nullptr;
   jmethodID get_ = nullptr;
-  jmethodID wait_ = nullptr;           // waitFor(List)
-  jmethodID wait_timeout_ = nullptr;   // waitFor(List, Duration)
-  jmethodID as_list_ = nullptr;        // Arrays.asList(Object[])
-  jmethodID of_millis_ = nullptr;      // Duration.ofMillis(long)
-  jmethodID get_message_ = nullptr;    // Throwable.getMessage()
-  jmethodID to_string_ = nullptr;      // Object.toString()
+  jmethodID wait_ = nullptr;          // waitFor(String[]): the store's own timeout
+  jmethodID wait_timeout_ = nullptr;  // waitFor(String[], long ms)
+  jmethodID get_message_ = nullptr;   // Throwable.getMessage()
+  jmethodID to_string_ = nullptr;     // Throwable.toString()
 
   /** Turns a pending Java exception into a ddp4j::Error; `call` names the store call. */
   void rethrow_pending(JNIEnv* env, const std::string& call);
-  jobject key_list(JNIEnv* env, const std::vector<std::string>& keys);
+  /** The keys as a Java String[] (a local reference). */
+  jobjectArray key_array(JNIEnv* env, const std::vector<std::string>& keys);
 };
 
 }  // namespace ddp4j

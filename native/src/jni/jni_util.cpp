@@ -10,12 +10,12 @@ namespace {
 
 const char* java_class_for(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::InvalidArgument: return "java/lang/IllegalArgumentException";
-    case ErrorKind::IllegalState: return "java/lang/IllegalStateException";
-    case ErrorKind::Distributed: return "org/ddp4j/distributed/DistributedException";
-    case ErrorKind::Timeout: return "org/ddp4j/distributed/DistributedTimeoutException";
-    case ErrorKind::OutOfMemory: return "java/lang/OutOfMemoryError";
-    default: return "java/lang/RuntimeException";
+    case ErrorKind::InvalidArgument: return names::kIllegalArgumentException;
+    case ErrorKind::IllegalState: return names::kIllegalStateException;
+    case ErrorKind::Distributed: return names::kDistributedException;
+    case ErrorKind::Timeout: return names::kDistributedTimeoutException;
+    case ErrorKind::OutOfMemory: return names::kOutOfMemoryError;
+    default: return names::kRuntimeException;
   }
 }
 }  // namespace
@@ -27,9 +27,48 @@ void throw_java(JNIEnv* env, ErrorKind kind, const char* message) {
   jclass cls = env->FindClass(java_class_for(kind));
   if (cls == nullptr) {
     env->ExceptionClear();
-    cls = env->FindClass("java/lang/RuntimeException");
+    cls = env->FindClass(names::kRuntimeException);
   }
   env->ThrowNew(cls, message);
+}
+
+std::string string_of(JNIEnv* env, jstring s, const char* what) {
+  if (s == nullptr) return std::string();
+  const char* chars = env->GetStringUTFChars(s, nullptr);
+  if (chars == nullptr) {
+    env->ExceptionClear();  // the JVM's OutOfMemoryError; ours below names what was read
+    throw Error(ErrorKind::OutOfMemory, detail::concat("cannot read ", what, ": out of memory"));
+  }
+  std::string out(chars);
+  env->ReleaseStringUTFChars(s, chars);
+  return out;
+}
+
+jclass find_class(JNIEnv* env, const char* name) {
+  jclass cls = env->FindClass(name);
+  if (cls == nullptr) {
+    env->ExceptionClear();
+    throw Error(ErrorKind::Runtime, detail::concat("JNI: class ", name, " not found"));
+  }
+  return cls;
+}
+
+jmethodID method_id(JNIEnv* env, jclass cls, const names::Member& method) {
+  jmethodID id = env->GetMethodID(cls, method.name, method.signature);
+  if (id == nullptr) {
+    env->ExceptionClear();
+    throw Error(ErrorKind::Runtime, detail::concat("JNI: method ", method.name, method.signature, " not found"));
+  }
+  return id;
+}
+
+jfieldID field_id(JNIEnv* env, jclass cls, const names::Member& field) {
+  jfieldID id = env->GetFieldID(cls, field.name, field.signature);
+  if (id == nullptr) {
+    env->ExceptionClear();
+    throw Error(ErrorKind::Runtime, detail::concat("JNI: field ", field.name, " ", field.signature, " not found"));
+  }
+  return id;
 }
 
 std::vector<Tensor> tensors_of(JNIEnv* env, jlongArray handles) {

@@ -7,20 +7,45 @@
 #include <cstddef>
 #include <exception>
 #include <new>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "ddp4j/errors.h"
 #include "ddp4j/tensor.h"
+#include "jni/java_names.h"
 
 namespace ddp4j::jni {
 
 /** The JVM, saved by JNI_OnLoad, for native threads that call back into Java. */
 JavaVM* java_vm();
 
-/** Throws a Java exception of the class that matches kind. */
+/** Throws a Java exception of the class that matches kind (names in java_names.h). */
 void throw_java(JNIEnv* env, ErrorKind kind, const char* message);
+
+/**
+ * The characters of a Java String, as JNI gives them (modified UTF-8: UTF-8 except for NUL and
+ * characters outside the BMP). The one way JNI code reads a string. A null string reads as ""
+ * (the Java side passes an unset optional string as null or ""). When the JVM cannot give the
+ * characters (out of memory) it throws Error(OutOfMemory) naming `what` (e.g. "the hostname"),
+ * with the JVM's pending error cleared, so guarded() reports a java.lang.OutOfMemoryError and a
+ * native thread attached to the JVM is left without a pending exception.
+ */
+std::string string_of(JNIEnv* env, jstring s, const char* what = "a Java string");
+
+/**
+ * A class looked up by its binary name (java_names.h), as a local reference. Call on a Java
+ * thread (JNI's FindClass uses the calling native method's class loader there). Throws
+ * Error(Runtime) naming the class when the JVM has none of that name.
+ */
+jclass find_class(JNIEnv* env, const char* name);
+
+/** An instance method of cls; throws Error(Runtime) naming the method when cls has none (a stale java_names.h). */
+jmethodID method_id(JNIEnv* env, jclass cls, const names::Member& method);
+
+/** An instance field of cls (any access); throws Error(Runtime) naming the field when cls has none (a stale java_names.h). */
+jfieldID field_id(JNIEnv* env, jclass cls, const names::Member& field);
 
 /**
  * JNI crossings made by this thread (org.ddp4j.internal.JniCalls.count()): guarded() counts each

@@ -10,6 +10,7 @@ import java.net.ServerSocket;
 import java.net.SocketException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
@@ -17,7 +18,9 @@ import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.distributed.store.PrefixStore;
 import org.ddp4j.distributed.store.Store;
 import org.ddp4j.distributed.store.TcpStore;
+import org.ddp4j.internal.GlooGroupOptions;
 import org.ddp4j.internal.GlooNatives;
+import org.ddp4j.internal.NativeStore;
 import org.ddp4j.tensor.Tensor;
 
 /**
@@ -101,10 +104,9 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
             GlooOptions options) {
         super(store, rank, size, timeout, resources);
         this.hostname = hostname != null ? hostname : defaultHostname(null, options);
-        setHandle(GlooNatives.create(store, rank, size, millis(timeout), this.hostname,
-                Objects.requireNonNullElse(options.socketIfname(), ""), options.checkCollectives(),
-                options.smallAllReduceBytes(), options.smallAllReduceSyncReads(), options.shm(),
-                Objects.requireNonNullElse(options.shmHostId(), "")));
+        setHandle(GlooNatives.create(new StoreForNative(store), rank, size, new GlooGroupOptions(millis(timeout),
+                this.hostname, options.socketIfname(), options.checkCollectives(), options.smallAllReduceBytes(),
+                options.smallAllReduceSyncReads(), options.shm(), options.shmHostId())));
         this.transport = GlooNatives.transport(handle("transport"));
     }
 
@@ -219,6 +221,32 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
             return zone >= 0 ? s.substring(0, zone) : s;
         } catch (SocketException e) {
             throw new IllegalStateException("GLOO_SOCKET_IFNAME=" + name + ": cannot list network interfaces: " + e, e);
+        }
+    }
+
+    /**
+     * The rendezvous store as the native group calls it: each call goes to {@code store} unchanged,
+     * exceptions included (the native side turns them into the group's errors).
+     */
+    private record StoreForNative(Store store) implements NativeStore {
+        @Override
+        public void set(String key, byte[] value) {
+            store.set(key, value);
+        }
+
+        @Override
+        public byte[] get(String key) {
+            return store.get(key);
+        }
+
+        @Override
+        public void waitFor(String[] keys) {
+            store.waitFor(Arrays.asList(keys));
+        }
+
+        @Override
+        public void waitFor(String[] keys, long timeoutMs) {
+            store.waitFor(Arrays.asList(keys), Duration.ofMillis(timeoutMs));
         }
     }
 }

@@ -1,7 +1,5 @@
 package org.ddp4j.internal;
 
-import org.ddp4j.distributed.store.Store;
-
 /**
  * JNI declarations for creating a Gloo process group (native/src/jni/gloo_natives.cpp). The group's
  * collectives and destruction are in {@link ProcessGroupNatives}, its works in {@link WorkNatives}.
@@ -17,22 +15,17 @@ public final class GlooNatives {
 
     /**
      * Rendezvous through {@code store} and connect to every other rank; blocks until all
-     * {@code size} ranks have joined or {@code timeoutMs} passes. Mirrors
+     * {@code size} ranks have joined or {@code options.timeoutMs()} passes. Mirrors
      * {@code ProcessGroupGloo(store, rank, size, timeout)}.
      *
-     * @param hostname the address this rank binds and advertises; empty lets Gloo bind
-     *     {@code socketIfname}, or else this host's name
-     * @param socketIfname the network interface to bind when {@code hostname} is empty (GLOO_SOCKET_IFNAME); may be empty
-     * @param checkCollectives exchange a header before each collective so that ranks that disagree fail cleanly
-     * @param smallAllReduceBytes all-reduces up to this many bytes take the one-round path (groups of 2 to 8 ranks); 0: never
-     * @param smallAllReduceSyncReads the one-round path's connections in Gloo's sync mode
-     * @param shm let ranks that share a host use shared memory (false on any rank: off for the group)
-     * @param shmHostId this rank's host identity for that decision; empty: boot id, hostname and namespaces
+     * @param store the rendezvous store, called only during this call (from this and Gloo's threads)
+     * @param rank this rank, in {@code [0, size)}
+     * @param size the number of ranks, at least 1
+     * @param options the group's settings (timeout, address, checks, small all-reduce, shared memory)
      * @return the group handle, for {@link ProcessGroupNatives}
+     * @throws IllegalArgumentException for a non-positive timeout, a rank outside {@code [0, size)} or null options
      */
-    public static native long create(Store store, int rank, int size, long timeoutMs, String hostname,
-            String socketIfname, boolean checkCollectives, long smallAllReduceBytes, boolean smallAllReduceSyncReads,
-            boolean shm, String shmHostId);
+    public static native long create(NativeStore store, int rank, int size, GlooGroupOptions options);
 
     /**
      * The transport the group chose at construction: {@code "shm"}, {@code "shm+gloo"} or {@code "gloo"}.

@@ -30,7 +30,7 @@ public final class WorkNatives {
      * {@code timeoutMs <= 0} waits without a limit of its own. Mirrors {@code Work.wait(timeout)}.
      * Returns normally only when the collective finished successfully.
      *
-     * @throws org.ddp4j.distributed.DistributedTimeoutException if it is still running after
+     * @throws RuntimeException ({@code DistributedTimeoutException}) if it is still running after
      *     {@code timeoutMs} (the wait's own timeout: the collective keeps running), or if it timed out itself
      */
     public static native void await(long work, long timeoutMs);

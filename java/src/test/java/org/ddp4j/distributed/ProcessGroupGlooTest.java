@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.distributed.store.HashStore;
+import org.ddp4j.distributed.store.Store;
 import org.ddp4j.tensor.Tensor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -275,6 +276,66 @@ class ProcessGroupGlooTest {
             group.barrier().await(); // the rejected calls queued nothing
             return null;
         });
+    }
+
+    /** A HashStore whose set throws {@code failure} (the native rendezvous sets its own key first). */
+    private static Store failingSet(RuntimeException failure) {
+        HashStore inner = new HashStore(TIMEOUT);
+        return new Store() {
+            @Override
+            public void set(String key, byte[] value) {
+                throw failure;
+            }
+
+            @Override
+            public byte[] get(String key) {
+                return inner.get(key);
+            }
+
+            @Override
+            public long add(String key, long delta) {
+                return inner.add(key, delta);
+            }
+
+            @Override
+            public byte[] compareSet(String key, byte[] expected, byte[] desired) {
+                return inner.compareSet(key, expected, desired);
+            }
+
+            @Override
+            public void waitFor(List<String> keys, Duration timeout) {
+                inner.waitFor(keys, timeout);
+            }
+
+            @Override
+            public boolean check(List<String> keys) {
+                return inner.check(keys);
+            }
+
+            @Override
+            public boolean deleteKey(String key) {
+                return inner.deleteKey(key);
+            }
+
+            @Override
+            public Duration timeout() {
+                return inner.timeout();
+            }
+        };
+    }
+
+    @Test
+    void storeFailuresReachTheCallerThroughTheNativeRendezvous() {
+        // Another exception: a DistributedException naming the store call and the exception.
+        var e = assertThrows(DistributedException.class, () -> new ProcessGroupGloo(
+                failingSet(new IllegalStateException("disk full")), 0, 1, TIMEOUT, "127.0.0.1"));
+        assertFalse(e instanceof DistributedTimeoutException, e.toString());
+        assertTrue(e.getMessage().contains("Store.set(\"ddp4j/joined/0\") failed: java.lang.IllegalStateException: disk full"),
+                e.getMessage());
+        // The store's own distributed errors keep their class and message.
+        var t = assertThrows(DistributedTimeoutException.class, () -> new ProcessGroupGloo(
+                failingSet(new DistributedTimeoutException("the store server is gone")), 0, 1, TIMEOUT, "127.0.0.1"));
+        assertTrue(t.getMessage().contains("the store server is gone"), t.getMessage());
     }
 
     @Test
