@@ -1,6 +1,7 @@
 package org.ddp4j.distributed;
 
 import java.util.Map;
+import org.ddp4j.internal.Setting;
 
 /**
  * The Gloo backend's settings from the environment, read in one place and passed to the native
@@ -31,41 +32,23 @@ record GlooOptions(String hostname, String socketIfname, boolean checkCollective
     /** The default of {@link #smallAllReduceBytes}: 256 KiB, as the native GlooOptions. */
     static final long DEFAULT_SMALL_ALLREDUCE_BYTES = 256 << 10;
 
-    /** Reads every Gloo variable from {@code env} (e.g. {@code System.getenv()}). */
+    /**
+     * Reads every Gloo variable from {@code env} (e.g. {@code System.getenv()}) through {@link Setting}.
+     *
+     * @throws IllegalStateException naming the variable when a switch or byte count is malformed
+     */
     static GlooOptions fromEnvironment(Map<String, String> env) {
-        String check = env.get("DDP4J_GLOO_CHECK_COLLECTIVES");
-        String small = env.get("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES");
-        String sync = env.get("DDP4J_GLOO_SMALL_SYNC");
-        String shm = env.get("DDP4J_SHM");
-        return new GlooOptions(env.get("DDP4J_GLOO_HOSTNAME"), env.get("GLOO_SOCKET_IFNAME"),
-                check == null || !(check.equals("0") || check.equals("false")),
-                small == null ? DEFAULT_SMALL_ALLREDUCE_BYTES : parseBytes("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES", small),
-                sync == null || !sync.equals("0"),
-                shm == null || !(shm.trim().equals("0") || shm.trim().equalsIgnoreCase("false")),
-                env.get("DDP4J_SHM_HOST_ID"));
+        return new GlooOptions(Setting.GLOO_HOSTNAME.raw(env), env.get("GLOO_SOCKET_IFNAME"),
+                Setting.GLOO_CHECK_COLLECTIVES.flag(env, true),
+                Setting.GLOO_SMALL_ALLREDUCE_BYTES.bytes(env, DEFAULT_SMALL_ALLREDUCE_BYTES),
+                Setting.GLOO_SMALL_SYNC.flag(env, true),
+                Setting.SHM.flag(env, true),
+                Setting.SHM_HOST_ID.raw(env));
     }
 
     /** These options with shared memory on or off and the given host identity (null: the real one). */
     GlooOptions withShm(boolean on, String hostId) {
         return new GlooOptions(hostname, socketIfname, checkCollectives, smallAllReduceBytes, smallAllReduceSyncReads,
                 on, hostId);
-    }
-
-    /**
-     * A byte count from the environment.
-     *
-     * @throws IllegalStateException naming the variable when the value is not a non-negative integer
-     */
-    static long parseBytes(String name, String raw) {
-        try {
-            long value = Long.parseLong(raw.trim());
-            if (value >= 0) {
-                return value;
-            }
-        } catch (NumberFormatException ignored) {
-            // reported below
-        }
-        throw new IllegalStateException(name + "=\"" + raw + "\" is not a number of bytes: give a non-negative integer"
-                + " (0 turns the one-round small all-reduce off), or unset it for the default " + DEFAULT_SMALL_ALLREDUCE_BYTES);
     }
 }

@@ -45,10 +45,22 @@ class GlooOptionsTest {
 
     @Test
     void aByteCountThatIsNotOneIsNamed() {
-        for (String bad : new String[] {"lots", "-1", "64k", ""}) {
+        assertEquals(64 << 10, GlooOptions.fromEnvironment(Map.of("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES", "64k"))
+                .smallAllReduceBytes(), "a binary suffix, as every byte-count setting");
+        assertEquals(256 << 10, GlooOptions.fromEnvironment(Map.of("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES", " "))
+                .smallAllReduceBytes(), "blank is unset");
+        for (String bad : new String[] {"lots", "-1", "12Q"}) {
             var e = assertThrows(IllegalStateException.class,
                     () -> GlooOptions.fromEnvironment(Map.of("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES", bad)));
             assertTrue(e.getMessage().contains("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES=\"" + bad + "\""), e.getMessage());
         }
+    }
+
+    @Test
+    void aSwitchThatIsNotOneIsNamed() {
+        var e = assertThrows(IllegalStateException.class,
+                () -> GlooOptions.fromEnvironment(Map.of("DDP4J_SHM", "maybe")));
+        assertTrue(e.getMessage().startsWith("DDP4J_SHM=\"maybe\" is not 1 or 0"), e.getMessage());
+        assertFalse(GlooOptions.fromEnvironment(Map.of("DDP4J_GLOO_SMALL_SYNC", "false")).smallAllReduceSyncReads());
     }
 }
