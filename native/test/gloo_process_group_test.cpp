@@ -287,7 +287,7 @@ void bench_size(int64_t numel, int iterations) {
   // On a busy machine the distribution is bimodal (a thread wakeup that waits for a scheduler
   // tick costs milliseconds), so print the quartiles, not just the median.
   const char* names[kVariants] = {"checked, ring", "check off, ring", "checked, exchange",
-                                  "DDP: unchecked inline, exchange"};
+                                  "DDP bucket inline, exchange"};
   std::printf("allreduce, 2 ranks, %ld floats, quartiles in us:\n", static_cast<long>(numel));
   for (int v = 0; v < kVariants; v++) {
     std::printf("  %-32s %9.1f %9.1f %9.1f\n", names[v], quantile(us[v], 0.25), quantile(us[v], 0.5),
