@@ -11,16 +11,19 @@ import org.ddp4j.internal.Setting;
  * @param hostname DDP4J_GLOO_HOSTNAME: the address to bind and advertise, or null (then
  *     {@link ProcessGroupGloo#defaultHostname} picks one)
  * @param socketIfname GLOO_SOCKET_IFNAME: the network interface whose address to bind, or null
- * @param checkCollectives DDP4J_GLOO_CHECK_COLLECTIVES: false for "0" or "false", which skips the
+ * <p>Each variable is read through {@link Setting}: switches take 1/0, true/false, on/off or yes/no,
+ * byte counts a non-negative integer with an optional K, M or G; anything else is an
+ * {@link IllegalStateException} naming the variable.
+ *
+ * @param checkCollectives DDP4J_GLOO_CHECK_COLLECTIVES: false for "0" (or "false"...), which skips the
  *     fingerprint every rank exchanges before a collective that Gloo itself runs (ring all-reduce
  *     above the small size, broadcast, all-gather); true otherwise. Fingerprints inside ddp4j's
  *     own messages (small all-reduce, shared memory) are always compared
  * @param smallAllReduceBytes DDP4J_GLOO_SMALL_ALLREDUCE_BYTES: all-reduces of at most this many
- *     bytes take the one-round path (0 turns it off; default 256 KiB); anything but a
- *     non-negative integer is an {@link IllegalStateException} naming the variable
- * @param smallAllReduceSyncReads DDP4J_GLOO_SMALL_SYNC: false for "0", which makes Gloo's network
+ *     bytes take the one-round path (0 turns it off; default 256 KiB)
+ * @param smallAllReduceSyncReads DDP4J_GLOO_SMALL_SYNC: false for "0" (or "false"...), which makes Gloo's network
  *     thread read the one-round path's sockets instead of the waiting thread
- * @param shm DDP4J_SHM: false for "0" or "false", which keeps ranks that share a host on Gloo's
+ * @param shm DDP4J_SHM: false for "0" (or "false"...), which keeps ranks that share a host on Gloo's
  *     TCP transport instead of shared memory (off on any rank turns it off for the whole group)
  * @param shmHostId DDP4J_SHM_HOST_ID: this rank's host identity for the shared-memory decision,
  *     or null for the real one (boot id, hostname, network and pid namespace); tests use it to

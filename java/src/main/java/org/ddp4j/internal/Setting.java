@@ -24,7 +24,7 @@ public enum Setting {
             "0: no header exchange before a collective (ranks that call different collectives are then not named)"),
     GLOO_SMALL_ALLREDUCE_BYTES("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES", "262144",
             "all-reduces up to this many bytes take Gloo's one-round path (2 to 8 ranks); 0 turns it off"),
-    GLOO_SMALL_SYNC("DDP4J_GLOO_SMALL_SYNC", "1", "0: the one-round path's connections in Gloo's async mode"),
+    GLOO_SMALL_SYNC("DDP4J_GLOO_SMALL_SYNC", "1", "0: Gloo's network thread reads the one-round path's sockets instead of the waiting thread"),
     NCCL_LIBRARY("DDP4J_NCCL_LIBRARY", "libnccl.so.2", "the NCCL library to open (native)"),
     // DDP
     DDP_OVERLAP("DDP4J_DDP_OVERLAP", "1",
