@@ -118,7 +118,7 @@ public enum Setting {
 
     /**
      * A byte count: a non-negative integer, optionally with a binary suffix K, M or G
-     * ({@code 64M}); unset is {@code unset}.
+     * ({@code 64M}; {@code 64MB} and {@code 64MiB} read the same); unset is {@code unset}.
      *
      * @throws IllegalStateException naming the variable when the value is not one
      */
@@ -127,22 +127,36 @@ public enum Setting {
         if (v == null) {
             return unset;
         }
-        long scale = 1;
-        String digits = v;
-        char last = Character.toUpperCase(v.charAt(v.length() - 1));
-        if (last == 'K' || last == 'M' || last == 'G') {
-            scale = last == 'K' ? 1L << 10 : last == 'M' ? 1L << 20 : 1L << 30;
-            digits = v.substring(0, v.length() - 1).trim();
+        long n = parseByteCount(v);
+        if (n < 0) {
+            throw bad(v, "a number of bytes (a non-negative integer, optionally with K, M or G)");
+        }
+        return n;
+    }
+
+    /**
+     * The byte count {@code text} writes, e.g. {@code 1048576}, {@code 64K}, {@code 16 M},
+     * {@code 1GiB}, {@code 512b} (case and surrounding blanks ignored), or -1 when it is not a
+     * non-negative count below 2^63. The one parser of sizes in settings; callers that need a
+     * narrower range check it themselves.
+     */
+    public static long parseByteCount(String text) {
+        String s = text.trim().toUpperCase(Locale.ROOT);
+        if (s.endsWith("IB")) {
+            s = s.substring(0, s.length() - 2);
+        } else if (s.endsWith("B")) {
+            s = s.substring(0, s.length() - 1);
+        }
+        long unit = s.endsWith("K") ? 1L << 10 : s.endsWith("M") ? 1L << 20 : s.endsWith("G") ? 1L << 30 : 1;
+        if (unit != 1) {
+            s = s.substring(0, s.length() - 1).trim();
         }
         try {
-            long n = Long.parseLong(digits);
-            if (n >= 0 && n <= Long.MAX_VALUE / scale) {
-                return n * scale;
-            }
+            long n = Long.parseLong(s);
+            return n >= 0 && n <= Long.MAX_VALUE / unit ? n * unit : -1;
         } catch (NumberFormatException e) {
-            // reported below
+            return -1;
         }
-        throw bad(v, "a number of bytes (a non-negative integer, optionally with K, M or G)");
     }
 
     /**
@@ -164,27 +178,6 @@ public enum Setting {
             // reported below
         }
         throw bad(v, "a positive number of seconds");
-    }
-
-    /**
-     * An integer of at least {@code min}; unset is {@code unset}.
-     *
-     * @throws IllegalStateException naming the variable when the value is not one
-     */
-    public int count(Map<String, String> env, int min, int unset) {
-        String v = raw(env);
-        if (v == null) {
-            return unset;
-        }
-        try {
-            int n = Integer.parseInt(v);
-            if (n >= min) {
-                return n;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        throw bad(v, "an integer >= " + min);
     }
 
     /** The error for a value this setting does not accept. */

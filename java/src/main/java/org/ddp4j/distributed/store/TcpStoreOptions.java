@@ -1,7 +1,6 @@
 package org.ddp4j.distributed.store;
 
 import java.time.Duration;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Supplier;
@@ -174,32 +173,11 @@ public final class TcpStoreOptions {
         if (raw == null || raw.isBlank()) {
             return fallback;
         }
-        String s = raw.trim().toUpperCase(Locale.ROOT);
-        long unit = 1;
-        if (s.endsWith("IB")) {
-            s = s.substring(0, s.length() - 2);
-        } else if (s.endsWith("B")) {
-            s = s.substring(0, s.length() - 1);
-        }
-        if (s.endsWith("K")) {
-            unit = 1L << 10;
-        } else if (s.endsWith("M")) {
-            unit = 1L << 20;
-        } else if (s.endsWith("G")) {
-            unit = 1L << 30;
-        }
-        if (unit != 1) {
-            s = s.substring(0, s.length() - 1).trim();
-        }
-        try {
-            long v = Long.parseLong(s) * unit;
-            if (v < 1 || v > Integer.MAX_VALUE - 8) {
-                throw new NumberFormatException();
-            }
-            return (int) v;
-        } catch (NumberFormatException e) {
+        long v = Setting.parseByteCount(raw);
+        if (v < 1 || v > Integer.MAX_VALUE - 8) {
             throw new IllegalStateException(name + "=\"" + raw + "\" is not a positive number below 2G (optionally"
                     + " with a K, M or G suffix); unset it for the default " + fallback);
         }
+        return (int) v;
     }
 }
