@@ -28,9 +28,11 @@ import org.junit.jupiter.api.io.TempDir;
  * Blocks are compiled, not run. A new block fails this test until its free variables are listed.
  */
 class ReadmeExamplesTest {
-    /** Imports for blocks that have none of their own: the public packages, by single-type where two would clash. */
+    /**
+     * Imports for blocks that have none of their own: the public packages, by single-type where two
+     * would clash ({@code java.util.*} is added to every block).
+     */
     private static final String DEFAULT_IMPORTS = String.join("\n",
-            "import java.util.*;",
             "import org.ddp4j.cuda.Cuda;",
             "import org.ddp4j.data.*;",
             "import org.ddp4j.distributed.Distributed;",
