@@ -137,14 +137,16 @@ def keys(model):
 
 
 def structure():
+    """Entries <model>.state_dict ([name, shape, dtype] in order), <model>.parameters (named_parameters order)
+    and <model>.param_count."""
+    models = {name: getattr(torchvision.models, name)() for name in
+              ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"]}
+    models["resnet18_cifar_1ch_10"] = cifar_stem(torchvision.models.resnet18(num_classes=10), 1)
     out = {}
-    for name in ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"]:
-        m = getattr(torchvision.models, name)()
-        out[name] = {"state_dict": keys(m), "parameters": [k for k, _ in m.named_parameters()],
-                     "param_count": sum(p.numel() for p in m.parameters())}
-    m = cifar_stem(torchvision.models.resnet18(num_classes=10), 1)
-    out["resnet18_cifar_1ch_10"] = {"state_dict": keys(m), "parameters": [k for k, _ in m.named_parameters()],
-                                    "param_count": sum(p.numel() for p in m.parameters())}
+    for name, m in models.items():
+        out[name + ".state_dict"] = keys(m)
+        out[name + ".parameters"] = [k for k, _ in m.named_parameters()]
+        out[name + ".param_count"] = sum(p.numel() for p in m.parameters())
     return out
 
 
