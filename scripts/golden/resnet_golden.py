@@ -33,6 +33,7 @@ no safetensors package; save_safetensors below writes the same format), e.g. for
 ResNet.loadTorchvisionWeights or ResNetSynthetic --weights:
 
   /usr/bin/python3 scripts/golden/resnet_golden.py --export resnet50 /tmp/resnet50.safetensors [--num-classes 1000]
+  (or --weights IMAGENET1K_V2 for torchvision's pretrained ones, which it downloads)
 """
 import argparse
 import json
@@ -198,10 +199,12 @@ def main():
     parser.add_argument("--export", nargs=2, metavar=("MODEL", "FILE"),
                         help="write torchvision's freshly initialised MODEL state_dict to FILE (safetensors)")
     parser.add_argument("--num-classes", type=int, default=1000)
+    parser.add_argument("--weights", help="with --export: torchvision's pretrained weights, e.g. IMAGENET1K_V2 (downloads them)")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.export:
-        model = getattr(torchvision.models, args.export[0])(num_classes=args.num_classes)
+        model = getattr(torchvision.models, args.export[0])(
+            **({"weights": args.weights} if args.weights else {"num_classes": args.num_classes}))
         save_safetensors(model.state_dict(), args.export[1], {"format": "pt"})
         print("wrote", args.export[1])
         return
