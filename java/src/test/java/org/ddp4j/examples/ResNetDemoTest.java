@@ -23,30 +23,32 @@ import org.junit.jupiter.api.Timeout;
 class ResNetDemoTest {
     private static final Pattern SUMMARY = Pattern.compile(
             "summary rank=(\\d+) world=2 steps=(\\d+) seconds=[\\d.]+ images_per_s=[\\d.]+ loss=([\\d.eE+-]+|NaN)");
-    private static final Pattern LOSS = Pattern.compile("\\[rank0\\]: Epoch \\[\\d/2\\], Step \\[\\d+/5\\], Loss: ([\\d.]+)");
+    private static final Pattern LOSS = Pattern.compile("\\[rank0\\]: Epoch \\[\\d/3\\], Step \\[\\d/4\\], Loss: ([\\d.]+)");
 
     @Test
     void resNet18LearnsOnTwoRanks() throws Exception {
         assumeTrue(Files.isDirectory(MnistDataset.DEFAULT_DIR), "dataset-fashion-mnist is not installed");
-        // 200 images / 2 ranks / batch 20: 5 steps per epoch, 2 epochs, the loss logged every step
+        // 160 images / 2 ranks / batch 20: 4 steps per epoch, 3 epochs over the same images, the loss
+        // logged every step; lr 0.02 (the default 0.05 with momentum 0.9 makes batches of 20 jumpy)
         LauncherProcess.Result r = LauncherProcess.run("--nproc-per-node", "2", "--master-port",
-                Integer.toString(LauncherProcess.freePort()), "org.ddp4j.examples.ResNetDemo", "--limit", "200",
-                "--batch-size", "20", "--epochs", "2", "--log-every", "1", "--test-limit", "40", "--test-batch-size", "20",
-                "--device", "cpu");
+                Integer.toString(LauncherProcess.freePort()), "org.ddp4j.examples.ResNetDemo", "--limit", "160",
+                "--batch-size", "20", "--epochs", "3", "--lr", "0.02", "--log-every", "1", "--test-limit", "40",
+                "--test-batch-size", "20", "--device", "cpu");
         assertEquals(0, r.exitCode(), "launcher failed:\n" + r.text());
         List<String> out = r.lines();
 
         List<Matcher> summaries = out.stream().map(SUMMARY::matcher).filter(Matcher::find).toList();
         assertEquals(2, summaries.size(), r.text());
         for (Matcher m : summaries) {
-            assertEquals("10", m.group(2), m.group(0));
+            assertEquals("12", m.group(2), m.group(0));
         }
         List<Double> losses = out.stream().map(LOSS::matcher).filter(Matcher::find)
                 .map(m -> Double.parseDouble(m.group(1))).toList();
-        assertEquals(10, losses.size(), r.text());
-        double first = (losses.get(0) + losses.get(1)) / 2;
-        double last = (losses.get(8) + losses.get(9)) / 2;
-        assertTrue(last < 0.8 * first, "the loss did not fall: " + losses);
+        assertEquals(12, losses.size(), r.text());
+        // per-batch losses are noisy: compare the epochs' means (one run here: 2.40, 1.92, 1.44)
+        double first = losses.subList(0, 4).stream().mapToDouble(Double::doubleValue).average().orElseThrow();
+        double last = losses.subList(8, 12).stream().mapToDouble(Double::doubleValue).average().orElseThrow();
+        assertTrue(last < 0.8 * first, "the loss did not fall from the first epoch to the third: " + losses);
 
         Matcher accuracy = out.stream().map(Pattern.compile("summary test_accuracy=([\\d.]+)")::matcher)
                 .filter(Matcher::find).findFirst().orElseThrow(() -> new AssertionError(r.text()));
