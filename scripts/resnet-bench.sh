@@ -7,7 +7,8 @@
 # All three train the same model on one synthetic batch per rank (SGD, momentum 0.9) and print
 # `summary ... images_per_s=X`; the runs are interleaved (ddp4j, 1.13, 2.10, repeat) so that a change
 # in the machine's load hits all three. The GEMM rate per core (JMH KernelBenchmark.gemm512, one
-# thread) is measured in the same run, first.
+# thread) is measured in the same run, before and after the training runs; the higher counts (the
+# limit: a busy moment only lowers it).
 #
 # Prints ONE table: per model and configuration (ranks x threads per rank), images/s per rank of each
 # (median over --repeats runs of the mean over ranks), the ratios ddp4j/1.13 and ddp4j/2.10, the
@@ -117,15 +118,20 @@ out="$(mktemp -d)"
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # ---- the GEMM limit ---------------------------------------------------------------------------------
-gemm_rate=""
-if ((gemm)); then
+gemm_rates=()
+measure_gemm() {  # N: one JMH run of KernelBenchmark.gemm512 at one thread, its GFLOP/s appended to gemm_rates
+  ((gemm)) || return 0
   # one thread: the rate per core that a rank's threads multiply
   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout 600 java -jar "$bench_jar" 'KernelBenchmark\.gemm512$' \
-    -f 1 -wi 3 -i 5 -w 1 -r 1 > "$out/gemm.txt" 2>&1 || { tail -20 "$out/gemm.txt" >&2; die "JMH KernelBenchmark.gemm512 failed"; }
+    -f 1 -wi 3 -i 5 -w 1 -r 1 > "$out/gemm-$1.txt" 2>&1 || { tail -20 "$out/gemm-$1.txt" >&2; die "JMH KernelBenchmark.gemm512 failed"; }
   # JMH's score is ops/ns with one op per FLOP, i.e. GFLOP/s
-  gemm_rate="$(awk '$1 ~ /KernelBenchmark\.gemm512$/ {printf "%.1f", $(NF-3)}' "$out/gemm.txt")"
-  [[ -n "$gemm_rate" ]] || die "no gemm512 score in $out/gemm.txt"
-fi
+  local rate; rate="$(awk '$1 ~ /KernelBenchmark\.gemm512$/ {printf "%.1f", $(NF-3)}' "$out/gemm-$1.txt")"
+  [[ -n "$rate" ]] || die "no gemm512 score in $out/gemm-$1.txt"
+  gemm_rates+=("$rate")
+}
+echo "resnet-bench.sh: raw outputs in $out" >&2
+echo "resnet-bench.sh: GEMM rate (JMH KernelBenchmark.gemm512, 1 thread)" >&2
+measure_gemm 1
 
 # ---- one run of one side ------------------------------------------------------------------------------
 # run SIDE MODEL RANKS THREADS REP: writes $out/SIDE-MODEL-RxT-REP.{txt,time}; prints nothing
@@ -154,7 +160,6 @@ run() {
   fi
 }
 
-echo "resnet-bench.sh: raw outputs in $out" >&2
 for model in "${model_list[@]}"; do
   for config in "${config_list[@]}"; do
     ranks=${config%x*}
@@ -170,11 +175,16 @@ for model in "${model_list[@]}"; do
   done
 done
 
+echo "resnet-bench.sh: GEMM rate again" >&2
+measure_gemm 2
+gemm_rate=""
+((${#gemm_rates[@]})) && gemm_rate="$(printf '%s\n' "${gemm_rates[@]}" | sort -g | tail -1)"
+
 # ---- the table ------------------------------------------------------------------------------------------
 echo
 echo "date: $(date -u +%Y-%m-%d) machine: $cores cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "batch $batch per rank, image ${image}x$image, $warmup warm-up + $steps timed steps, $repeats run(s) per cell (median);" \
-  "GEMM limit: ${gemm_rate:-not measured} GFLOP/s per core (JMH KernelBenchmark.gemm512, 1 thread)"
+  "GEMM limit: ${gemm_rate:-not measured} GFLOP/s per core (JMH KernelBenchmark.gemm512, 1 thread; before / after: ${gemm_rates[*]:-})"
 echo
 /usr/bin/python3 - "$out" "$gemm_rate" "$image" "$models" "$configs" "$cores" <<'PY'
 import glob, os, re, statistics, sys
