@@ -30,7 +30,7 @@ class MaxPool2dGoldenTest {
             x.grad().close();
 
             long[] r = NativeResults.buffer();
-            PoolNatives.maxPool2dForward(x.nativeHandle(), kernel, kernel, stride, stride, padding, padding, r);
+            PoolNatives.maxPool2dForward(x.nativeHandle(), kernel, kernel, stride, stride, padding, padding, 1, 1, false, r);
             Tensor.fromNativeResult(r, 0);
             Tensor indices = Tensor.fromNativeResult(r, 1);
             assertArrayEquals(g.longs("indices"), indices.toLongArray(), name + " indices");

@@ -41,7 +41,7 @@ public final class MaxPool2dFunction {
     public static Tensor apply(Tensor x, int kernelH, int kernelW, int strideH, int strideW, int padH, int padW) {
         Objects.requireNonNull(x, "max_pool2d: input is null");
         long[] r = NativeResults.buffer();
-        PoolNatives.maxPool2dForward(x.nativeHandle(), kernelH, kernelW, strideH, strideW, padH, padW, r);
+        PoolNatives.maxPool2dForward(x.nativeHandle(), kernelH, kernelW, strideH, strideW, padH, padW, 1, 1, false, r);
         Tensor out = Tensor.fromNativeResult(r, 0);
         Tensor indices = Tensor.fromNativeResult(r, 1);
         long[] inputShape = x.shape();
