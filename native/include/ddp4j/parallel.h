@@ -12,6 +12,12 @@
 namespace ddp4j {
 
 /**
+ * Elements below which an element-wise loop is not worth splitting (PyTorch's
+ * at::internal::GRAIN_SIZE): the grain a cheap per-element kernel passes to parallel_for.
+ */
+constexpr int64_t kGrainSize = 32768;
+
+/**
  * Threads an op may use, the calling thread included (torch.get_num_threads); at least 1. Until
  * set_num_threads is called: OMP_NUM_THREADS when it is a positive integer (the first entry of a
  * comma list), else the CPUs this process may run on (sched_getaffinity) divided by
