@@ -24,6 +24,7 @@ import org.ddp4j.serialization.SafeTensors;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Threads;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.vision.models.ResNet;
 import picocli.CommandLine.Command;
@@ -80,8 +81,9 @@ public final class ResNetSynthetic implements Callable<Integer> {
     @Option(names = "--lr", description = "SGD learning rate, momentum 0.9 (default: ${DEFAULT-VALUE}).")
     double lr = 0.01;
 
-    @Option(names = "--threads", description = "Intra-op threads of this rank, as torch.set_num_threads (default: 0,"
-            + " ddp4j's default: the cores this process may use divided by the local ranks).")
+    @Option(names = "--threads", description = "Intra-op threads of this rank: Threads.setNumThreads, as"
+            + " torch.set_num_threads (default: 0, ddp4j's default: OMP_NUM_THREADS, else the cores this process may use"
+            + " divided by the local ranks).")
     int threads = 0;
 
     @Option(names = "--bucket-cap-mb", description = "DDP's bucket_cap_mb (default: ${DEFAULT-VALUE}).")
@@ -119,7 +121,7 @@ public final class ResNetSynthetic implements Callable<Integer> {
         // Before the rendezvous: every rank fails at once on a bad file, none waits for the others.
         Batch batch = input == null ? null : readInput(input, batchSize, imageSize);
         if (threads > 0) {
-            // TODO(threads): org.ddp4j.tensor.Threads.setNumThreads(threads) once the threads branch is merged
+            Threads.setNumThreads(threads);
         }
         String worldSize = ClusterEnvironment.resolve(System.getenv()).get("WORLD_SIZE");
         boolean distributed = worldSize != null && Integer.parseInt(worldSize.trim()) > 1;
@@ -147,9 +149,9 @@ public final class ResNetSynthetic implements Callable<Integer> {
         CrossEntropyLoss criterion = new CrossEntropyLoss();
         Optimizer optimizer = new SGD(trained.parameters(), lr, 0.9, 0, 0, false);
         if (rank == 0) {
-            out.printf(Locale.ROOT, "# ddp4j model=%s batch=%d image=%d world=%d threads=%s ddp=%d bucket_cap_mb=%s"
+            out.printf(Locale.ROOT, "# ddp4j model=%s batch=%d image=%d world=%d threads=%d ddp=%d bucket_cap_mb=%s"
                             + " warmup=%d steps=%d weights=%s input=%s%n",
-                    model, batchSize, imageSize, world, threadsInUse(), ddp != null ? 1 : 0, formatMb(bucketCapMb),
+                    model, batchSize, imageSize, world, Threads.getNumThreads(), ddp != null ? 1 : 0, formatMb(bucketCapMb),
                     warmupSteps, steps, weights == null ? "-" : weights, input == null ? "random" : input);
         }
 
@@ -314,11 +316,6 @@ public final class ResNetSynthetic implements Callable<Integer> {
             crc.update(bytes);
         }
         return crc.getValue();
-    }
-
-    private String threadsInUse() {
-        // TODO(threads): Integer.toString(org.ddp4j.tensor.Threads.getNumThreads()) once the threads branch is merged
-        return threads > 0 ? Integer.toString(threads) : "default";
     }
 
     private static String formatMb(double mb) {

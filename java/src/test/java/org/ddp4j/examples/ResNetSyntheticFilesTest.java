@@ -18,13 +18,14 @@ import org.ddp4j.serialization.SafeTensors;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.tensor.Threads;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * ResNetSynthetic in one process (no WORLD_SIZE, so no group and no DDP): {@code --weights} starts
- * from the file's parameters, {@code --input} trains on the file's batch, and bad files are refused
- * with the reason.
+ * from the file's parameters, {@code --input} trains on the file's batch, {@code --threads} 1, 2
+ * and 3 end with the same check line (loss, sum and CRC), and bad files are refused with the reason.
  */
 class ResNetSyntheticFilesTest {
     private static final Pattern CHECK = Pattern.compile("check rank=0 loss=(\\S+) param_sum=(\\S+) param_crc=([0-9a-f]{8})");
@@ -71,6 +72,22 @@ class ResNetSyntheticFilesTest {
                     "--steps", "0", "--weights", weights.toString(), "--input", input.toString());
             assertEquals(expected, Float.parseFloat(trained.group(1)), 1e-6);
             assertTrue(!trained.group(3).equals(untrained.group(3)), "the step changed no parameter");
+        }
+    }
+
+    @Test
+    void threadCountsTrainToTheSameBits() {
+        int before = Threads.getNumThreads();
+        try {
+            String[] crc = new String[3];
+            for (int t = 1; t <= 3; t++) {
+                crc[t - 1] = run("--model", "resnet18", "--batch-size", "2", "--image-size", "32", "--warmup-steps", "0",
+                        "--steps", "2", "--threads", Integer.toString(t)).group(0);
+            }
+            assertEquals(crc[0], crc[1], "1 and 2 threads");
+            assertEquals(crc[0], crc[2], "1 and 3 threads");
+        } finally {
+            Threads.setNumThreads(before); // the setting is process-wide
         }
     }
 
