@@ -123,8 +123,7 @@ public final class ResNetSynthetic implements Callable<Integer> {
         if (threads > 0) {
             Threads.setNumThreads(threads);
         }
-        String worldSize = ClusterEnvironment.resolve(System.getenv()).get("WORLD_SIZE");
-        boolean distributed = worldSize != null && Integer.parseInt(worldSize.trim()) > 1;
+        boolean distributed = worldSize(ClusterEnvironment.resolve(System.getenv()).get("WORLD_SIZE")) > 1;
         if (distributed) {
             Distributed.initProcessGroup("gloo");
         }
@@ -217,6 +216,19 @@ public final class ResNetSynthetic implements Callable<Integer> {
                 throw new IllegalArgumentException("--save " + save + ": the folder " + folder + " does not exist; create it"
                         + " first or pick another path");
             }
+        }
+    }
+
+    /** WORLD_SIZE as a number, 1 when unset (one process, no group, no DDP, as the anchors). */
+    private static int worldSize(String value) {
+        if (value == null || value.isBlank()) {
+            return 1;
+        }
+        try {
+            return Integer.parseInt(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("WORLD_SIZE='" + value + "' is not a number of processes: unset it for one"
+                    + " process, or start the ranks with scripts/ddp4j-run --nproc-per-node N");
         }
     }
 
