@@ -46,10 +46,61 @@ def adaptive_avg_pool_golden():
     write("adaptive_avg_pool2d", values)
 
 
+# name -> (input shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+AVG_CASES = {
+    "k3_s2_p1": ((2, 3, 7, 7), 3, 2, 1, False, True, None),                  # ResNet-style, padding counted
+    "k3_s2_p1_ceil_nopad": ((2, 2, 8, 9), 3, 2, 1, True, False, None),       # padding not counted, partial windows
+    "k2_s2_ceil_odd": ((1, 2, 7, 5), 2, 2, 0, True, True, None),             # ceil adds a window past the input
+    "k3_s3_p1_ceil_drop": ((1, 2, 8, 8), 3, 3, 1, True, False, None),        # ceil's last window would start in the right padding: dropped
+    "k3_s1_p1_divisor4": ((2, 2, 5, 6), 3, 1, 1, False, True, 4),            # divisor_override
+    "k4_s2_p2_ceil": ((1, 1, 5, 5), 4, 2, 2, True, True, None),              # windows clipped at the padded edge
+}
+
+# name -> (input shape, kernel, stride, padding, dilation, ceil_mode)
+MAX_CASES = {
+    "k3_s1_p1_d2": ((2, 2, 7, 8), 3, 1, 1, 2, False),        # dilation: taps skip a row/column
+    "k3_s2_ceil": ((2, 2, 8, 8), 3, 2, 0, 1, True),          # ceil: a partial last window
+    "k3_s2_p1_d2_ceil": ((1, 3, 9, 7), 3, 2, 1, 2, True),    # all options together
+    "k2_s2_p1_ceil_drop": ((1, 2, 5, 5), 2, 2, 1, 1, True),  # ceil's last window would start in the right padding: dropped
+    "k2_s2_ceil_odd": ((2, 3, 9, 7), 2, 2, 0, 1, True),      # the 2x2 case with a partial window (no fast path)
+}
+
+
+def avg_pool_golden():
+    g = torch.Generator().manual_seed(22)
+    values = {}
+    for name, (x_shape, k, s, p, ceil, count_pad, divisor) in AVG_CASES.items():
+        x = leaf(torch.randn(x_shape, generator=g))
+        y = F.avg_pool2d(x, k, s, p, ceil_mode=ceil, count_include_pad=count_pad, divisor_override=divisor)
+        gy = torch.randn(y.shape, generator=g)
+        y.backward(gy)
+        values.update({f"{name}.kernel": k, f"{name}.stride": s, f"{name}.padding": p,
+                       f"{name}.ceil_mode": int(ceil), f"{name}.count_include_pad": int(count_pad),
+                       f"{name}.divisor_override": divisor or 0, f"{name}.x": x, f"{name}.y": y,
+                       f"{name}.grad_y": gy, f"{name}.grad_x": x.grad})
+    write("avg_pool2d", values)
+
+
+def max_pool_golden():
+    g = torch.Generator().manual_seed(23)
+    values = {}
+    for name, (x_shape, k, s, p, d, ceil) in MAX_CASES.items():
+        x = leaf(torch.randn(x_shape, generator=g))
+        y, idx = F.max_pool2d(x, k, s, p, dilation=d, ceil_mode=ceil, return_indices=True)
+        gy = torch.randn(y.shape, generator=g)
+        y.backward(gy)
+        values.update({f"{name}.kernel": k, f"{name}.stride": s, f"{name}.padding": p, f"{name}.dilation": d,
+                       f"{name}.ceil_mode": int(ceil), f"{name}.x": x, f"{name}.y": y, f"{name}.indices": idx,
+                       f"{name}.grad_y": gy, f"{name}.grad_x": x.grad})
+    write("max_pool2d_options", values)
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     adaptive_avg_pool_golden()
+    avg_pool_golden()
+    max_pool_golden()
 
 
 if __name__ == "__main__":
