@@ -95,12 +95,63 @@ def max_pool_golden():
     write("max_pool2d_options", values)
 
 
+# name -> BatchNorm2d keyword arguments (num_features 3)
+BN_CASES = {
+    "no_affine": {"affine": False},
+    "no_running_stats": {"track_running_stats": False},
+    "cumulative": {"momentum": None},
+    "eps_momentum": {"eps": 1e-3, "momentum": 0.3},
+}
+BN_STEPS = 3
+
+
+def batch_norm_golden():
+    """Each case: BN_STEPS training forwards (different batches) with a backward each, then one eval
+    forward and backward; outputs, input and parameter gradients, buffers after every step and the
+    state_dict's keys."""
+    g = torch.Generator().manual_seed(24)
+    n, c, h, w = 2, 3, 3, 5
+    scale = torch.tensor([1.0, 2.5, 0.5]).view(1, c, 1, 1)
+    shift = torch.tensor([0.0, -1.0, 5.0]).view(1, c, 1, 1)
+    values = {"steps": BN_STEPS}
+    for name, kwargs in BN_CASES.items():
+        bn = torch.nn.BatchNorm2d(c, **kwargs)
+        if bn.affine:
+            with torch.no_grad():
+                bn.weight.copy_(torch.rand(c, generator=g) + 0.5)
+                bn.bias.copy_(torch.randn(c, generator=g))
+            values[f"{name}.weight"] = bn.weight
+            values[f"{name}.bias"] = bn.bias
+        values[f"{name}.state_dict_keys"] = list(bn.state_dict().keys())
+        values[f"{name}.repr"] = repr(bn)
+        for step in range(BN_STEPS + 1):
+            if step == BN_STEPS:
+                bn.eval()
+            x = leaf(torch.randn(n, c, h, w, generator=g) * scale + shift)
+            y = bn(x)
+            gy = torch.randn(y.shape, generator=g)
+            if bn.affine:
+                bn.weight.grad = None
+                bn.bias.grad = None
+            y.backward(gy)
+            key = f"{name}.{step}"
+            values.update({f"{key}.x": x, f"{key}.y": y, f"{key}.grad_y": gy, f"{key}.grad_x": x.grad})
+            if bn.affine:
+                values.update({f"{key}.grad_weight": bn.weight.grad, f"{key}.grad_bias": bn.bias.grad})
+            if bn.track_running_stats:
+                # Copies: the buffers change in place at the next step.
+                values.update({f"{key}.running_mean": bn.running_mean.clone(), f"{key}.running_var": bn.running_var.clone(),
+                               f"{key}.num_batches_tracked": int(bn.num_batches_tracked)})
+    write("batch_norm2d_options", values)
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     adaptive_avg_pool_golden()
     avg_pool_golden()
     max_pool_golden()
+    batch_norm_golden()
 
 
 if __name__ == "__main__":
