@@ -145,6 +145,53 @@ def batch_norm_golden():
     write("batch_norm2d_options", values)
 
 
+class TinyResNet(torch.nn.Module):
+    """A stem whose input feeds both a conv and an addition, a basic block with an identity shortcut
+    (its input used twice), a downsampling block with a 1x1 conv shortcut, then torchvision's head."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.conv0 = nn.Conv2d(3, 3, 3, padding=1, bias=False)
+        self.conv1 = nn.Conv2d(3, 3, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(3)
+        self.conv2 = nn.Conv2d(3, 3, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(3)
+        self.conv3 = nn.Conv2d(3, 4, 3, stride=2, padding=1, bias=False)
+        self.bn3 = nn.BatchNorm2d(4)
+        self.conv4 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.bn4 = nn.BatchNorm2d(4)
+        self.down = nn.Conv2d(3, 4, 1, stride=2, bias=False)
+        self.down_bn = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        h = F.relu(self.conv0(x)) + x
+        out = F.relu(self.bn1(self.conv1(h)))
+        h = F.relu(self.bn2(self.conv2(out)) + h)
+        out = F.relu(self.bn3(self.conv3(h)))
+        h = F.relu(self.bn4(self.conv4(out)) + self.down_bn(self.down(h)))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+def residual_golden():
+    g = torch.Generator().manual_seed(25)
+    model = TinyResNet()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    x = leaf(torch.randn(2, 3, 7, 7, generator=g))
+    target = torch.tensor([2, 0])
+    loss = F.cross_entropy(model(x), target)
+    loss.backward()
+    values = {"x": x, "target": target, "loss": loss.reshape(()), "grad_x": x.grad,
+              "names": [name for name, _ in model.named_parameters()]}
+    for name, p in model.named_parameters():
+        values[name] = p
+        values[name + ".grad"] = p.grad
+    write("residual_block", values)
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -152,6 +199,7 @@ def main():
     avg_pool_golden()
     max_pool_golden()
     batch_norm_golden()
+    residual_golden()
 
 
 if __name__ == "__main__":
