@@ -118,22 +118,25 @@ int64_t plane_grain(int64_t plane_elems) { return std::max<int64_t>(1, 32768 / s
  * h0 + k * dilation_h below min(h0 + (kernel_h - 1) * dilation_h + 1, H), with h0 moved past the
  * padding by whole dilation steps; padding counts as -inf; the first maximum wins and NaN propagates.
  */
+template <bool kDilated>
 void forward_general(const float* px, float* py, int64_t* pi, int64_t planes, int64_t H, int64_t W, int64_t P,
                      int64_t Q, const kernels::Pool2dGeometry& g) {
+  // Dilation 1 (the usual case) as a constant, so the inner loops keep unit strides.
+  const int64_t dh = kDilated ? g.dilation_h : 1, dw = kDilated ? g.dilation_w : 1;
   for (int64_t plane = 0; plane < planes; ++plane) {
     const float* in = px + plane * H * W;
     for (int64_t p = 0; p < P; ++p) {
       int64_t h0 = p * g.stride_h - g.pad_h;
-      const int64_t h1 = std::min<int64_t>(h0 + int64_t{g.kernel_h - 1} * g.dilation_h + 1, H);
-      while (h0 < 0) h0 += g.dilation_h;
+      const int64_t h1 = std::min<int64_t>(h0 + int64_t{g.kernel_h - 1} * dh + 1, H);
+      while (h0 < 0) h0 += dh;
       for (int64_t q = 0; q < Q; ++q) {
         int64_t w0 = q * g.stride_w - g.pad_w;
-        const int64_t w1 = std::min<int64_t>(w0 + int64_t{g.kernel_w - 1} * g.dilation_w + 1, W);
-        while (w0 < 0) w0 += g.dilation_w;
+        const int64_t w1 = std::min<int64_t>(w0 + int64_t{g.kernel_w - 1} * dw + 1, W);
+        while (w0 < 0) w0 += dw;
         float best = -std::numeric_limits<float>::infinity();
         int64_t best_index = h0 * W + w0;
-        for (int64_t h = h0; h < h1; h += g.dilation_h) {
-          for (int64_t w = w0; w < w1; w += g.dilation_w) {
+        for (int64_t h = h0; h < h1; h += dh) {
+          for (int64_t w = w0; w < w1; w += dw) {
             const float v = in[h * W + w];
             if (v > best || std::isnan(v)) {
               best = v;
@@ -169,7 +172,8 @@ void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dG
     } else if (fast_2x2) {
       forward_2x2(x0, y0, i0, end - begin, H, W, P, Q);
     } else {
-      forward_general(x0, y0, i0, end - begin, H, W, P, Q, g);
+      const bool dilated = g.dilation_h != 1 || g.dilation_w != 1;
+      (dilated ? forward_general<true> : forward_general<false>)(x0, y0, i0, end - begin, H, W, P, Q, g);
     }
   });
 }
