@@ -301,6 +301,13 @@ final class Reducer implements AutoCloseable {
      */
     private void launchNext() {
         GradientBucket b = buckets.get(nextToLaunch++);
+        // A parameter this rank left without a gradient contributes zeros, as PyTorch's reducer: its
+        // slice may still hold an old gradient when zeroGrad(true) dropped it since (set_to_none).
+        for (int slot = 0; slot < b.parameters.size(); slot++) {
+            if (b.parameters.get(slot).grad() == null) {
+                b.views.get(slot).fill(0);
+            }
+        }
         b.writeFlags(true);
         b.work = group.allReduceBucket(b.flat, ReduceOp.AVG, nextToLaunch == buckets.size(), b.index,
                 buckets.size());
