@@ -5,6 +5,11 @@
 // its work so that each output element is computed inside one `fn` call, in a fixed order, and a
 // reduction over many elements goes through parallel_reduce_blocks, whose block boundaries depend
 // only on the problem size and the grain, never on the number of threads.
+//
+// OpenBLAS runs single-threaded inside ddp4j (parallel.cpp sets it when the library loads), so a
+// cblas call inside a body uses only its own thread. For a GEMM split over the threads with a
+// thread-count-independent result use cpu::sgemm (src/cpu/gemm.h): OpenBLAS's bits change with
+// where a product is cut, so cut it by the shape, never by the thread count.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -15,6 +15,7 @@
 #include "ddp4j/parallel.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
@@ -227,6 +228,8 @@ class Pool {
 
   void work(Worker& w, int64_t chunk) {
     t_in_parallel = true;  // a worker only ever runs op bodies: nested loops run serially
+    const std::string name = "ddp4j-intra-" + std::to_string(chunk);  // as top -H and jstack show it (15 chars at most)
+    pthread_setname_np(pthread_self(), name.c_str());
     uint64_t seen = 0;
     for (;;) {
       w.waiter.await([&] { return w.ticket.load() != seen || w.stop.load(); }, spin_.load(std::memory_order_relaxed));
@@ -325,16 +328,14 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
   if (grain < 1) grain = 1;
   const int64_t n = end - begin;
   int64_t chunks = n / grain;  // so that every chunk holds at least one grain
-  if (chunks > 1 && !t_in_parallel) {
-    const int threads = get_num_threads();
-    if (chunks > threads) chunks = threads;
-  }
-  if (chunks < 2 || t_in_parallel) {
+  const int threads = chunks > 1 && !t_in_parallel ? get_num_threads() : 1;
+  if (chunks > threads) chunks = threads;
+  if (chunks < 2) {
     ParallelRegion region;
     fn(begin, end);
     return;
   }
-  pool().run(begin, end, chunks, get_num_threads(), fn);
+  pool().run(begin, end, chunks, threads, fn);
 }
 
 double parallel_reduce_blocks(int64_t begin, int64_t end, int64_t block,

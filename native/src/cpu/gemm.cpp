@@ -10,10 +10,12 @@
 namespace ddp4j::cpu {
 namespace {
 
-// Each call repacks the operand it shares with the other blocks, so blocks are kept large: at
-// least kMinBlock rows (or columns) and kMinBlockMacs multiply-adds, a multiple of kAlign (the
-// micro-kernels' register tile), and no more than kMaxBlocks of them.
-constexpr int64_t kMinBlock = 64;
+// Each call repacks the operand it shares with the other blocks (B when rows are cut, A when
+// columns are), about 1/block of the work in copies, so blocks are kept large: at least
+// kMinBlock rows (or columns) and kMinBlockMacs multiply-adds, a multiple of kAlign (the
+// micro-kernels' register tile), and no more than kMaxBlocks of them. Cutting the larger side
+// of C repacks the smaller operand.
+constexpr int64_t kMinBlock = 128;
 constexpr int64_t kMinBlockMacs = int64_t{1} << 19;
 constexpr int64_t kAlign = 16;
 constexpr int64_t kMaxBlocks = 64;

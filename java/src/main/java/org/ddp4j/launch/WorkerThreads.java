@@ -80,13 +80,17 @@ final class WorkerThreads {
 
     /**
      * The launcher's line, e.g. {@code intra-op threads per worker: 4 (8 CPUs / 2 workers on this
-     * node; set OMP_NUM_THREADS to choose)} or {@code intra-op threads per worker: 3 (OMP_NUM_THREADS=3)}.
+     * node; set OMP_NUM_THREADS to choose)} or {@code intra-op threads per worker: 3 (OMP_NUM_THREADS=3)},
+     * which adds {@code ; 2 x 3 threads oversubscribe the 4 CPUs} when the workers' threads
+     * outnumber the CPUs.
      */
     static String notice(Map<String, String> env, int workers, int cpus) {
         String omp = env.get("OMP_NUM_THREADS");
         int n = perWorker(env, workers, cpus);
         if (ompNumThreads(omp).isPresent()) {
-            return NOTICE_PREFIX + n + " (OMP_NUM_THREADS=" + omp.strip() + ")";
+            String over = (long) n * workers > cpus
+                    ? "; " + workers + " x " + n + " threads oversubscribe the " + cpus + " CPUs" : "";
+            return NOTICE_PREFIX + n + " (OMP_NUM_THREADS=" + omp.strip() + over + ")";
         }
         String ignored = omp == null || omp.isBlank() ? ""
                 : "OMP_NUM_THREADS=\"" + omp + "\" is not a positive integer and is ignored; ";

@@ -36,7 +36,9 @@ class WorkerThreadsTest {
                 WorkerThreads.notice(Map.of(), 3, 2), "never 0");
         assertEquals("intra-op threads per worker: 8 (8 CPUs; set OMP_NUM_THREADS to choose)",
                 WorkerThreads.notice(Map.of(), 1, 8));
-        assertEquals("intra-op threads per worker: 6 (OMP_NUM_THREADS=6)",
+        assertEquals("intra-op threads per worker: 4 (OMP_NUM_THREADS=4)",
+                WorkerThreads.notice(Map.of("OMP_NUM_THREADS", "4"), 2, 8));
+        assertEquals("intra-op threads per worker: 6 (OMP_NUM_THREADS=6; 2 x 6 threads oversubscribe the 8 CPUs)",
                 WorkerThreads.notice(Map.of("OMP_NUM_THREADS", "6"), 2, 8));
         assertEquals("intra-op threads per worker: 4 (OMP_NUM_THREADS=\"x\" is not a positive integer and is ignored;"
                 + " 8 CPUs / 2 workers on this node; set OMP_NUM_THREADS to choose)",
