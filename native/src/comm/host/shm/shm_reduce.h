@@ -26,7 +26,7 @@ namespace ddp4j::shm {
  * AVG on int64 or an unknown op.
  */
 void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op,
-                    void* out2 = nullptr);
+                    void* out2 = nullptr, bool stream_out = false);
 
 /**
  * Copies `bytes` bytes (non-overlapping) with plain vector loads and stores. Why not memcpy: glibc
@@ -35,7 +35,7 @@ void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, 
  * private buffers and segment slots do: a 32 MiB all-reduce in 256 KiB chunks took 46 ms with
  * memcpy and 8 ms without rep movsb.
  */
-void copy_bytes(void* dst, const void* src, size_t bytes);
+void copy_bytes(void* dst, const void* src, size_t bytes, bool stream = false);
 
 /** Which kernel reduce_sources uses on this machine: "avx512", "avx2" or "scalar". */
 const char* reduce_isa();

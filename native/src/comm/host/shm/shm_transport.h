@@ -46,8 +46,67 @@ struct ShmOptions {
    * yields keep the spin cheap for other work on the core.
    */
   int spin_us = 200;
+  /**
+   * How all-reduces and reduces of at least kAdaptiveStoreBytes write their data into the segment.
+   * Why it matters: on the 2-vCPU KVM guest this was tuned on, the memory system switches over
+   * seconds between two modes (the hypervisor moving the vCPUs; see README.md). In one, a line
+   * one core wrote moves to the other core's cache fast and ordinary (cached) stores are best
+   * (1 MiB all-reduce 42-47 us). In the other, every such transfer is slow (the 8-byte
+   * all-reduce takes 0.5 us instead of 0.17) and a cached-store all-reduce falls to 1.7 GB/s at
+   * every size from 128 KiB up (1 MiB: 600 us), while non-temporal stores, which send the data to
+   * memory and out of the writer's cache, keep 10-12 GB/s (1 MiB: 84-118 us); in the first mode
+   * they cost 1.5-2.6x. A JMH fork landing in one mode or the other made the curve's "cliffs"
+   * (8 MiB as slow as 32 MiB, 128 KiB slower than 512 KiB). kAuto measures both and keeps the
+   * faster (ShmStoreChoice); the store kind is each rank's own business (it only changes how
+   * bytes reach memory), so ranks never need to agree on it.
+   */
+  enum class Stores { kAuto, kCached, kStreaming };
+  Stores stores = Stores::kAuto;
   /** The futex sleep slice between checks of peers' liveness, the abort flag and the deadline. */
   std::chrono::milliseconds sleep_slice = std::chrono::milliseconds(2);
+};
+
+/** All-reduces and reduces from this many bytes choose their store kind (ShmOptions::stores); smaller ones use cached stores. */
+constexpr size_t kAdaptiveStoreBytes = 4096;
+
+/**
+ * Picks cached or non-temporal stores for one size class of all-reduces (the sizes between two
+ * powers of 2) from the measured cost of each: the first call of a class uses cached stores, the
+ * second streaming ones, then the cheaper (an average of the last calls' ns per byte) with the
+ * other tried again every kExplorePeriod-th call, so that a change of the machine's mode is seen
+ * within that many calls (the mode that is in use is re-measured by every call). Every rank makes
+ * the same calls of a class, so every rank explores at the same call; ranks that weigh the
+ * figures differently only pick different store kinds, which is harmless.
+ */
+class ShmStoreChoice {
+ public:
+  static constexpr uint32_t kExplorePeriod = 32;
+  /** Whether the next call of this class streams. */
+  bool next_streams() {
+    const uint32_t k = calls_++;
+    exploring_ = true;
+    if (cost_[0] == 0) return false;
+    if (cost_[1] == 0) return true;
+    const bool best = cost_[1] < cost_[0];
+    exploring_ = k % kExplorePeriod == kExplorePeriod - 1;
+    return exploring_ ? !best : best;
+  }
+  /**
+   * Records what the call that next_streams() announced cost, in ns per byte (> 0). The kind in
+   * use keeps a running average (half the old estimate, half the call); a tried one takes the
+   * call's figure alone, as its old estimate may date from the other mode.
+   */
+  void record(bool streamed, double ns_per_byte) {
+    double& c = cost_[streamed ? 1 : 0];
+    c = c == 0 || exploring_ ? ns_per_byte : 0.5 * (c + ns_per_byte);
+  }
+  /** The current estimates (0: not measured yet), cached and streaming, ns per byte. */
+  double cost(bool streamed) const { return cost_[streamed ? 1 : 0]; }
+
+ private:
+  double cost_[2] = {0, 0};
+  uint32_t calls_ = 0;
+  bool exploring_ = false;
 };
 
 /**
@@ -157,9 +216,11 @@ class ShmTransport {
 
   void reduce_any(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root);
   // root < 0: every rank receives the result (allreduce); otherwise only local rank root (reduce).
-  void reduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root);
+  // stream: write the segment with non-temporal stores (ShmOptions::stores).
+  void reduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root,
+                    bool stream);
   void reduce_chunked(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop,
-                      int root);
+                      int root, bool stream);
 
   const int local_rank_;
   const int local_size_;
@@ -177,6 +238,7 @@ class ShmTransport {
   uint32_t posted_ = 0;           // phases this rank has posted (all ranks post the same sequence)
   uint32_t slot_free_[2] = {0, 0};  // my slot s may be rewritten once every peer posted this many
   uint64_t step_ = 0;             // steps so far; slot = step_ & 1
+  ShmStoreChoice stores_[64];     // by floor(log2(bytes)) of all-reduces and reduces (ShmOptions::stores kAuto)
   std::string broken_;
 };
 
