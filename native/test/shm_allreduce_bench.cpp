@@ -236,8 +236,13 @@ int main(int argc, char** argv) {
             const double med = median(meds[v]);
             const double algbw = count * 4.0 / (med * 1e-6) / 1e9;
             const double busbw = algbw * 2.0 * (ranks - 1) / ranks;
-            std::printf("%-28s %12zu %10zu %12.2f %12.2f %10.3f %10.3f\n", names[v].c_str(), count * 4, count, med,
+            std::printf("%-28s %12zu %10zu %12.2f %12.2f %10.3f %10.3f", names[v].c_str(), count * 4, count, med,
                         *std::min_element(mins[v].begin(), mins[v].end()), algbw, busbw);
+            if (!transports.empty() && count * 4 >= shm::kAdaptiveStoreBytes && (!group || names[v] == "transport")) {
+              const shm::ShmStoreChoice& c = transports[group ? 0 : v]->store_choice(count * 4);
+              std::printf("  ns/B cached %.3f streaming %.3f", c.cost(false), c.cost(true));
+            }
+            std::printf("\n");
           }
           std::fflush(stdout);
         }

@@ -298,7 +298,7 @@ void ShmTransport::reduce_any(const Op& op, const void* input, void* output, siz
   ShmStoreChoice* choice = nullptr;
   bool stream = options_.stores == ShmOptions::Stores::kStreaming;
   if (options_.stores == ShmOptions::Stores::kAuto && bytes >= kAdaptiveStoreBytes) {
-    choice = &stores_[63 - __builtin_clzll(static_cast<unsigned long long>(bytes))];
+    choice = &stores_[store_class(bytes)];
     stream = choice->next_streams();
   }
   const auto t0 = choice != nullptr ? Clock::now() : Clock::time_point{};

@@ -2,6 +2,7 @@
 // segment. A process group calls it for its local ranks (the whole group on one host, or the
 // intra-host stages of a hierarchical all-reduce); it knows nothing of tensors or Work.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -71,34 +72,45 @@ constexpr size_t kAdaptiveStoreBytes = 4096;
 
 /**
  * Picks cached or non-temporal stores for one size class of all-reduces (the sizes between two
- * powers of 2) from the measured cost of each: the first call of a class uses cached stores, the
- * second streaming ones, then the cheaper (an average of the last calls' ns per byte) with the
- * other tried again every kExplorePeriod-th call, so that a change of the machine's mode is seen
- * within that many calls (the mode that is in use is re-measured by every call). Every rank makes
- * the same calls of a class, so every rank explores at the same call; ranks that weigh the
- * figures differently only pick different store kinds, which is harmless.
+ * powers of 2) from the measured cost of each kind, in ns per byte of whole calls: the first two
+ * calls of a class use cached stores, the next two streaming ones, then the cheaper kind, with the
+ * other tried again for two calls every kExplorePeriod calls, so that a change of the machine's
+ * mode is seen within that many calls (the kind in use is re-measured by every call). A try
+ * counts the better of its two calls: the first after a switch runs with the segment's lines
+ * where the other kind left them. Every rank makes the same calls of a class, so every rank tries
+ * at the same calls; ranks that weigh the figures differently only pick different store kinds,
+ * which is harmless.
  */
 class ShmStoreChoice {
  public:
   static constexpr uint32_t kExplorePeriod = 32;
-  /** Whether the next call of this class streams. */
+  static constexpr uint32_t kTryCalls = 2;
+  /** Whether the next call of this class streams; record() must follow with what it cost. */
   bool next_streams() {
     const uint32_t k = calls_++;
-    exploring_ = true;
-    if (cost_[0] == 0) return false;
-    if (cost_[1] == 0) return true;
+    if (k < 2 * kTryCalls) {  // the first calls: each kind in turn
+      trying_ = true;
+      first_of_try_ = k % kTryCalls == 0;
+      return k >= kTryCalls;
+    }
     const bool best = cost_[1] < cost_[0];
-    exploring_ = k % kExplorePeriod == kExplorePeriod - 1;
-    return exploring_ ? !best : best;
+    const uint32_t phase = (k - 2 * kTryCalls) % kExplorePeriod;
+    trying_ = phase >= kExplorePeriod - kTryCalls;
+    first_of_try_ = phase == kExplorePeriod - kTryCalls;
+    return trying_ ? !best : best;
   }
   /**
-   * Records what the call that next_streams() announced cost, in ns per byte (> 0). The kind in
-   * use keeps a running average (half the old estimate, half the call); a tried one takes the
-   * call's figure alone, as its old estimate may date from the other mode.
+   * Records what the call next_streams() announced cost, in ns per byte (> 0). The kind in use
+   * keeps a running average (half the old estimate, half the call); a kind being tried takes the
+   * better of its try's calls alone, as its old estimate may date from the other mode.
    */
   void record(bool streamed, double ns_per_byte) {
     double& c = cost_[streamed ? 1 : 0];
-    c = c == 0 || exploring_ ? ns_per_byte : 0.5 * (c + ns_per_byte);
+    if (trying_) {
+      c = first_of_try_ ? ns_per_byte : std::min(c, ns_per_byte);
+    } else {
+      c = 0.5 * (c + ns_per_byte);
+    }
   }
   /** The current estimates (0: not measured yet), cached and streaming, ns per byte. */
   double cost(bool streamed) const { return cost_[streamed ? 1 : 0]; }
@@ -106,7 +118,8 @@ class ShmStoreChoice {
  private:
   double cost_[2] = {0, 0};
   uint32_t calls_ = 0;
-  bool exploring_ = false;
+  bool trying_ = false;
+  bool first_of_try_ = false;
 };
 
 /**
@@ -186,6 +199,9 @@ class ShmTransport {
   /** Returns once every local rank has entered the barrier. */
   void barrier(const Fingerprint* caller = nullptr);
 
+  /** The store choice of all-reduces and reduces of `bytes` (>= kAdaptiveStoreBytes), for tests and benchmarks. */
+  const ShmStoreChoice& store_choice(size_t bytes) const { return stores_[store_class(bytes)]; }
+
   /** Whether an earlier failure made this transport unusable (every call then throws). */
   bool broken() const { return !broken_.empty(); }
 
@@ -202,6 +218,7 @@ class ShmTransport {
   struct Line;
   struct AbortArea;
 
+  static int store_class(size_t bytes) { return 63 - __builtin_clzll(static_cast<unsigned long long>(bytes | 1)); }
   void check_usable(const Op& op) const;
   [[noreturn]] void fail(const Op& op, ErrorKind kind, const std::string& message);
   void mark_aborted(const std::string& message);
