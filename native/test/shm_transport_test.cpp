@@ -506,7 +506,10 @@ void test_store_choice() {
     streamed += s;
     c.record(s, cost(s, false));
   }
-  CHECK(streamed == static_cast<int>(4 * shm::ShmStoreChoice::kTryCalls));  // only the re-tries
+  // Only the re-tries: every kEarlyPeriod calls at first, then every kExplorePeriod.
+  using C = shm::ShmStoreChoice;
+  CHECK(streamed == static_cast<int>((C::kEarlyCalls / C::kEarlyPeriod +
+                                      (4 * period - C::kEarlyCalls) / C::kExplorePeriod) * C::kTryCalls));
   // The machine changes mode (cached now 6 ns/B): the choice moves to streaming within one call.
   bool s = c.next_streams();
   CHECK(!s);

@@ -74,7 +74,7 @@ constexpr size_t kAdaptiveStoreBytes = 4096;
  * Picks cached or non-temporal stores for one size class of all-reduces (the sizes between two
  * powers of 2) from the measured cost of each kind, in ns per byte of whole calls: the first two
  * calls of a class use cached stores, the next two streaming ones, then the cheaper kind, with the
- * other tried again for two calls every kExplorePeriod calls, so that a change of the machine's
+ * other tried again for two calls every kExplorePeriod calls (every kEarlyPeriod at first), so that a change of the machine's
  * mode is seen within that many calls (the kind in use is re-measured by every call). A try
  * counts the better of its two calls: the first after a switch runs with the segment's lines
  * where the other kind left them. Every rank makes the same calls of a class, so every rank tries
@@ -85,6 +85,9 @@ class ShmStoreChoice {
  public:
   static constexpr uint32_t kExplorePeriod = 32;
   static constexpr uint32_t kTryCalls = 2;
+  /** The first kEarlyCalls calls after the first tries re-try every kEarlyPeriod calls. */
+  static constexpr uint32_t kEarlyCalls = 64;
+  static constexpr uint32_t kEarlyPeriod = 8;
   /** Whether the next call of this class streams; record() must follow with what it cost. */
   bool next_streams() {
     const uint32_t k = calls_++;
@@ -94,9 +97,13 @@ class ShmStoreChoice {
       return k >= kTryCalls;
     }
     const bool best = cost_[1] < cost_[0];
-    const uint32_t phase = (k - 2 * kTryCalls) % kExplorePeriod;
-    trying_ = phase >= kExplorePeriod - kTryCalls;
-    first_of_try_ = phase == kExplorePeriod - kTryCalls;
+    // Early calls try the other kind more often: a short-lived process (a benchmark's fork, the
+    // first steps of training) should not keep a choice its first, noisy calls made.
+    const uint32_t j = k - 2 * kTryCalls;
+    const uint32_t period = j < kEarlyCalls ? kEarlyPeriod : kExplorePeriod;
+    const uint32_t phase = (j < kEarlyCalls ? j : j - kEarlyCalls) % period;
+    trying_ = phase >= period - kTryCalls;
+    first_of_try_ = phase == period - kTryCalls;
     return trying_ ? !best : best;
   }
   /**
