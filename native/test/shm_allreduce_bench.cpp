@@ -231,6 +231,10 @@ int main(int argc, char** argv) {
             mins[v].push_back(*std::min_element(us.begin(), us.end()));
           }
         }
+        if (std::getenv("SHM_BENCH_CHOICE") != nullptr && r != 0 && !transports.empty() && count * 4 >= shm::kAdaptiveStoreBytes) {
+          const shm::ShmStoreChoice& c = transports[0]->store_choice(count * 4);
+          std::fprintf(stderr, "rank %d bytes %zu ns/B cached %.3f streaming %.3f\n", r, count * 4, c.cost(false), c.cost(true));
+        }
         if (r == 0) {
           for (int v = 0; v < nv; v++) {
             const double med = median(meds[v]);

@@ -86,8 +86,8 @@ class ShmStoreChoice {
   static constexpr uint32_t kExplorePeriod = 32;
   static constexpr uint32_t kTryCalls = 2;
   /** The first kEarlyCalls calls after the first tries re-try every kEarlyPeriod calls. */
-  static constexpr uint32_t kEarlyCalls = 64;
-  static constexpr uint32_t kEarlyPeriod = 8;
+  static constexpr uint32_t kEarlyCalls = 32;
+  static constexpr uint32_t kEarlyPeriod = 16;
   /** Whether the next call of this class streams; record() must follow with what it cost. */
   bool next_streams() {
     const uint32_t k = calls_++;
