@@ -547,10 +547,10 @@ int main() {
   {
     // Each store kind into the segment, at the counts on both sides of every threshold: float32
     // 1023-1025 (4 KiB, where the store choice starts), 16383-16385 (64 KiB, the one-step path's
-    // end), 262143-262145 (one 1 MiB chunk) and an odd count past it; int64 elements are twice as
+    // end), 262143-262145 (one 1 MiB chunk) and odd counts past it; int64 elements are twice as
     // large, so the same counts put them on other sides. kAuto calls each size class often enough
     // here to run both kinds.
-    const std::vector<size_t> counts = {1023, 1024, 1025, 16383, 16384, 16385, 262143, 262144, 262145, 300001};
+    const std::vector<size_t> counts = {1023, 1024, 1025, 16383, 16384, 16385, 262143, 262144, 262145, 300001, 1048577};
     for (auto stores : {ShmOptions::Stores::kCached, ShmOptions::Stores::kStreaming, ShmOptions::Stores::kAuto}) {
       ShmOptions o;
       o.stores = stores;
