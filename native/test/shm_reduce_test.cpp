@@ -1,7 +1,9 @@
 // ctest: the shared-memory transport's reduction kernels. The vector path picked at run time
 // (AVX-512 or AVX2) gives the same bits as the scalar path and as a plain left-to-right loop, for
 // every op, both dtypes, several source counts and lengths that exercise every tail, with and
-// without the second output.
+// without the second output, with cached stores and with non-temporal stores into the first output
+// (the segment's way when they are faster), into an aligned output and a misaligned one (which
+// falls back to cached stores); copy_bytes likewise.
 #include <cstdint>
 #include <cstdio>
 #include <algorithm>
@@ -60,10 +62,21 @@ void check_op(DType dtype, ReduceOp op, int nsrc, size_t count) {
   shm::reduce_sources(scalar.data(), ptrs.data(), nsrc, count, dtype, op, count % 2 ? scalar2.data() : nullptr);
   if (count % 2 == 0) scalar2 = expected;
   shm::force_scalar_reduce(false);
+  // Non-temporal stores into a 64-byte aligned output (the way into a segment slot), and into one
+  // 8 bytes off (not aligned: cached stores), each with the second output.
+  std::vector<T> streamed(count + 64 / sizeof(T) + 8), streamed2(count);
+  T* aligned = streamed.data();
+  while (reinterpret_cast<uintptr_t>(aligned) % 64 != 0) aligned++;
+  shm::reduce_sources(aligned, ptrs.data(), nsrc, count, dtype, op, streamed2.data(), /*stream_out=*/true);
+  bool ok_stream = std::memcmp(aligned, expected.data(), count * sizeof(T)) == 0 &&
+                   std::memcmp(streamed2.data(), expected.data(), count * sizeof(T)) == 0;
+  T* misaligned = reinterpret_cast<T*>(reinterpret_cast<char*>(aligned) + 8);
+  shm::reduce_sources(misaligned, ptrs.data(), nsrc, count, dtype, op, nullptr, /*stream_out=*/true);
+  ok_stream = ok_stream && std::memcmp(misaligned, expected.data(), count * sizeof(T)) == 0;
   const bool ok = std::memcmp(vec.data(), expected.data(), count * sizeof(T)) == 0 &&
                   std::memcmp(scalar.data(), expected.data(), count * sizeof(T)) == 0 &&
                   std::memcmp(vec2.data(), expected.data(), count * sizeof(T)) == 0 &&
-                  std::memcmp(scalar2.data(), expected.data(), count * sizeof(T)) == 0;
+                  std::memcmp(scalar2.data(), expected.data(), count * sizeof(T)) == 0 && ok_stream;
   if (!ok) std::fprintf(stderr, "mismatch: %s %s nsrc=%d count=%zu\n", dtype_name(dtype), reduce_op_name(op), nsrc, count);
   CHECK(ok);
 }
@@ -85,13 +98,18 @@ int main() {
   {
     std::vector<unsigned char> src(5000), dst(5000);
     for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<unsigned char>(mix(i));
-    for (size_t n : {0, 1, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 4093}) {
-      for (size_t off : {0, 1, 16, 63}) {
-        std::fill(dst.begin(), dst.end(), 0xAB);
-        shm::copy_bytes(dst.data() + off, src.data() + 3, n);
-        bool ok = std::memcmp(dst.data() + off, src.data() + 3, n) == 0 && (off == 0 || dst[off - 1] == 0xAB) &&
-                  dst[off + n] == 0xAB;
-        CHECK(ok);
+    // Offsets from a 64-byte boundary: 0 is where non-temporal stores apply, the others fall back.
+    unsigned char* base = dst.data() + 1;  // one byte before it stays readable
+    while (reinterpret_cast<uintptr_t>(base) % 64 != 0) base++;
+    for (bool stream : {false, true}) {
+      for (size_t n : {0, 1, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 4093}) {
+        for (size_t off : {0, 1, 16, 63}) {
+          std::fill(dst.begin(), dst.end(), 0xAB);
+          shm::copy_bytes(base + off, src.data() + 3, n, stream);
+          bool ok = std::memcmp(base + off, src.data() + 3, n) == 0 && base[off - 1] == 0xAB && base[off + n] == 0xAB;
+          if (!ok) std::fprintf(stderr, "copy_bytes mismatch: n=%zu off=%zu stream=%d\n", n, off, stream);
+          CHECK(ok);
+        }
       }
     }
   }

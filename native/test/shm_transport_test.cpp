@@ -8,6 +8,10 @@
 //  - kill -9 of a peer during a large allReduce: the survivors throw Error(Distributed) naming
 //    the dead rank, well within the timeout; a peer that never calls: Error(Timeout) within the
 //    bound, and the transport then fails at once;
+//  - every store kind into the segment (cached, non-temporal, chosen by measurement), at the
+//    element counts around each size threshold (kAdaptiveStoreBytes, the one-step path's 64 KiB,
+//    the 1 MiB chunk), odd counts, every dtype and op; ShmStoreChoice tries both kinds and keeps
+//    the cheaper, and follows a change;
 //  - nothing is left in /dev/shm.
 #include <gloo/rendezvous/file_store.h>
 #include <signal.h>
@@ -483,6 +487,44 @@ void test_segment_disagreement() {
 
 }  // namespace
 
+/** ShmStoreChoice: two calls of each kind first, then the cheaper, the other re-tried every period. */
+void test_store_choice() {
+  shm::ShmStoreChoice c;
+  // Cached costs 1 ns/B, streaming 3: after the tries it stays cached except for the re-tries.
+  auto cost = [](bool streamed, bool slow_mode) { return slow_mode ? (streamed ? 1.0 : 6.0) : (streamed ? 3.0 : 1.0); };
+  std::vector<bool> kinds;
+  for (int i = 0; i < 4; i++) {
+    const bool s = c.next_streams();
+    kinds.push_back(s);
+    c.record(s, cost(s, false));
+  }
+  CHECK(kinds == std::vector<bool>({false, false, true, true}));
+  int streamed = 0;
+  const uint32_t period = shm::ShmStoreChoice::kExplorePeriod;
+  for (uint32_t i = 0; i < 4 * period; i++) {
+    const bool s = c.next_streams();
+    streamed += s;
+    c.record(s, cost(s, false));
+  }
+  // Only the re-tries: every kEarlyPeriod calls at first, then every kExplorePeriod.
+  using C = shm::ShmStoreChoice;
+  CHECK(streamed == static_cast<int>((C::kEarlyCalls / C::kEarlyPeriod +
+                                      (4 * period - C::kEarlyCalls) / C::kExplorePeriod) * C::kTryCalls));
+  // The machine changes mode (cached now 6 ns/B): the choice moves to streaming within one call.
+  bool s = c.next_streams();
+  CHECK(!s);
+  c.record(s, cost(s, true));
+  int cached_after = 0;
+  for (uint32_t i = 0; i < 2 * period; i++) {
+    s = c.next_streams();
+    cached_after += !s;
+    c.record(s, cost(s, true));
+  }
+  CHECK(cached_after <= static_cast<int>(2 * shm::ShmStoreChoice::kTryCalls) + 1);
+  CHECK(c.cost(true) == 1.0);
+  std::printf("store choice: %s\n", test_failures() == 0 ? "ok" : "FAILED");
+}
+
 int main() {
   const auto start = Clock::now();
   const std::set<std::string> shm_before = dev_shm();
@@ -502,6 +544,33 @@ int main() {
     check_run("all ops, 3 ranks, 4 KiB chunks", 3, status);
     cleanup_dir();
   }
+  {
+    // Each store kind into the segment, at the counts on both sides of every threshold: float32
+    // 1023-1025 (4 KiB, where the store choice starts), 16383-16385 (64 KiB, the one-step path's
+    // end), 262143-262145 (one 1 MiB chunk) and odd counts past it; int64 elements are twice as
+    // large, so the same counts put them on other sides. kAuto calls each size class often enough
+    // here to run both kinds.
+    const std::vector<size_t> counts = {1023, 1024, 1025, 16383, 16384, 16385, 262143, 262144, 262145, 300001, 1048577};
+    for (auto stores : {ShmOptions::Stores::kCached, ShmOptions::Stores::kStreaming, ShmOptions::Stores::kAuto}) {
+      ShmOptions o;
+      o.stores = stores;
+      const char* name = stores == ShmOptions::Stores::kCached      ? "cached"
+                         : stores == ShmOptions::Stores::kStreaming ? "streaming"
+                                                                    : "auto";
+      auto status = run_ranks(2, o, [&](int rank, ShmTransport& t) { all_ops(rank, t, counts); });
+      check_run((std::string("all ops, 2 ranks, ") + name + " stores, sizes around the thresholds").c_str(), 2, status);
+      cleanup_dir();
+    }
+    // Non-temporal stores with uneven cache-line slices: 3 ranks, 4 KiB chunks, no one-step path.
+    ShmOptions o;
+    o.stores = ShmOptions::Stores::kStreaming;
+    o.chunk_bytes = 4096;
+    o.small_allreduce_bytes = 0;
+    auto status = run_ranks(3, o, [&](int rank, ShmTransport& t) { all_ops(rank, t, {1, 1001, 1024, 5000}); });
+    check_run("all ops, 3 ranks, streaming stores, 4 KiB chunks", 3, status);
+    cleanup_dir();
+  }
+  test_store_choice();
   test_disagreement();
   test_fingerprint_mismatch();
   test_segment_disagreement();

@@ -61,7 +61,21 @@ class HostCollectives {
   /** "shm" (one host) or "shm+gloo" (hierarchical). */
   const char* transport() const { return hosts_ == 1 ? "shm" : "shm+gloo"; }
   bool single_host() const { return hosts_ == 1; }
-  /** Ops of at most this many bytes are cheap enough to run on the caller's thread (single host). */
+  /**
+   * Single-host ops of at most this many bytes run on the caller's thread when the group's queue
+   * is idle (GlooProcessGroup::shm_inline) instead of being handed to the group's worker. Why 2
+   * MiB: the hand-off costs two thread wake-ups per call (caller -> worker, worker -> caller),
+   * 20-130 us on the 2-vCPU KVM guest this was measured on (more on a busy machine), as much as
+   * or more than the all-reduce itself up to about 1 MiB (a 1 MiB all-reduce takes 40-90 us);
+   * with the old 64 KiB limit every size from 128 KiB paid it, and how much varied from one pair
+   * of processes to the next, one of the "cliffs" of the all-reduce curve (128 KiB slower than
+   * 512 KiB). From a few MiB the hand-off is a small share of the op and running on the worker
+   * keeps DDP's large buckets asynchronous. On one host the shared-memory work is the CPU's
+   * either way (the worker takes a core from the caller's compute while it copies), so an
+   * inline op costs the caller only what a queued one would cost the machine, plus the wait for
+   * a late peer. Measured with `shm_allreduce_bench --path group --variants "group;group-inline"`.
+   */
+  static constexpr size_t kInlineBytes = size_t{2} << 20;
   size_t inline_bytes() const { return inline_bytes_; }
   bool broken() const;
 

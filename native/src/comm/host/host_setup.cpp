@@ -113,7 +113,7 @@ std::string HostCollectives::open_transport(gloo::rendezvous::Store& store, cons
       const int local_rank = local_index_[static_cast<size_t>(rank_)];
       shm_ = std::make_unique<shm::ShmTransport>(store, "ddp4j/shm/" + std::to_string(local[0]), local_rank,
                                                  static_cast<int>(local.size()), local, o);
-      inline_bytes_ = o.small_allreduce_bytes;
+      inline_bytes_ = kInlineBytes;
     } catch (const std::exception& e) {
       verdict = detail::concat("fail rank ", rank_, ": ", strip_location(e.what()));
     }

@@ -42,6 +42,7 @@ struct MulI { static int64_t s(int64_t a, int64_t b) { return (int64_t)((uint64_
     static constexpr size_t kLanes = 8;                                                 \
     static R load(const T* p) { return _mm256_loadu_ps(p); }                            \
     static void store(T* p, R v) { _mm256_storeu_ps(p, v); }                            \
+    static void stream(T* p, R v) { _mm256_stream_ps(p, v); }                           \
     static R op(R a, R b) { return EXPR; }                                              \
     static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
     static R splat(float x) { return _mm256_set1_ps(x); }                               \
@@ -60,6 +61,7 @@ DDP4J_V256_F32(MaxF256, _mm256_max_ps(b, a), MaxS)
     static constexpr size_t kLanes = 4;                                                 \
     static R load(const T* p) { return _mm256_loadu_si256(reinterpret_cast<const R*>(p)); } \
     static void store(T* p, R v) { _mm256_storeu_si256(reinterpret_cast<R*>(p), v); }   \
+    static void stream(T* p, R v) { _mm256_stream_si256(reinterpret_cast<R*>(p), v); }  \
     static R op(R a, R b) { return EXPR; }                                              \
     static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
     static R splat(float) { return _mm256_setzero_si256(); }                            \
@@ -77,6 +79,7 @@ DDP4J_V256_I64(MaxI256, _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(b, a)), MaxS
     static constexpr size_t kLanes = 16;                                                \
     DDP4J_AVX512 static R load(const T* p) { return _mm512_loadu_ps(p); }               \
     DDP4J_AVX512 static void store(T* p, R v) { _mm512_storeu_ps(p, v); }               \
+    DDP4J_AVX512 static void stream(T* p, R v) { _mm512_stream_ps(p, v); }              \
     DDP4J_AVX512 static R op(R a, R b) { return EXPR; }                                 \
     static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
     DDP4J_AVX512 static R splat(float x) { return _mm512_set1_ps(x); }                  \
@@ -95,6 +98,7 @@ DDP4J_V512_F32(MaxF512, _mm512_max_ps(b, a), MaxS)
     static constexpr size_t kLanes = 8;                                                 \
     DDP4J_AVX512 static R load(const T* p) { return _mm512_loadu_si512(p); }            \
     DDP4J_AVX512 static void store(T* p, R v) { _mm512_storeu_si512(p, v); }            \
+    DDP4J_AVX512 static void stream(T* p, R v) { _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v); } \
     DDP4J_AVX512 static R op(R a, R b) { return EXPR; }                                 \
     static T s(T a, T b) { return SCALAR::s(a, b); }                                    \
     DDP4J_AVX512 static R splat(float) { return _mm512_setzero_si512(); }               \
@@ -112,13 +116,15 @@ DDP4J_V512_I64(MaxI512, _mm512_max_epi64(a, b), MaxS)
 #define DDP4J_REDUCE_KERNEL(NAME, ATTR)                                                          \
   template <class V>                                                                             \
   ATTR void NAME(void* out_v, void* out2_v, const void* const* srcs_v, int n, size_t count, bool scale, \
-                 float inv) {                                                                    \
+                 float inv, bool stream_out) {                                                   \
     using T = typename V::T;                                                                     \
     T* out = static_cast<T*>(out_v);                                                             \
     T* out2 = static_cast<T*>(out2_v);                                                           \
     const T* const* src = reinterpret_cast<const T* const*>(srcs_v);                             \
     constexpr size_t W = V::kLanes;                                                              \
     const auto m = V::splat(inv);                                                                \
+    /* Non-temporal stores need whole aligned vectors; `out` is a slot, 64-byte aligned. */      \
+    const bool st = stream_out && (reinterpret_cast<uintptr_t>(out) % 64) == 0;                  \
     size_t i = 0;                                                                                \
     for (; i + 4 * W <= count; i += 4 * W) {                                                     \
       const T* p = src[0] + i;                                                                   \
@@ -136,10 +142,10 @@ DDP4J_V512_I64(MaxI512, _mm512_max_epi64(a, b), MaxS)
         a2 = V::scale(a2, m);                                                                    \
         a3 = V::scale(a3, m);                                                                    \
       }                                                                                          \
-      V::store(out + i, a0);                                                                     \
-      V::store(out + i + W, a1);                                                                 \
-      V::store(out + i + 2 * W, a2);                                                             \
-      V::store(out + i + 3 * W, a3);                                                             \
+      if (st) V::stream(out + i, a0); else V::store(out + i, a0);                                                                     \
+      if (st) V::stream(out + i + W, a1); else V::store(out + i + W, a1);                                                                 \
+      if (st) V::stream(out + i + 2 * W, a2); else V::store(out + i + 2 * W, a2);                                                             \
+      if (st) V::stream(out + i + 3 * W, a3); else V::store(out + i + 3 * W, a3);                                                             \
       if (out2 != nullptr) {                                                                     \
         V::store(out2 + i, a0);                                                                  \
         V::store(out2 + i + W, a1);                                                              \
@@ -151,7 +157,7 @@ DDP4J_V512_I64(MaxI512, _mm512_max_epi64(a, b), MaxS)
       auto a = V::load(src[0] + i);                                                              \
       for (int s = 1; s < n; s++) a = V::op(a, V::load(src[s] + i));                             \
       if (scale) a = V::scale(a, m);                                                             \
-      V::store(out + i, a);                                                                      \
+      if (st) V::stream(out + i, a); else V::store(out + i, a);                                  \
       if (out2 != nullptr) V::store(out2 + i, a);                                                \
     }                                                                                            \
     for (; i < count; i++) {                                                                     \
@@ -161,13 +167,15 @@ DDP4J_V512_I64(MaxI512, _mm512_max_epi64(a, b), MaxS)
       out[i] = a;                                                                                \
       if (out2 != nullptr) out2[i] = a;                                                          \
     }                                                                                            \
+    if (st) _mm_sfence();                                                                        \
   }
 
 DDP4J_REDUCE_KERNEL(reduce_avx2, )
 DDP4J_REDUCE_KERNEL(reduce_avx512, DDP4J_AVX512)
 
 template <class T, class S>
-void reduce_scalar(void* out_v, void* out2_v, const void* const* srcs_v, int n, size_t count, bool scale, float inv) {
+void reduce_scalar(void* out_v, void* out2_v, const void* const* srcs_v, int n, size_t count, bool scale, float inv,
+                   bool) {
   T* out = static_cast<T*>(out_v);
   T* out2 = static_cast<T*>(out2_v);
   const T* const* src = reinterpret_cast<const T* const*>(srcs_v);
@@ -180,6 +188,40 @@ void reduce_scalar(void* out_v, void* out2_v, const void* const* srcs_v, int n, 
     out[i] = a;
     if (out2 != nullptr) out2[i] = a;
   }
+}
+
+DDP4J_AVX512 void copy_avx512_stream(char* d, const char* s, size_t n) {
+  size_t i = 0;
+  for (; i + 256 <= n; i += 256) {
+    __m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64), c = _mm512_loadu_si512(s + i + 128),
+            e = _mm512_loadu_si512(s + i + 192);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), a);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + 64), b);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + 128), c);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + 192), e);
+  }
+  for (; i + 64 <= n; i += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_loadu_si512(s + i));
+  _mm_sfence();
+  if (i < n) std::memcpy(d + i, s + i, n - i);
+}
+
+void copy_avx2_stream(char* d, const char* s, size_t n) {
+  size_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
+    __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 64));
+    __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 96));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), a);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32), b);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 64), c);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 96), e);
+  }
+  for (; i + 32 <= n; i += 32) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+  }
+  _mm_sfence();
+  if (i < n) std::memcpy(d + i, s + i, n - i);
 }
 
 DDP4J_AVX512 void copy_avx512(char* d, const char* s, size_t n) {
@@ -214,7 +256,7 @@ void copy_avx2(char* d, const char* s, size_t n) {
   if (i < n) std::memcpy(d + i, s + i, n - i);
 }
 
-using Kernel = void (*)(void*, void*, const void* const*, int, size_t, bool, float);
+using Kernel = void (*)(void*, void*, const void* const*, int, size_t, bool, float, bool);
 
 enum class Isa { Scalar, Avx2, Avx512 };
 
@@ -259,18 +301,26 @@ Kernel pick(DType dtype, ReduceOp op, Isa isa) {
 
 }  // namespace
 
-void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op, void* out2) {
+void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op, void* out2,
+                    bool stream_out) {
   DDP4J_CHECK_ARG(op != ReduceOp::AVG || dtype == DType::Float32, "allReduce: ReduceOp.AVG needs float32, got ",
                   dtype_name(dtype));
   DDP4J_CHECK_ARG(nsrc >= 1, "reduce_sources: no sources");
   if (count == 0) return;
   // AVG as the Gloo path: the sum times the float reciprocal of the number of ranks.
   pick(dtype, op, current_isa())(out, out2, srcs, nsrc, count, op == ReduceOp::AVG,
-                                 1.0f / static_cast<float>(nsrc));
+                                 1.0f / static_cast<float>(nsrc), stream_out);
 }
 
-void copy_bytes(void* dst, const void* src, size_t bytes) {
+void copy_bytes(void* dst, const void* src, size_t bytes, bool stream) {
   if (bytes == 0 || dst == src) return;
+  if (stream && reinterpret_cast<uintptr_t>(dst) % 64 == 0) {
+    switch (current_isa()) {
+      case Isa::Avx512: copy_avx512_stream(static_cast<char*>(dst), static_cast<const char*>(src), bytes); return;
+      case Isa::Avx2: copy_avx2_stream(static_cast<char*>(dst), static_cast<const char*>(src), bytes); return;
+      default: break;
+    }
+  }
   switch (current_isa()) {
     case Isa::Avx512: copy_avx512(static_cast<char*>(dst), static_cast<const char*>(src), bytes); break;
     case Isa::Avx2: copy_avx2(static_cast<char*>(dst), static_cast<const char*>(src), bytes); break;

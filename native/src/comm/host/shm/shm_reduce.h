@@ -22,20 +22,27 @@ namespace ddp4j::shm {
  * (same positions: each element is read from every source before it is stored), but must not
  * otherwise overlap the sources.
  *
+ * With `stream_out`, `out` is written with non-temporal stores (the data goes to memory, not into
+ * this core's cache) when it is 64-byte aligned, with ordinary stores otherwise; they are fenced
+ * (sfence) before the function returns, so a flag stored after it publishes them. The shared-memory
+ * transport uses it for its segment slots when that is faster (ShmOptions::stores). `out2` always
+ * takes ordinary stores.
+ *
  * dtype: Float32 or Int64 (counts are in elements). nsrc >= 1. Throws Error(InvalidArgument) for
  * AVG on int64 or an unknown op.
  */
 void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op,
-                    void* out2 = nullptr);
+                    void* out2 = nullptr, bool stream_out = false);
 
 /**
  * Copies `bytes` bytes (non-overlapping) with plain vector loads and stores. Why not memcpy: glibc
  * copies 4 KiB .. ~1 MiB with `rep movsb`, which on some CPUs (AMD Zen 3 here, under KVM) runs
  * several times slower when source and destination sit at unfavourable relative offsets, as
  * private buffers and segment slots do: a 32 MiB all-reduce in 256 KiB chunks took 46 ms with
- * memcpy and 8 ms without rep movsb.
+ * memcpy and 8 ms without rep movsb. With `stream` and a 64-byte aligned `dst`, the whole 64-byte
+ * blocks go with non-temporal stores, fenced before it returns (as reduce_sources' stream_out).
  */
-void copy_bytes(void* dst, const void* src, size_t bytes);
+void copy_bytes(void* dst, const void* src, size_t bytes, bool stream = false);
 
 /** Which kernel reduce_sources uses on this machine: "avx512", "avx2" or "scalar". */
 const char* reduce_isa();

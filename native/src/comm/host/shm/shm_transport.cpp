@@ -294,20 +294,32 @@ void ShmTransport::reduce_any(const Op& op, const void* input, void* output, siz
     if (input != output && bytes > 0) std::memmove(output, input, bytes);  // AVG over one rank: x * 1.0f == x
     return;
   }
+  // The store kind into the segment (see ShmOptions::stores): chosen by measurement per size class.
+  ShmStoreChoice* choice = nullptr;
+  bool stream = options_.stores == ShmOptions::Stores::kStreaming;
+  if (options_.stores == ShmOptions::Stores::kAuto && bytes >= kAdaptiveStoreBytes) {
+    choice = &stores_[store_class(bytes)];
+    stream = choice->next_streams();
+  }
+  const auto t0 = choice != nullptr ? Clock::now() : Clock::time_point{};
   if (bytes <= std::min(options_.small_allreduce_bytes, chunk_bytes_)) {
-    reduce_small(op, input, output, count, dtype, rop, root);
+    reduce_small(op, input, output, count, dtype, rop, root, stream);
   } else {
-    reduce_chunked(op, input, output, count, dtype, rop, root);
+    reduce_chunked(op, input, output, count, dtype, rop, root, stream);
+  }
+  if (choice != nullptr) {
+    const double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+    choice->record(stream, std::max(ns, 1.0) / static_cast<double>(bytes));
   }
 }
 
 // One step: every rank publishes its whole buffer and reduces all of them itself, in rank order.
 void ShmTransport::reduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype,
-                                ReduceOp rop, int root) {
+                                ReduceOp rop, int root, bool stream) {
   const int s = static_cast<int>(step_ & 1);
   const size_t bytes = count * element_size(dtype);
   begin_step(op, s);
-  if (bytes > 0) copy_bytes(slot_data(local_rank_, s), input, bytes);
+  if (bytes > 0) copy_bytes(slot_data(local_rank_, s), input, bytes, stream);
   post();
   const uint32_t a = posted_;
   if (root < 0 || root == local_rank_) {  // a reduce's other ranks are done once their data is out
@@ -326,7 +338,7 @@ void ShmTransport::reduce_small(const Op& op, const void* input, void* output, s
 // Per chunk: publish (all but my own slice), reduce my slice of every rank's chunk in rank order
 // into my slot, then copy every other rank's reduced slice out (only the root, for a reduce).
 void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output, size_t count, DType dtype,
-                                  ReduceOp rop, int root) {
+                                  ReduceOp rop, int root, bool stream) {
   const size_t es = element_size(dtype);
   const size_t chunk_elems = chunk_bytes_ / es;
   const int n = local_size_, me = local_rank_;
@@ -344,8 +356,8 @@ void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output,
     const char* src = in + c0 * es;
     char* dst = out != nullptr ? out + c0 * es : nullptr;  // a reduce's non-roots may pass no output
     begin_step(op, s);
-    copy_bytes(mine, src, lo(me) * es);
-    copy_bytes(mine + hi(me) * es, src + hi(me) * es, (m - hi(me)) * es);
+    copy_bytes(mine, src, lo(me) * es, stream);
+    copy_bytes(mine + hi(me) * es, src + hi(me) * es, (m - hi(me)) * es, stream);
     post();
     const uint32_t a = posted_;
     wait_all(a, op);
@@ -355,7 +367,8 @@ void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output,
     }
     const bool receives = root < 0 || root == me;
     // My slice goes to my slot (for the others) and straight into my output, in one pass.
-    reduce_sources(mine + lo(me) * es, srcs, n, hi(me) - lo(me), dtype, rop, receives ? dst + lo(me) * es : nullptr);
+    reduce_sources(mine + lo(me) * es, srcs, n, hi(me) - lo(me), dtype, rop, receives ? dst + lo(me) * es : nullptr,
+                   stream);
     post();
     const uint32_t b = posted_;
     if (receives) {

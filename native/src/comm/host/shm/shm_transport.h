@@ -2,6 +2,7 @@
 // segment. A process group calls it for its local ranks (the whole group on one host, or the
 // intra-host stages of a hierarchical all-reduce); it knows nothing of tensors or Work.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -46,8 +47,86 @@ struct ShmOptions {
    * yields keep the spin cheap for other work on the core.
    */
   int spin_us = 200;
+  /**
+   * How all-reduces and reduces of at least kAdaptiveStoreBytes write their data into the segment.
+   * Why it matters: on the 2-vCPU KVM guest this was tuned on, the memory system switches over
+   * seconds between two modes (the hypervisor moving the vCPUs; see README.md). In one, a line
+   * one core wrote moves to the other core's cache fast and ordinary (cached) stores are best
+   * (1 MiB all-reduce 42-47 us). In the other, every such transfer is slow (the 8-byte
+   * all-reduce takes 0.5 us instead of 0.17) and a cached-store all-reduce falls to 1.7 GB/s at
+   * every size from 128 KiB up (1 MiB: 600 us), while non-temporal stores, which send the data to
+   * memory and out of the writer's cache, keep 10-12 GB/s (1 MiB: 84-118 us); in the first mode
+   * they cost 1.5-2.6x. A JMH fork landing in one mode or the other made the curve's "cliffs"
+   * (8 MiB as slow as 32 MiB, 128 KiB slower than 512 KiB). kAuto measures both and keeps the
+   * faster (ShmStoreChoice); the store kind is each rank's own business (it only changes how
+   * bytes reach memory), so ranks never need to agree on it.
+   */
+  enum class Stores { kAuto, kCached, kStreaming };
+  Stores stores = Stores::kAuto;
   /** The futex sleep slice between checks of peers' liveness, the abort flag and the deadline. */
   std::chrono::milliseconds sleep_slice = std::chrono::milliseconds(2);
+};
+
+/** All-reduces and reduces from this many bytes choose their store kind (ShmOptions::stores); smaller ones use cached stores. */
+constexpr size_t kAdaptiveStoreBytes = 4096;
+
+/**
+ * Picks cached or non-temporal stores for one size class of all-reduces (the sizes between two
+ * powers of 2) from the measured cost of each kind, in ns per byte of whole calls: the first two
+ * calls of a class use cached stores, the next two streaming ones, then the cheaper kind, with the
+ * other tried again for two calls every kExplorePeriod calls (every kEarlyPeriod at first), so that a change of the machine's
+ * mode is seen within that many calls (the kind in use is re-measured by every call). A try
+ * counts the better of its two calls: the first after a switch runs with the segment's lines
+ * where the other kind left them. Every rank makes the same calls of a class, so every rank tries
+ * at the same calls; ranks that weigh the figures differently only pick different store kinds,
+ * which is harmless.
+ */
+class ShmStoreChoice {
+ public:
+  static constexpr uint32_t kExplorePeriod = 32;
+  static constexpr uint32_t kTryCalls = 2;
+  /** The first kEarlyCalls calls after the first tries re-try every kEarlyPeriod calls. */
+  static constexpr uint32_t kEarlyCalls = 32;
+  static constexpr uint32_t kEarlyPeriod = 16;
+  /** Whether the next call of this class streams; record() must follow with what it cost. */
+  bool next_streams() {
+    const uint32_t k = calls_++;
+    if (k < 2 * kTryCalls) {  // the first calls: each kind in turn
+      trying_ = true;
+      first_of_try_ = k % kTryCalls == 0;
+      return k >= kTryCalls;
+    }
+    const bool best = cost_[1] < cost_[0];
+    // Early calls try the other kind more often: a short-lived process (a benchmark's fork, the
+    // first steps of training) should not keep a choice its first, noisy calls made.
+    const uint32_t j = k - 2 * kTryCalls;
+    const uint32_t period = j < kEarlyCalls ? kEarlyPeriod : kExplorePeriod;
+    const uint32_t phase = (j < kEarlyCalls ? j : j - kEarlyCalls) % period;
+    trying_ = phase >= period - kTryCalls;
+    first_of_try_ = phase == period - kTryCalls;
+    return trying_ ? !best : best;
+  }
+  /**
+   * Records what the call next_streams() announced cost, in ns per byte (> 0). The kind in use
+   * keeps a running average (half the old estimate, half the call); a kind being tried takes the
+   * better of its try's calls alone, as its old estimate may date from the other mode.
+   */
+  void record(bool streamed, double ns_per_byte) {
+    double& c = cost_[streamed ? 1 : 0];
+    if (trying_) {
+      c = first_of_try_ ? ns_per_byte : std::min(c, ns_per_byte);
+    } else {
+      c = 0.5 * (c + ns_per_byte);
+    }
+  }
+  /** The current estimates (0: not measured yet), cached and streaming, ns per byte. */
+  double cost(bool streamed) const { return cost_[streamed ? 1 : 0]; }
+
+ private:
+  double cost_[2] = {0, 0};
+  uint32_t calls_ = 0;
+  bool trying_ = false;
+  bool first_of_try_ = false;
 };
 
 /**
@@ -127,6 +206,9 @@ class ShmTransport {
   /** Returns once every local rank has entered the barrier. */
   void barrier(const Fingerprint* caller = nullptr);
 
+  /** The store choice of all-reduces and reduces of `bytes` (>= kAdaptiveStoreBytes), for tests and benchmarks. */
+  const ShmStoreChoice& store_choice(size_t bytes) const { return stores_[store_class(bytes)]; }
+
   /** Whether an earlier failure made this transport unusable (every call then throws). */
   bool broken() const { return !broken_.empty(); }
 
@@ -143,6 +225,7 @@ class ShmTransport {
   struct Line;
   struct AbortArea;
 
+  static int store_class(size_t bytes) { return 63 - __builtin_clzll(static_cast<unsigned long long>(bytes | 1)); }
   void check_usable(const Op& op) const;
   [[noreturn]] void fail(const Op& op, ErrorKind kind, const std::string& message);
   void mark_aborted(const std::string& message);
@@ -157,9 +240,11 @@ class ShmTransport {
 
   void reduce_any(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root);
   // root < 0: every rank receives the result (allreduce); otherwise only local rank root (reduce).
-  void reduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root);
+  // stream: write the segment with non-temporal stores (ShmOptions::stores).
+  void reduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root,
+                    bool stream);
   void reduce_chunked(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop,
-                      int root);
+                      int root, bool stream);
 
   const int local_rank_;
   const int local_size_;
@@ -177,6 +262,7 @@ class ShmTransport {
   uint32_t posted_ = 0;           // phases this rank has posted (all ranks post the same sequence)
   uint32_t slot_free_[2] = {0, 0};  // my slot s may be rewritten once every peer posted this many
   uint64_t step_ = 0;             // steps so far; slot = step_ & 1
+  ShmStoreChoice stores_[64];     // by floor(log2(bytes)) of all-reduces and reduces (ShmOptions::stores kAuto)
   std::string broken_;
 };
 
