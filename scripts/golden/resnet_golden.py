@@ -29,7 +29,7 @@ Writes to java/src/test/resources/golden/:
   /usr/bin/python3 scripts/golden/resnet_golden.py
 
 Also writes torchvision's freshly initialised weights as a safetensors file (Debian's torch 1.13 has
-no safetensors package; save_safetensors below writes the same format), e.g. for
+no safetensors package; safetensors_writer.save_safetensors writes the same format), e.g. for
 ResNet.loadTorchvisionWeights or ResNetSynthetic --weights:
 
   /usr/bin/python3 scripts/golden/resnet_golden.py --export resnet50 /tmp/resnet50.safetensors [--num-classes 1000]
@@ -39,35 +39,19 @@ import argparse
 import json
 import math
 import os
-import struct
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torchvision
 
+from safetensors_writer import save_safetensors
+
 GOLDEN = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "java", "src", "test",
                                        "resources", "golden"))
-DTYPES = {torch.float32: "F32", torch.int64: "I64"}
 M = np.uint64(0xFFFFFFFF)
 INPUT_TENSOR = 1000
 HEAD = 8
-
-
-def save_safetensors(tensors, path, metadata=None):
-    """safetensors.torch.save_file's layout: 8-byte little-endian header length, JSON header padded with
-    spaces so the data starts at a multiple of 8, then each tensor little-endian in header order."""
-    header, offset, blobs = ({"__metadata__": metadata} if metadata else {}), 0, []
-    for name, t in tensors.items():
-        a = t.detach().contiguous().numpy()
-        data = a.astype(a.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-(8 + len(text)) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 def uniform(n, t):

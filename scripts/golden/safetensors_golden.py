@@ -5,7 +5,7 @@ values), written in the safetensors format from Python, and what the model compu
 
 Writes to java/src/test/resources/golden/:
 - convnet_state_dict.safetensors: model.state_dict() with metadata {"format": "pt"}, written by
-  safetensors.torch.save_file when the safetensors package is installed, else by save_file below
+  safetensors.torch.save_file when the safetensors package is installed, else by safetensors_writer.save_safetensors
   (struct + json, the same layout: 8-byte little-endian header length, JSON header padded with
   spaces to 8 bytes, little-endian data in header order);
 - convnet_state_dict.json: each tensor's shape and first values (head.<name>), two test images
@@ -15,14 +15,14 @@ Run from anywhere:  /usr/bin/python3 scripts/golden/safetensors_golden.py   (nee
 """
 import json
 import os
-import struct
 
 import torch
 import torch.nn as nn
 
+from safetensors_writer import save_safetensors
+
 GOLDEN = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "java", "src", "test",
                                        "resources", "golden"))
-DTYPES = {torch.float32: "F32", torch.int64: "I64"}
 
 
 class ConvNet(nn.Module):
@@ -35,20 +35,6 @@ class ConvNet(nn.Module):
     def forward(self, x):
         out = self.layer2(self.layer1(x))
         return self.fc(out.reshape(out.size(0), -1))
-
-
-def save_file(tensors, path, metadata):
-    """safetensors.torch.save_file's layout, with the standard library and torch only."""
-    header, offset, blobs = {"__metadata__": metadata}, 0, []
-    for name, t in tensors.items():
-        data = t.detach().contiguous().numpy().astype(t.numpy().dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-(8 + len(text)) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 def values(t):
@@ -78,7 +64,7 @@ def main():
         from safetensors.torch import save_file as official_save_file
         official_save_file(state, path, metadata={"format": "pt"})
     except ImportError:
-        save_file(state, path, {"format": "pt"})
+        save_safetensors(state, path, {"format": "pt"})
     out = {"keys": list(state.keys()),
            "images": {"shape": list(test.shape), "data": values(test)},
            "logits": {"shape": list(logits.shape), "data": values(logits)}}
