@@ -1,6 +1,8 @@
 // ctest: the caching CPU allocator: freed blocks are reused without new system allocations, bytes
 // in use stay the requested bytes of live storages, large blocks cost their own pages, the cache is
 // bounded and can be emptied.
+#include <cstdio>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -8,6 +10,19 @@
 #include "test_util.h"
 
 using namespace ddp4j;
+
+/** This process's resident set size in KiB (VmRSS in /proc/self/status), -1 if unreadable. */
+static long rss_kib() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kib = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "VmRSS:", 6) == 0) kib = std::atol(line + 6);
+  }
+  std::fclose(f);
+  return kib;
+}
 
 int main() {
   Allocator& cpu = get_allocator(DeviceType::CPU);
@@ -93,6 +108,27 @@ int main() {
     { Tensor t = Tensor::empty({3 * mib / 4}, DType::Float32); }
     CHECK(native_bytes_cached(DeviceType::CPU) == 0);
     cpu.set_cache_limit(old_limit);
+  }
+  // Emptying the cache really gives large blocks back: the resident set shrinks by their pages,
+  // even with a small live block allocated after them. (glibc serves 8 MiB from its heap once a
+  // freed mapping has raised its mmap threshold, as above, and cannot trim below a live chunk.)
+  {
+    cpu.empty_cache();
+    const int64_t n = (int64_t{8} << 20) / 4;
+    Tensor pin;
+    {
+      std::vector<Tensor> blocks;
+      for (int i = 0; i < 8; ++i) {
+        blocks.push_back(Tensor::empty({n}, DType::Float32));
+        std::memset(blocks.back().raw_data(), 1, static_cast<size_t>(n) * 4);  // touch every page
+      }
+      pin = Tensor::empty({256}, DType::Float32);
+    }
+    long cached_rss = rss_kib();
+    CHECK(native_bytes_cached(DeviceType::CPU) >= 8 * n * 4);
+    cpu.empty_cache();
+    long emptied_rss = rss_kib();
+    CHECK(cached_rss - emptied_rss >= 60 * 1024);
   }
   // Threads allocating and freeing concurrently leave the counters balanced.
   {
