@@ -520,12 +520,16 @@ public final class Tensor implements AutoCloseable {
         if (numel != 1) {
             throw new IllegalStateException("backward() needs a scalar (e.g. a loss); got shape " + Arrays.toString(shape));
         }
-        Autograd.backward(this, full(1, dtype, device, shape));
+        Autograd.backward(this, full(1, dtype, device, shape), true);
     }
 
-    /** Backward from this tensor with an explicit output gradient of the same shape. */
+    /**
+     * Backward from this tensor with an explicit output gradient of the same shape (left open: the
+     * caller owns it). Gradients of non-leaf tensors are freed as soon as backward has used them,
+     * as PyTorch does; only leaves' {@link #grad()} remain.
+     */
     public void backward(Tensor gradOutput) {
-        Autograd.backward(this, gradOutput);
+        Autograd.backward(this, gradOutput, false);
     }
 
     // ---- differentiable ops -------------------------------------------------------------------------
