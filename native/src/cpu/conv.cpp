@@ -4,23 +4,23 @@
 // Per group g (input channels [g*Cg, (g+1)*Cg), output channels [g*Kg, (g+1)*Kg)) the forward is
 // y_g[Kg, PQ] = W_g[Kg, Cg*R*S] · col_g[Cg*R*S, PQ], where col is the unfolded input (im2col). A
 // 1x1 stride-1 unpadded convolution needs no unfolding: an NCHW image already is the [C, HW]
-// matrix. Two plans, by output size (see kSmallPQ):
+// matrix, and gy[n] the [K, PQ] one, so its GEMMs read and write the tensors as they are.
 //
-//  - per image (large outputs, the early ResNet layers): the forward splits into (image, block of
-//    output rows) units whose unfolded block stays in cache and whose GEMM writes straight into
-//    y. The backward runs fixed chunks of images (the count depends on the shapes only): each
-//    chunk sums its weight gradient into a partial of its own and computes its images' input
-//    gradients (gcol = W_gᵀ · gy, then col2im); the partials are added in chunk order.
-//  - batched (small outputs, e.g. 14x14 and 7x7 with many channels, where one image gives too
-//    narrow a GEMM): up to kBatchColFloats of images are unfolded side by side into
-//    col[C*R*S, m*PQ] (in parallel over images) and gy is laid out as [K, m*PQ]; then the GEMMs
-//    are cut into fixed output blocks, one thread per block: forward y' = W · col, weight
-//    gradient gW (+)= gy' · colᵀ accumulated over the batch chunks in order, input gradient
-//    gcol = Wᵀ · gy' folded back per image.
+//  - forward: (image, block of output rows) units, one thread each; the unfolded block stays in
+//    cache and the GEMM writes straight into y.
+//  - input gradient: one image per unit: gcol = W_gᵀ · gy-block, folded back (col2im) in block
+//    order; pointwise: gx[n] = W_gᵀ · gy[n] directly.
+//  - weight gradient, large outputs (early ResNet layers, small weights): fixed chunks of images
+//    (their count depends on the shapes only), each summing gy · colᵀ into a partial of its own;
+//    the partials are added in chunk order.
+//  - weight gradient, small outputs (14x14, 7x7 with large weights, where per-image GEMMs are
+//    thin and partials big): batch chunks of images are unfolded side by side into
+//    col[C*R*S, m*PQ] and gy laid out as [K, m*PQ], then gW is cut into fixed blocks, one thread
+//    per block, accumulating the batch chunks in order.
 //
-// Each output element is therefore computed by one GEMM call or one fixed chunk, in an order fixed
-// by the shapes. OpenBLAS is called from our threads and must itself run single-threaded.
-// Stride-1 dense convolutions on CPUs with AVX-512 take the direct kernels of conv_direct.cpp.
+// Each output element is thus computed by one GEMM call or one fixed chunk, in an order fixed by
+// the shapes. OpenBLAS is called from our threads and must itself run single-threaded.
+// Stride-1 dense convolutions with few channels take the direct AVX-512 kernels of conv_direct.cpp.
 #include <cblas.h>
 
 #include <algorithm>
@@ -35,22 +35,21 @@
 namespace ddp4j::cpu {
 namespace {
 
-// Outputs with fewer pixels than this per image use the batched plan: one image alone would give
-// GEMMs fewer than kSmallPQ columns wide.
+// Outputs with fewer pixels than this per image take the batched weight gradient: one image
+// alone would give GEMMs with fewer than kSmallPQ terms per sum.
 constexpr int64_t kSmallPQ = 256;
-// Per-image plan: output rows per block such that the unfolded block holds at most this many
-// floats (1 MiB, about one core's L2), but at least kMinBlockCols columns and one row.
+// Output rows per block such that the unfolded block holds at most this many floats (1 MiB,
+// about one core's L2), but at least kMinBlockCols columns and one row.
 constexpr int64_t kBlockColFloats = int64_t{1} << 18;
 constexpr int64_t kMinBlockCols = 256;
-// Per-image plan, backward: at most this many chunks of images, each with its own weight-gradient
-// partial, and at most kPartialFloats floats of partials in all (at least one chunk).
+// Per-image weight gradient: at most this many chunks of images, each with its own partial, and
+// at most kPartialFloats floats of partials in all (at least one chunk).
 constexpr int64_t kMaxWeightChunks = 16;
 constexpr int64_t kPartialFloats = int64_t{1} << 22;
-// Batched plan: images per batch chunk such that col[C*R*S, m*PQ] holds at most this many floats
-// (16 MiB; at least one image), and the output blocks of its GEMMs.
+// Batched weight gradient: images per batch chunk such that col[C*R*S, m*PQ] holds at most this
+// many floats (16 MiB; at least one image), and the gW block each thread computes.
 constexpr int64_t kBatchColFloats = int64_t{1} << 22;
-constexpr int64_t kBlockRows = 128;  // GEMM rows (output channels, or C*R*S rows) per block
-constexpr int64_t kBlockCols = 512;  // GEMM columns (pixels of the batch chunk) per block
+constexpr int64_t kGwBlock = 128;  // rows (output channels) and columns (C*R*S) per gW block
 
 /** Private to one thread: its unfolded block. */
 struct ThreadWorkspace {
@@ -64,9 +63,9 @@ ThreadWorkspace& thread_workspace() {
 
 /** Owned by the calling thread, shared with the workers of one call. */
 struct CallWorkspace {
-  std::vector<float> col;       // batched plan: [C*R*S, m*PQ]
-  std::vector<float> tmp;       // batched plan: y' or gy' as [K, m*PQ]
-  std::vector<float> partials;  // per-image plan: [chunks, K*Cg*R*S]
+  std::vector<float> col;       // batched weight gradient: [C*R*S, m*PQ]
+  std::vector<float> tmp;       // batched weight gradient: gy' as [K, m*PQ]
+  std::vector<float> partials;  // per-image weight gradient: [chunks, K*Cg*R*S]
 };
 
 CallWorkspace& call_workspace() {
@@ -184,7 +183,7 @@ bool direct_geometry(const Dims& d, direct::Geometry& out) {
 
 bool batched_plan(const Dims& d) { return d.pq() < kSmallPQ && d.N > 1; }
 
-/** Per-image plan: output rows per block (the whole image for pointwise convolutions). */
+/** Output rows per unfolded block (the whole image for pointwise convolutions, which unfold nothing). */
 int64_t block_rows(const Dims& d) {
   if (d.pointwise()) return d.P;
   const int64_t by_cache = kBlockColFloats / std::max<int64_t>(1, d.crs() * d.Q);
@@ -192,7 +191,7 @@ int64_t block_rows(const Dims& d) {
   return std::clamp<int64_t>(std::max(by_cache, by_width), 1, d.P);
 }
 
-/** Batched plan: images per batch chunk. */
+/** Batched weight gradient: images per batch chunk. */
 int64_t batch_images(const Dims& d) {
   return std::clamp<int64_t>(kBatchColFloats / std::max<int64_t>(1, d.C * d.R * d.S * d.pq()), 1, d.N);
 }
@@ -232,53 +231,16 @@ void forward_per_image(const Dims& d, const float* px, const float* pw, const fl
   });
 }
 
-/** Batched plan: unfolds images n0..n0+m into col[C*R*S, m*PQ] (image i at column i*PQ). */
-void unfold_chunk(const Dims& d, const float* px, int64_t n0, int64_t m, float* col) {
-  const int64_t ld = m * d.pq();
-  parallel_for(0, m, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) im2col(px + (n0 + i) * d.chw(), d, d.C, 0, d.P, col + i * d.pq(), ld);
-  });
-}
-
-/**
- * Runs fn(g, r0, r1, c0, c1) over fixed blocks of a G x rows x cols output (kBlockRows x
- * kBlockCols each, per group), one thread per block.
- */
+/** Runs fn(g, r0, r1, c0, c1) over fixed kGwBlock-square blocks of G [rows, cols] outputs, one thread per block. */
 template <typename Fn>
 void for_blocks(int64_t G, int64_t rows, int64_t cols, const Fn& fn) {
-  const int64_t rb = ceil_div(rows, kBlockRows), cb = ceil_div(cols, kBlockCols);
+  const int64_t rb = ceil_div(rows, kGwBlock), cb = ceil_div(cols, kGwBlock);
   parallel_for(0, G * rb * cb, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t g = u / (rb * cb), r = u / cb % rb, c = u % cb;
-      fn(g, r * kBlockRows, std::min(rows, (r + 1) * kBlockRows), c * kBlockCols, std::min(cols, (c + 1) * kBlockCols));
+      fn(g, r * kGwBlock, std::min(rows, (r + 1) * kGwBlock), c * kGwBlock, std::min(cols, (c + 1) * kGwBlock));
     }
   });
-}
-
-void forward_batched(const Dims& d, const float* px, const float* pw, const float* pb, float* py) {
-  const int64_t crs = d.crs(), pq = d.pq(), kg = d.kg(), nb = batch_images(d);
-  CallWorkspace& ws = call_workspace();
-  float* col = grow(ws.col, d.C * d.R * d.S * nb * pq);
-  float* tmp = grow(ws.tmp, d.K * nb * pq);
-  for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
-    const int64_t m = std::min(nb, d.N - n0), ld = m * pq;
-    unfold_chunk(d, px, n0, m, col);
-    // y'[K, m*PQ] = W_g · col_g per group, in blocks of output channels x pixels.
-    for_blocks(d.G, kg, ld, [&](int64_t g, int64_t k0, int64_t k1, int64_t c0, int64_t c1) {
-      sgemm(CblasNoTrans, CblasNoTrans, k1 - k0, c1 - c0, crs, pw + (g * kg + k0) * crs, crs,
-            col + g * crs * ld + c0, ld, 0.f, tmp + (g * kg + k0) * ld + c0, ld);
-    });
-    parallel_for(0, m, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        for (int64_t k = 0; k < d.K; ++k) {
-          const float b = pb ? pb[k] : 0.f;
-          const float* src = tmp + k * ld + i * pq;
-          float* dst = py + ((n0 + i) * d.K + k) * pq;
-          for (int64_t j = 0; j < pq; ++j) dst[j] = src[j] + b;
-        }
-      }
-    });
-  }
 }
 
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const kernels::Conv2dGeometry& g) {
@@ -288,8 +250,6 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y
   direct::Geometry dg;
   if (direct_geometry(d, dg) && direct::forward_supported(dg)) {
     direct::forward(x.data<float>(), w.data<float>(), pb, y.data<float>(), dg);
-  } else if (batched_plan(d)) {
-    forward_batched(d, x.data<float>(), w.data<float>(), pb, y.data<float>());
   } else {
     forward_per_image(d, x.data<float>(), w.data<float>(), pb, y.data<float>());
   }
@@ -318,10 +278,39 @@ void bias_grad(const Dims& d, const float* pgy, float* pgb) {
   });
 }
 
-void backward_per_image(const Dims& d, const float* pgy, const float* px, const float* pw, float* pgx, float* pgw) {
+/** gx[n] = col2im(W_gᵀ · gy[n]) per group, or W_gᵀ · gy[n] itself for pointwise: one thread per image. */
+void input_grad(const Dims& d, const float* pgy, const float* pw, float* pgx) {
+  const int64_t crs = d.crs(), pq = d.pq(), cg = d.cg(), kg = d.kg(), rows = block_rows(d);
+  parallel_for(0, d.N, 1, [&](int64_t n0, int64_t n1) {
+    float* col = d.pointwise() ? nullptr : grow(thread_workspace().col, crs * rows * d.Q);
+    for (int64_t n = n0; n < n1; ++n) {
+      if (!d.pointwise()) std::fill_n(pgx + n * d.chw(), d.chw(), 0.f);
+      for (int64_t g = 0; g < d.G; ++g) {
+        const float* wg = pw + g * kg * crs;
+        float* gxg = pgx + n * d.chw() + g * cg * d.hw();
+        for (int64_t p0 = 0; p0 < d.P; p0 += rows) {
+          const int64_t p1 = std::min(d.P, p0 + rows), cols = (p1 - p0) * d.Q;
+          const float* gyb = pgy + (n * d.K + g * kg) * pq + p0 * d.Q;  // [Kg, cols], row stride PQ
+          if (d.pointwise()) {
+            sgemm(CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, gxg + p0 * d.Q, pq);
+          } else {
+            sgemm(CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, col, cols);
+            col2im(col, cols, d, cg, p0, p1, gxg);
+          }
+        }
+      }
+    }
+  });
+}
+
+/**
+ * Weight gradient for large outputs: fixed chunks of images (the count depends on the shapes
+ * only), each summing gy[n] · col[n]ᵀ into a partial of its own; the partials are added in chunk
+ * order.
+ */
+void weight_grad_per_image(const Dims& d, const float* pgy, const float* px, float* pgw) {
   const int64_t crs = d.crs(), pq = d.pq(), cg = d.cg(), kg = d.kg(), wn = d.K * crs;
   const int64_t rows = block_rows(d);
-  // Chunk c holds images [c*N/chunks, (c+1)*N/chunks); the count depends on the shapes only.
   const int64_t chunks = std::clamp<int64_t>(kPartialFloats / std::max<int64_t>(1, wn), 1,
                                              std::min(d.N, kMaxWeightChunks));
   float* partials = chunks > 1 ? grow(call_workspace().partials, chunks * wn) : pgw;
@@ -329,16 +318,12 @@ void backward_per_image(const Dims& d, const float* pgy, const float* px, const 
     float* col = d.pointwise() ? nullptr : grow(thread_workspace().col, crs * rows * d.Q);
     for (int64_t c = c0; c < c1; ++c) {
       float* gwc = partials + c * wn;
-      const int64_t first = c * d.N / chunks, last = (c + 1) * d.N / chunks;
+      const int64_t first = c * d.N / chunks, last = (c + 1) * d.N / chunks;  // chunk c's images
       for (int64_t n = first; n < last; ++n) {
-        if (pgx && !d.pointwise()) std::fill_n(pgx + n * d.chw(), d.chw(), 0.f);
         for (int64_t g = 0; g < d.G; ++g) {
           const float* xg = px + n * d.chw() + g * cg * d.hw();
-          const float* wg = pw + g * kg * crs;
-          float* gxg = pgx ? pgx + n * d.chw() + g * cg * d.hw() : nullptr;
           for (int64_t p0 = 0; p0 < d.P; p0 += rows) {
             const int64_t p1 = std::min(d.P, p0 + rows), cols = (p1 - p0) * d.Q;
-            const float* gyb = pgy + (n * d.K + g * kg) * pq + p0 * d.Q;  // [Kg, cols], row stride PQ
             const float* xb = xg + p0 * d.Q;
             int64_t ldx = pq;
             if (!d.pointwise()) {
@@ -346,16 +331,9 @@ void backward_per_image(const Dims& d, const float* pgy, const float* px, const 
               xb = col;
               ldx = cols;
             }
-            // gW_g[Kg, CRS] (+)= gy-block · colᵀ
-            sgemm(CblasNoTrans, CblasTrans, kg, crs, cols, gyb, pq, xb, ldx, n == first && p0 == 0 ? 0.f : 1.f,
-                  gwc + g * kg * crs, crs);
-            if (!gxg) continue;
-            if (d.pointwise()) {  // gx_g[Cg, HW] block = W_gᵀ · gy-block
-              sgemm(CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, gxg + p0 * d.Q, pq);
-            } else {  // gcol = W_gᵀ · gy-block over col (used above already), then folded back
-              sgemm(CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, col, cols);
-              col2im(col, cols, d, cg, p0, p1, gxg);
-            }
+            // gW_g[Kg, CRS] (+)= gy-block[Kg, cols] · colᵀ
+            sgemm(CblasNoTrans, CblasTrans, kg, crs, cols, pgy + (n * d.K + g * kg) * pq + p0 * d.Q, pq, xb, ldx,
+                  n == first && p0 == 0 ? 0.f : 1.f, gwc + g * kg * crs, crs);
           }
         }
       }
@@ -372,7 +350,11 @@ void backward_per_image(const Dims& d, const float* pgy, const float* px, const 
   }
 }
 
-void backward_batched(const Dims& d, const float* pgy, const float* px, const float* pw, float* pgx, float* pgw) {
+/**
+ * Weight gradient for small outputs: batch chunks of images unfolded side by side, then
+ * gW_g (+)= gy'_g · col_gᵀ in fixed blocks of gW, one thread per block, the chunks in order.
+ */
+void weight_grad_batched(const Dims& d, const float* pgy, const float* px, float* pgw) {
   const int64_t crs = d.crs(), pq = d.pq(), kg = d.kg(), nb = batch_images(d);
   CallWorkspace& ws = call_workspace();
   float* col = grow(ws.col, d.C * d.R * d.S * nb * pq);
@@ -388,24 +370,10 @@ void backward_batched(const Dims& d, const float* pgy, const float* px, const fl
         }
       }
     });
-    // gW_g[Kg, CRS] (+)= gy'_g · col_gᵀ, in blocks of output channels x CRS; chunks in order.
     const float beta = n0 == 0 ? 0.f : 1.f;
     for_blocks(d.G, kg, crs, [&](int64_t g, int64_t k0, int64_t k1, int64_t r0, int64_t r1) {
       sgemm(CblasNoTrans, CblasTrans, k1 - k0, r1 - r0, ld, gyt + (g * kg + k0) * ld, ld, col + (g * crs + r0) * ld,
             ld, beta, pgw + (g * kg + k0) * crs + r0, crs);
-    });
-    if (!pgx) continue;
-    // gcol_g[CRS, m*PQ] = W_gᵀ · gy'_g over col (the weight GEMMs above have returned), then folded.
-    for_blocks(d.G, crs, ld, [&](int64_t g, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-      sgemm(CblasTrans, CblasNoTrans, r1 - r0, c1 - c0, kg, pw + g * kg * crs + r0, crs, gyt + g * kg * ld + c0, ld,
-            0.f, col + (g * crs + r0) * ld + c0, ld);
-    });
-    parallel_for(0, m, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        float* gxn = pgx + (n0 + i) * d.chw();
-        std::fill_n(gxn, d.chw(), 0.f);
-        col2im(col + i * pq, ld, d, d.C, 0, d.P, gxn);
-      }
     });
   }
 }
@@ -428,10 +396,11 @@ void conv2d_backward(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor&
     return;
   }
   if (pgb) bias_grad(d, gy.data<float>(), pgb);
+  if (pgx) input_grad(d, gy.data<float>(), w.data<float>(), pgx);
   if (batched_plan(d)) {
-    backward_batched(d, gy.data<float>(), x.data<float>(), w.data<float>(), pgx, pgw);
+    weight_grad_batched(d, gy.data<float>(), x.data<float>(), pgw);
   } else {
-    backward_per_image(d, gy.data<float>(), x.data<float>(), w.data<float>(), pgx, pgw);
+    weight_grad_per_image(d, gy.data<float>(), x.data<float>(), pgw);
   }
 }
 

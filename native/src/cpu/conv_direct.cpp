@@ -423,10 +423,16 @@ bool enabled() { return enabled_flag().load(std::memory_order_relaxed); }
 
 void set_enabled(bool on) { enabled_flag().store(on && __builtin_cpu_supports("avx512f")); }
 
-bool forward_supported(const Geometry& g) { return g.K >= 8; }
+bool forward_supported(const Geometry& g) {
+  // 1x1 kernels are plain GEMMs, which OpenBLAS does better; so are many channels on narrow rows
+  // (ResNet's 3x3 layers at 14x14 and 7x7: ~20 vs ~65 GFLOP/s at 512 channels, 7x7).
+  return g.K >= 8 && g.R * g.S > 1 && (g.Q >= 28 || g.C * g.K <= 64 * 64);
+}
 
 bool backward_supported(const Geometry& g, bool need_gx) {
-  return g.K >= 8 && g.S <= kMaxS && (!need_gx || (g.C >= 8 && g.ph <= g.R - 1 && g.pw <= g.S - 1));
+  // Beyond the two-conv net's channel counts the GEMM path's blocked weight gradient wins.
+  return g.K >= 8 && g.S <= kMaxS && g.R * g.S > 1 && g.C * g.K <= 64 * 64 &&
+         (!need_gx || (g.C >= 8 && g.ph <= g.R - 1 && g.pw <= g.S - 1));
 }
 
 void forward(const float* x, const float* w, const float* b, float* y, const Geometry& g) {

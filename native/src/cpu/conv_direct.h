@@ -16,10 +16,14 @@ bool enabled();
 void set_enabled(bool on);
 /**
  * Whether forward() pays off: channels are padded to a multiple of 16, so fewer than 8 output
- * channels would waste most of each vector (im2col + GEMM does better there).
+ * channels would waste most of each vector, and 1x1 kernels or many channels on narrow rows are
+ * GEMMs that OpenBLAS does better (im2col + GEMM there).
  */
 bool forward_supported(const Geometry& g);
-/** Likewise for backward(); the input gradient's output channels are the C input channels. */
+/**
+ * Likewise for backward() (the input gradient's output channels are the C input channels); it
+ * pays off for few channels (C * K <= 4096), as in the two-conv net.
+ */
 bool backward_supported(const Geometry& g, bool need_gx);
 
 /** y = conv(x, w) + b (b may be null). */
