@@ -139,6 +139,8 @@ void im2col(const float* x, const Dims& d, int64_t nc, int64_t p0, int64_t p1, f
           std::fill_n(out, lo, 0.f);
           if (d.sw == 1) {
             std::memcpy(out + lo, in + lo, static_cast<size_t>(hi - lo) * sizeof(float));
+          } else if (d.sw == 2) {  // ResNet's strided convolutions: a constant stride vectorises
+            for (int64_t q = lo; q < hi; ++q) out[q] = in[2 * q];
           } else {
             for (int64_t q = lo; q < hi; ++q) out[q] = in[q * d.sw];
           }
@@ -165,6 +167,8 @@ void col2im(const float* col, int64_t ld, const Dims& d, int64_t nc, int64_t p0,
           float* out = gx + (c * d.H + h) * d.W + w0;
           if (d.sw == 1) {
             for (int64_t q = lo; q < hi; ++q) out[q] += in[q];
+          } else if (d.sw == 2) {
+            for (int64_t q = lo; q < hi; ++q) out[2 * q] += in[q];
           } else {
             for (int64_t q = lo; q < hi; ++q) out[q * d.sw] += in[q];
           }
