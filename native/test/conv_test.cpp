@@ -246,10 +246,13 @@ int main() {
     against_direct({2, 24, 17, 18, 20, 1, 1, 1, 1, 0, 0}, rng);
     against_direct({3, 8, 33, 34, 12, 1, 1, 2, 2, 0, 0}, rng);
     against_direct({2, 4, 40, 40, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2}, rng);  // several row blocks, 2 groups
-    // Batched plan (small outputs): several batch chunks and output blocks, groups and 1x1.
+    // Batched forward and gradients (outputs under 128 pixels): several batch chunks and output
+    // blocks, groups and 1x1.
     against_direct({5, 16, 6, 6, 136, 3, 3, 1, 1, 1, 1}, rng);
     against_direct({4, 12, 7, 7, 8, 1, 1, 1, 1, 0, 0, 1, 1, 4}, rng);
     against_direct({3, 300, 4, 4, 140, 3, 3, 2, 2, 1, 1}, rng);
+    // 12x12 outputs: input gradient per image, weight gradient batched.
+    against_direct({3, 8, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 2}, rng);
   }
   cpu::direct::set_enabled(true);
   // GEMM path: per-image plan (forward row blocks, backward weight chunks), pointwise, batched
@@ -258,6 +261,7 @@ int main() {
   thread_count_independent({7, 8, 40, 40, 16, 3, 3, 2, 2, 1, 1}, rng);
   thread_count_independent({5, 64, 20, 20, 32, 1, 1, 1, 1, 0, 0}, rng);
   thread_count_independent({9, 32, 7, 7, 48, 3, 3, 1, 1, 1, 1, 1, 1, 2}, rng);
+  thread_count_independent({5, 24, 12, 12, 40, 3, 3, 1, 1, 1, 1}, rng);
   cpu::direct::set_enabled(true);
   thread_count_independent({6, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2}, rng);
   errors();

@@ -10,6 +10,8 @@
 //    cache and the GEMM writes straight into y.
 //  - input gradient: one image per unit: gcol = W_gᵀ · gy-block, folded back (col2im) in block
 //    order; pointwise: gx[n] = W_gᵀ · gy[n] directly.
+//  - very small outputs (7x7): forward and input gradient as the weight gradient below, on batch
+//    chunks side by side, in fixed blocks of y' = W · col and gcol = Wᵀ · gy'.
 //  - weight gradient, large outputs (early ResNet layers, small weights): fixed chunks of images
 //    (their count depends on the shapes only), each summing gy · colᵀ into a partial of its own;
 //    the partials are added in chunk order.
@@ -38,6 +40,10 @@ namespace {
 // Outputs with fewer pixels than this per image take the batched weight gradient: one image
 // alone would give GEMMs with fewer than kSmallPQ terms per sum.
 constexpr int64_t kSmallPQ = 256;
+// Outputs with fewer pixels than this (7x7) also take the batched forward and input gradient: a
+// GEMM per image would be so thin that packing W for it costs ~25% of the time (ResNet's 7x7
+// layers: ~65 -> ~78 GFLOP/s forward on one core); at 14x14 both plans measured the same.
+constexpr int64_t kThinPQ = 128;
 // Output rows per block such that the unfolded block holds at most this many floats (1 MiB,
 // about one core's L2), but at least kMinBlockCols columns and one row.
 constexpr int64_t kBlockColFloats = int64_t{1} << 18;
@@ -50,6 +56,10 @@ constexpr int64_t kPartialFloats = int64_t{1} << 22;
 // many floats (16 MiB; at least one image), and the gW block each thread computes.
 constexpr int64_t kBatchColFloats = int64_t{1} << 22;
 constexpr int64_t kGwBlock = 128;  // rows (output channels) and columns (C*R*S) per gW block
+// Batched forward and input gradient: GEMM output rows (channels or C*R*S) x columns (pixels of
+// the batch chunk) per block. W's block is packed once per block instead of once per image.
+constexpr int64_t kBatchBlockRows = 256;
+constexpr int64_t kBatchBlockCols = 256;
 
 /** Private to one thread: its unfolded block. */
 struct ThreadWorkspace {
@@ -185,7 +195,10 @@ bool direct_geometry(const Dims& d, direct::Geometry& out) {
   return true;
 }
 
-bool batched_plan(const Dims& d) { return d.pq() < kSmallPQ && d.N > 1; }
+/** Whether the batched weight gradient applies (small outputs, several images). */
+bool batched_weight_grad(const Dims& d) { return d.pq() < kSmallPQ && d.N > 1; }
+/** Whether the batched forward and input gradient apply (very small outputs, several images). */
+bool batched_thin(const Dims& d) { return d.pq() < kThinPQ && d.N > 1; }
 
 /** Output rows per unfolded block (the whole image for pointwise convolutions, which unfold nothing). */
 int64_t block_rows(const Dims& d) {
@@ -235,16 +248,66 @@ void forward_per_image(const Dims& d, const float* px, const float* pw, const fl
   });
 }
 
-/** Runs fn(g, r0, r1, c0, c1) over fixed kGwBlock-square blocks of G [rows, cols] outputs, one thread per block. */
+/**
+ * Runs fn(g, r0, r1, c0, c1) over fixed blocks (rb rows x cb columns) of G [rows, cols] GEMM
+ * outputs, one thread per block.
+ */
 template <typename Fn>
-void for_blocks(int64_t G, int64_t rows, int64_t cols, const Fn& fn) {
-  const int64_t rb = ceil_div(rows, kGwBlock), cb = ceil_div(cols, kGwBlock);
-  parallel_for(0, G * rb * cb, 1, [&](int64_t u0, int64_t u1) {
+void for_blocks(int64_t G, int64_t rows, int64_t cols, int64_t rb, int64_t cb, const Fn& fn) {
+  const int64_t nr = ceil_div(rows, rb), nc = ceil_div(cols, cb);
+  parallel_for(0, G * nr * nc, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t g = u / (rb * cb), r = u / cb % rb, c = u % cb;
-      fn(g, r * kGwBlock, std::min(rows, (r + 1) * kGwBlock), c * kGwBlock, std::min(cols, (c + 1) * kGwBlock));
+      const int64_t g = u / (nr * nc), r = u / nc % nr, c = u % nc;
+      fn(g, r * rb, std::min(rows, (r + 1) * rb), c * cb, std::min(cols, (c + 1) * cb));
     }
   });
+}
+
+/**
+ * Small outputs: images n0..n0+m side by side, col[C*R*S, m*PQ] (image i at column i*PQ) from
+ * x, and, when gy is given, gy'[K, m*PQ] from gy; one thread per image.
+ */
+void unfold_chunk(const Dims& d, const float* px, const float* pgy, int64_t n0, int64_t m, float* col, float* gyt) {
+  const int64_t pq = d.pq(), ld = m * pq;
+  parallel_for(0, m, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      if (px) im2col(px + (n0 + i) * d.chw(), d, d.C, 0, d.P, col + i * pq, ld);
+      if (!pgy) continue;
+      for (int64_t k = 0; k < d.K; ++k) {
+        std::memcpy(gyt + k * ld + i * pq, pgy + ((n0 + i) * d.K + k) * pq, static_cast<size_t>(pq) * sizeof(float));
+      }
+    }
+  });
+}
+
+/**
+ * Small outputs: y'[K, m*PQ] = W_g · col_g for batch chunks of m images, in fixed blocks of output
+ * channels x pixels (W is packed once per block, not once per thin image), then y = y' + b.
+ */
+void forward_batched(const Dims& d, const float* px, const float* pw, const float* pb, float* py) {
+  const int64_t crs = d.crs(), pq = d.pq(), kg = d.kg(), nb = batch_images(d);
+  CallWorkspace& ws = call_workspace();
+  float* col = grow(ws.col, d.C * d.R * d.S * nb * pq);
+  float* tmp = grow(ws.tmp, d.K * nb * pq);
+  for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
+    const int64_t m = std::min(nb, d.N - n0), ld = m * pq;
+    unfold_chunk(d, px, nullptr, n0, m, col, nullptr);
+    for_blocks(d.G, kg, ld, kBatchBlockRows, kBatchBlockCols, [&](int64_t g, int64_t k0, int64_t k1, int64_t c0,
+                                                                 int64_t c1) {
+      sgemm(CblasNoTrans, CblasNoTrans, k1 - k0, c1 - c0, crs, pw + (g * kg + k0) * crs, crs, col + g * crs * ld + c0,
+            ld, 0.f, tmp + (g * kg + k0) * ld + c0, ld);
+    });
+    parallel_for(0, m, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        for (int64_t k = 0; k < d.K; ++k) {
+          const float b = pb ? pb[k] : 0.f;
+          const float* src = tmp + k * ld + i * pq;
+          float* dst = py + ((n0 + i) * d.K + k) * pq;
+          for (int64_t j = 0; j < pq; ++j) dst[j] = src[j] + b;
+        }
+      }
+    });
+  }
 }
 
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const kernels::Conv2dGeometry& g) {
@@ -254,6 +317,8 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y
   direct::Geometry dg;
   if (direct_geometry(d, dg) && direct::forward_supported(dg)) {
     direct::forward(x.data<float>(), w.data<float>(), pb, y.data<float>(), dg);
+  } else if (batched_thin(d)) {
+    forward_batched(d, x.data<float>(), w.data<float>(), pb, y.data<float>());
   } else {
     forward_per_image(d, x.data<float>(), w.data<float>(), pb, y.data<float>());
   }
@@ -355,29 +420,36 @@ void weight_grad_per_image(const Dims& d, const float* pgy, const float* px, flo
 }
 
 /**
- * Weight gradient for small outputs: batch chunks of images unfolded side by side, then
- * gW_g (+)= gy'_g · col_gᵀ in fixed blocks of gW, one thread per block, the chunks in order.
+ * Small outputs, batch chunks of m images side by side: gW_g (+)= gy'_g · col_gᵀ in fixed blocks
+ * of gW (the chunks accumulated in order), then, when gx is wanted, gcol_g = W_gᵀ · gy'_g in fixed
+ * blocks over col, folded back per image.
  */
-void weight_grad_batched(const Dims& d, const float* pgy, const float* px, float* pgw) {
+void backward_batched(const Dims& d, const float* pgy, const float* px, const float* pw, float* pgx, float* pgw) {
   const int64_t crs = d.crs(), pq = d.pq(), kg = d.kg(), nb = batch_images(d);
   CallWorkspace& ws = call_workspace();
   float* col = grow(ws.col, d.C * d.R * d.S * nb * pq);
   float* gyt = grow(ws.tmp, d.K * nb * pq);
   for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
     const int64_t m = std::min(nb, d.N - n0), ld = m * pq;
-    // col = the chunk's images unfolded side by side; gy' [K, m*PQ] = the chunk's gy, likewise.
-    parallel_for(0, m, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        im2col(px + (n0 + i) * d.chw(), d, d.C, 0, d.P, col + i * pq, ld);
-        for (int64_t k = 0; k < d.K; ++k) {
-          std::memcpy(gyt + k * ld + i * pq, pgy + ((n0 + i) * d.K + k) * pq, static_cast<size_t>(pq) * sizeof(float));
-        }
-      }
-    });
+    unfold_chunk(d, px, pgy, n0, m, col, gyt);
     const float beta = n0 == 0 ? 0.f : 1.f;
-    for_blocks(d.G, kg, crs, [&](int64_t g, int64_t k0, int64_t k1, int64_t r0, int64_t r1) {
+    for_blocks(d.G, kg, crs, kGwBlock, kGwBlock, [&](int64_t g, int64_t k0, int64_t k1, int64_t r0, int64_t r1) {
       sgemm(CblasNoTrans, CblasTrans, k1 - k0, r1 - r0, ld, gyt + (g * kg + k0) * ld, ld, col + (g * crs + r0) * ld,
             ld, beta, pgw + (g * kg + k0) * crs + r0, crs);
+    });
+    if (!pgx) continue;
+    // col is free again (the weight GEMMs have returned): gcol goes there.
+    for_blocks(d.G, crs, ld, kBatchBlockRows, kBatchBlockCols, [&](int64_t g, int64_t r0, int64_t r1, int64_t c0,
+                                                                  int64_t c1) {
+      sgemm(CblasTrans, CblasNoTrans, r1 - r0, c1 - c0, kg, pw + g * kg * crs + r0, crs, gyt + g * kg * ld + c0, ld,
+            0.f, col + (g * crs + r0) * ld + c0, ld);
+    });
+    parallel_for(0, m, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        float* gxn = pgx + (n0 + i) * d.chw();
+        std::fill_n(gxn, d.chw(), 0.f);
+        col2im(col + i * pq, ld, d, d.C, 0, d.P, gxn);
+      }
     });
   }
 }
@@ -400,9 +472,13 @@ void conv2d_backward(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor&
     return;
   }
   if (pgb) bias_grad(d, gy.data<float>(), pgb);
+  if (batched_thin(d)) {
+    backward_batched(d, gy.data<float>(), x.data<float>(), w.data<float>(), pgx, pgw);
+    return;
+  }
   if (pgx) input_grad(d, gy.data<float>(), w.data<float>(), pgx);
-  if (batched_plan(d)) {
-    weight_grad_batched(d, gy.data<float>(), x.data<float>(), pgw);
+  if (batched_weight_grad(d)) {
+    backward_batched(d, gy.data<float>(), x.data<float>(), w.data<float>(), nullptr, pgw);
   } else {
     weight_grad_per_image(d, gy.data<float>(), x.data<float>(), pgw);
   }
