@@ -49,7 +49,7 @@ cd "$work"
 echo "artifact-check: building a fresh project in $work (mvn -o -q package)"
 mvn -o -q -B package -DskipTests > build.log 2>&1 || { cat build.log >&2; fail "the fresh project does not build offline"; }
 
-unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS   # the launcher's warning about them must reach stderr
+unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS   # the workers' default threads: the launcher's line must say it
 cp_form=(java -cp "target/app.jar:target/libs/*" org.ddp4j.launch.Launcher)
 jar_form=(java -jar "$launcher_jar" --classpath target/app.jar)
 
@@ -96,8 +96,9 @@ print("values match numpy:", fW.ravel(), fb)
 PY
 }
 
-check_launcher_err() {  # the launcher's own stderr lines: its warning printed, no SLF4J noise
-  grep -q "^ddp4j-run: warning: Setting OMP_NUM_THREADS" "$1" || { cat "$1" >&2; fail "$2: the launcher's warning is missing from stderr"; }
+check_launcher_err() {  # the launcher's own stderr lines: its threads line printed, no SLF4J noise
+  grep -q "^ddp4j-run: intra-op threads per worker: [0-9]* (.* CPUs / 2 workers on this node" "$1" \
+    || { cat "$1" >&2; fail "$2: the launcher's line on the workers' threads is missing from stderr"; }
   if grep -q "^SLF4J" "$1"; then cat "$1" >&2; fail "$2: the launcher printed SLF4J's warnings"; fi
 }
 

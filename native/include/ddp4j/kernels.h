@@ -76,14 +76,39 @@ using batch_norm2d_backward_fn = void (*)(const Tensor& gy, const Tensor& x, con
                                           const Tensor& save_mean, const Tensor& save_invstd, Tensor& gx,
                                           Tensor& ggamma, Tensor& gbeta);
 
-/** Pooling geometry (PyTorch's MaxPool2d with dilation 1, ceil_mode false). */
+/**
+ * Pooling geometry of torch.nn.MaxPool2d / AvgPool2d. Window (p, q) of the output covers input
+ * rows p * stride_h - pad_h + k * dilation_h for k in [0, kernel_h), likewise columns. ceil_mode
+ * only changes the output size, which ops.h computes (ops::pool2d_output_size) and the kernel
+ * reads from y.
+ */
 struct Pool2dGeometry {
   int kernel_h = 2, kernel_w = 2, stride_h = 2, stride_w = 2, pad_h = 0, pad_w = 0;
+  int dilation_h = 1, dilation_w = 1;
+  bool ceil_mode = false;
 };
 /** y[N, C, P, Q] = max over each window of x; indices (int64, same shape as y) = flat h*W+w of the max. */
 using max_pool2d_forward_fn = void (*)(const Tensor& x, Tensor& y, Tensor& indices, const Pool2dGeometry& g);
 /** gx = scatter-add of gy into the argmax positions; gx is overwritten. */
 using max_pool2d_backward_fn = void (*)(const Tensor& gy, const Tensor& indices, Tensor& gx);
+/**
+ * y[N, C, P, Q] = mean over each window of x[N, C, H, W] (dilation is 1), as torch.nn.AvgPool2d:
+ * the divisor is divisor_override when > 0, else the window's size clipped to the padded input
+ * (count_include_pad) or to the input (not count_include_pad). A window lying wholly in the padding
+ * gives 0.
+ */
+using avg_pool2d_forward_fn = void (*)(const Tensor& x, Tensor& y, const Pool2dGeometry& g, bool count_include_pad,
+                                       int64_t divisor_override);
+/** gx (overwritten) = each gy spread evenly (with the forward's divisor) over its window. */
+using avg_pool2d_backward_fn = void (*)(const Tensor& gy, Tensor& gx, const Pool2dGeometry& g,
+                                        bool count_include_pad, int64_t divisor_override);
+/**
+ * y[N, C, P, Q] = mean of x[N, C, H, W] over the windows of torch.nn.AdaptiveAvgPool2d: output row
+ * p covers input rows [floor(p H / P), ceil((p + 1) H / P)), likewise columns.
+ */
+using adaptive_avg_pool2d_forward_fn = void (*)(const Tensor& x, Tensor& y);
+/** gx (overwritten) = each gy spread evenly over its adaptive window (windows may overlap: summed). */
+using adaptive_avg_pool2d_backward_fn = void (*)(const Tensor& gy, Tensor& gx);
 
 // ---- losses -------------------------------------------------------------------------------------
 /** out (shape []) = mean((input - target)²). */

@@ -72,6 +72,22 @@ std::vector<Tensor> batch_norm2d_backward(const Tensor& gy, const Tensor& x, con
 std::vector<Tensor> max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& g);
 /** x_shape is the forward input's shape. */
 Tensor max_pool2d_backward(const Tensor& gy, const Tensor& indices, const Shape& x_shape);
+/**
+ * PyTorch's pooling_output_shape: floor (or ceil with ceil_mode) of (size + 2 pad - dilation
+ * (kernel - 1) - 1) / stride, plus 1; in ceil mode a last window that would start past the input
+ * and its left padding is dropped.
+ */
+int64_t pool2d_output_size(int64_t size, int kernel, int stride, int pad, int dilation, bool ceil_mode);
+/** torch.nn.functional.avg_pool2d: x[N, C, H, W] -> [N, C, P, Q]; divisor_override 0 means none. */
+Tensor avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& g, bool count_include_pad,
+                          int64_t divisor_override);
+/** x_shape is the forward input's shape. */
+Tensor avg_pool2d_backward(const Tensor& gy, const Shape& x_shape, const kernels::Pool2dGeometry& g,
+                           bool count_include_pad, int64_t divisor_override);
+/** torch.nn.functional.adaptive_avg_pool2d: x[N, C, H, W] -> [N, C, out_h, out_w]. */
+Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t out_h, int64_t out_w);
+/** x_shape is the forward input's shape. */
+Tensor adaptive_avg_pool2d_backward(const Tensor& gy, const Shape& x_shape);
 
 // ---- losses (src/core/ops_loss.cpp) -------------------------------------------------------------
 Tensor mse_loss_forward(const Tensor& input, const Tensor& target);

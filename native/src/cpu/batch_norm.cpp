@@ -2,7 +2,9 @@
 // float32 lanes, added in double), one pass that writes y = x * a + b with a = gamma * invstd,
 // b = beta - mean * a (PyTorch's CPU form). The backward is likewise two passes. Training passes
 // walk the tensor in memory order (image, channel, plane), one stream for the prefetcher, while
-// every channel still adds its planes in image order.
+// every channel still adds its planes in image order. Threads split the statistics by channel
+// (each channel's sums made by one thread, in that same order) and the element-wise passes by
+// plane, so results do not depend on the thread count.
 #include <immintrin.h>
 
 #include <cmath>
@@ -14,6 +16,7 @@
 
 #include "ddp4j/dispatch.h"
 #include "ddp4j/kernels.h"
+#include "ddp4j/parallel.h"
 
 namespace ddp4j::cpu {
 namespace {
@@ -76,13 +79,22 @@ inline void grad_sums(const float* g, const float* x, int64_t n, float mean, dou
   sxg += finish(b0, b1, t2);
 }
 
-/** y[:, c] = x[:, c] * a + b for one channel. */
-inline void affine_channel(const float* x, float* y, int64_t N, int64_t C, int64_t HW, int64_t c, float a, float b) {
-  for (int64_t n = 0; n < N; ++n) {
-    const float* in = x + (n * C + c) * HW;
-    float* out = y + (n * C + c) * HW;
-    for (int64_t j = 0; j < HW; ++j) out[j] = in[j] * a + b;
-  }
+/** Channels per statistics range: enough that each range reads about kGrainSize elements. */
+inline int64_t channel_grain(int64_t N, int64_t HW) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(N * HW, 1)); }
+
+/** Planes per element-wise range. */
+inline int64_t plane_grain(int64_t HW) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(HW, 1)); }
+
+/** y = x * a[c] + b[c] over the planes of x[N, C, HW], split among the threads. */
+void affine(const float* x, float* y, int64_t N, int64_t C, int64_t HW, const float* a, const float* b) {
+  parallel_for(0, N * C, plane_grain(HW), [=](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* in = x + p * HW;
+      float* out = y + p * HW;
+      const float ac = a[p % C], bc = b[p % C];
+      for (int64_t j = 0; j < HW; ++j) out[j] = in[j] * ac + bc;
+    }
+  });
 }
 
 void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
@@ -95,42 +107,39 @@ void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Ten
   const float* pb = beta.data<float>();
   float* rm = running_mean.data<float>();
   float* rv = running_var.data<float>();
-  // Statistics in one pass through memory in its natural order (image by image, plane by plane),
-  // so the hardware prefetcher sees one stream; each channel's planes are still added in the same
-  // order (n ascending), so the sums are the same as channel by channel.
+  float* smean = save_mean.data<float>();
+  float* sinvstd = save_invstd.data<float>();
+  // Statistics in one pass through each thread's channels in memory order (image by image, plane
+  // by plane), so the hardware prefetcher sees one stream; each channel's planes are still added
+  // in the same order (n ascending), so the sums are the same as channel by channel.
   std::vector<double> s1(static_cast<size_t>(C), 0.0), s2(static_cast<size_t>(C), 0.0);
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t c = 0; c < C; ++c) {
-      // Sums are shifted by the channel's first value so that E[v²] - E[v]² does not cancel when
-      // the mean is large compared with the spread.
-      shifted_sums(px + (n * C + c) * HW, HW, px[c * HW], s1[c], s2[c]);
-    }
-  }
   std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
-  for (int64_t c = 0; c < C; ++c) {
-    const float k = px[c * HW];
-    const double d_mean = s1[c] / count;
-    const double mean = k + d_mean;
-    const double var = std::max(0.0, s2[c] / count - d_mean * d_mean);  // biased: used to normalise
-    const double invstd = 1.0 / std::sqrt(var + eps);
-    save_mean.data<float>()[c] = static_cast<float>(mean);
-    save_invstd.data<float>()[c] = static_cast<float>(invstd);
-    const double ac = pg[c] * invstd;
-    a[c] = static_cast<float>(ac);
-    b[c] = static_cast<float>(pb[c] - mean * ac);
-    // Running statistics use the unbiased variance, as torch.nn.BatchNorm2d.
-    const double unbiased = var * static_cast<double>(count) / static_cast<double>(count - 1);
-    rm[c] = static_cast<float>((1 - momentum) * rm[c] + momentum * mean);
-    rv[c] = static_cast<float>((1 - momentum) * rv[c] + momentum * unbiased);
-  }
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t c = 0; c < C; ++c) {
-      const float* in = px + (n * C + c) * HW;
-      float* out = py + (n * C + c) * HW;
-      const float ac = a[c], bc = b[c];
-      for (int64_t j = 0; j < HW; ++j) out[j] = in[j] * ac + bc;
+  parallel_for(0, C, channel_grain(N, HW), [&](int64_t c0, int64_t c1) {
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t c = c0; c < c1; ++c) {
+        // Sums are shifted by the channel's first value so that E[v²] - E[v]² does not cancel when
+        // the mean is large compared with the spread.
+        shifted_sums(px + (n * C + c) * HW, HW, px[c * HW], s1[c], s2[c]);
+      }
     }
-  }
+    for (int64_t c = c0; c < c1; ++c) {
+      const float k = px[c * HW];
+      const double d_mean = s1[c] / count;
+      const double mean = k + d_mean;
+      const double var = std::max(0.0, s2[c] / count - d_mean * d_mean);  // biased: used to normalise
+      const double invstd = 1.0 / std::sqrt(var + eps);
+      smean[c] = static_cast<float>(mean);
+      sinvstd[c] = static_cast<float>(invstd);
+      const double ac = pg[c] * invstd;
+      a[c] = static_cast<float>(ac);
+      b[c] = static_cast<float>(pb[c] - mean * ac);
+      // Running statistics use the unbiased variance, as torch.nn.BatchNorm2d.
+      const double unbiased = var * static_cast<double>(count) / static_cast<double>(count - 1);
+      rm[c] = static_cast<float>((1 - momentum) * rm[c] + momentum * mean);
+      rv[c] = static_cast<float>((1 - momentum) * rv[c] + momentum * unbiased);
+    }
+  });
+  affine(px, py, N, C, HW, a.data(), b.data());
 }
 
 void forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
@@ -140,11 +149,13 @@ void forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
   const float* pb = beta.data<float>();
   const float* rm = running_mean.data<float>();
   const float* rv = running_var.data<float>();
+  std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) {
-    const double a = pg[c] / std::sqrt(static_cast<double>(rv[c]) + eps);
-    affine_channel(x.data<float>(), y.data<float>(), N, C, HW, c, static_cast<float>(a),
-                   static_cast<float>(pb[c] - rm[c] * a));
+    const double ac = pg[c] / std::sqrt(static_cast<double>(rv[c]) + eps);
+    a[c] = static_cast<float>(ac);
+    b[c] = static_cast<float>(pb[c] - rm[c] * ac);
   }
+  affine(x.data<float>(), y.data<float>(), N, C, HW, a.data(), b.data());
 }
 
 void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
@@ -156,34 +167,41 @@ void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tens
   // Both passes go through memory in its natural order (see forward_train); each channel's
   // planes are still added in the same order, so the sums are the same as channel by channel.
   const float* means = save_mean.data<float>();
+  const float* pinvstd = save_invstd.data<float>();
+  const float* pgamma = gamma.data<float>();
+  float* pggamma = ggamma.data<float>();
+  float* pgbeta = gbeta.data<float>();
   std::vector<double> sg(static_cast<size_t>(C), 0.0), sxg(static_cast<size_t>(C), 0.0);
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t c = 0; c < C; ++c) {
-      const int64_t off = (n * C + c) * HW;
-      grad_sums(pgy + off, px + off, HW, means[c], sg[c], sxg[c]);
-    }
-  }
   std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C)), d(static_cast<size_t>(C));
-  for (int64_t c = 0; c < C; ++c) {
-    const double invstd = save_invstd.data<float>()[c];
-    gbeta.data<float>()[c] = static_cast<float>(sg[c]);
-    ggamma.data<float>()[c] = static_cast<float>(sxg[c] * invstd);
-    // gx = gamma * invstd * (gy - mean(gy) - xhat * mean(gy * xhat)), written as
-    // gy * a + (x - mean) * b + d; x - mean is formed first so a large mean does not cancel.
-    const double scale = gamma.data<float>()[c] * invstd;
-    const double k = count > 0 ? sxg[c] * invstd * invstd / count : 0.0;
-    const double gmean = count > 0 ? sg[c] / count : 0.0;
-    a[c] = static_cast<float>(scale);
-    b[c] = static_cast<float>(-scale * k);
-    d[c] = static_cast<float>(-scale * gmean);
-  }
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t c = 0; c < C; ++c) {
-      const int64_t off = (n * C + c) * HW;
-      const float ac = a[c], bc = b[c], dc = d[c], m = means[c];
+  parallel_for(0, C, channel_grain(N, HW), [&](int64_t c0, int64_t c1) {
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t off = (n * C + c) * HW;
+        grad_sums(pgy + off, px + off, HW, means[c], sg[c], sxg[c]);
+      }
+    }
+    for (int64_t c = c0; c < c1; ++c) {
+      const double invstd = pinvstd[c];
+      pgbeta[c] = static_cast<float>(sg[c]);
+      pggamma[c] = static_cast<float>(sxg[c] * invstd);
+      // gx = gamma * invstd * (gy - mean(gy) - xhat * mean(gy * xhat)), written as
+      // gy * a + (x - mean) * b + d; x - mean is formed first so a large mean does not cancel.
+      const double scale = pgamma[c] * invstd;
+      const double k = count > 0 ? sxg[c] * invstd * invstd / count : 0.0;
+      const double gmean = count > 0 ? sg[c] / count : 0.0;
+      a[c] = static_cast<float>(scale);
+      b[c] = static_cast<float>(-scale * k);
+      d[c] = static_cast<float>(-scale * gmean);
+    }
+  });
+  const float *pa = a.data(), *pbb = b.data(), *pd = d.data();
+  parallel_for(0, N * C, plane_grain(HW), [=](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t off = p * HW, c = p % C;
+      const float ac = pa[c], bc = pbb[c], dc = pd[c], m = means[c];
       for (int64_t j = 0; j < HW; ++j) pgx[off + j] = pgy[off + j] * ac + (px[off + j] - m) * bc + dc;
     }
-  }
+  });
 }
 
 }  // namespace

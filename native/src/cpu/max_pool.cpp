@@ -1,6 +1,7 @@
 // CPU MaxPool2d: one pass over each output window, saving the flat h*W+w index of the maximum
 // (as torch.nn.functional.max_pool2d(return_indices=True)); the backward scatter-adds into those
-// positions, so overlapping windows (stride < kernel) accumulate.
+// positions, so overlapping windows (stride < kernel) accumulate. Both run parallel_for over whole
+// planes (n, c), so results do not depend on the thread count.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "ddp4j/dispatch.h"
 #include "ddp4j/kernels.h"
+#include "ddp4j/parallel.h"
 
 namespace ddp4j::cpu {
 namespace {
@@ -108,34 +110,33 @@ DDP4J_AVX512 void forward_2x2_avx512(const float* px, float* py, int64_t* pi, in
   }
 }
 
-void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dGeometry& g) {
-  const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), P = y.size(2), Q = y.size(3);
-  const float* px = x.data<float>();
-  float* py = y.data<float>();
-  int64_t* pi = indices.data<int64_t>();
-  if (g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0) {
-    // Plane-local indices fit the vector path's int32 lanes up to 2^31 elements per plane.
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
-    if (avx512 && H * W < (int64_t{1} << 31)) {
-      forward_2x2_avx512(px, py, pi, planes, H, W, P, Q);
-    } else {
-      forward_2x2(px, py, pi, planes, H, W, P, Q);
-    }
-    return;
-  }
+/** Planes per parallel_for grain: about 32K input elements of work each. */
+int64_t plane_grain(int64_t plane_elems) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(plane_elems, 1)); }
+
+/**
+ * Any geometry (dilation, padding, ceil mode), as PyTorch's CPU kernel: the window's taps are
+ * h0 + k * dilation_h below min(h0 + (kernel_h - 1) * dilation_h + 1, H), with h0 moved past the
+ * padding by whole dilation steps; padding counts as -inf; the first maximum wins and NaN propagates.
+ */
+template <bool kDilated>
+void forward_general(const float* px, float* py, int64_t* pi, int64_t planes, int64_t H, int64_t W, int64_t P,
+                     int64_t Q, const kernels::Pool2dGeometry& g) {
+  // Dilation 1 (the usual case) as a constant, so the inner loops keep unit strides.
+  const int64_t dh = kDilated ? g.dilation_h : 1, dw = kDilated ? g.dilation_w : 1;
   for (int64_t plane = 0; plane < planes; ++plane) {
     const float* in = px + plane * H * W;
     for (int64_t p = 0; p < P; ++p) {
-      const int64_t h0 = std::max<int64_t>(p * g.stride_h - g.pad_h, 0);
-      const int64_t h1 = std::min<int64_t>(p * g.stride_h - g.pad_h + g.kernel_h, H);
+      int64_t h0 = p * g.stride_h - g.pad_h;
+      const int64_t h1 = std::min<int64_t>(h0 + int64_t{g.kernel_h - 1} * dh + 1, H);
+      while (h0 < 0) h0 += dh;
       for (int64_t q = 0; q < Q; ++q) {
-        const int64_t w0 = std::max<int64_t>(q * g.stride_w - g.pad_w, 0);
-        const int64_t w1 = std::min<int64_t>(q * g.stride_w - g.pad_w + g.kernel_w, W);
-        // Padding counts as -inf; the first maximum wins and NaN propagates, as PyTorch's CPU kernel.
+        int64_t w0 = q * g.stride_w - g.pad_w;
+        const int64_t w1 = std::min<int64_t>(w0 + int64_t{g.kernel_w - 1} * dw + 1, W);
+        while (w0 < 0) w0 += dw;
         float best = -std::numeric_limits<float>::infinity();
         int64_t best_index = h0 * W + w0;
-        for (int64_t h = h0; h < h1; ++h) {
-          for (int64_t w = w0; w < w1; ++w) {
+        for (int64_t h = h0; h < h1; h += dh) {
+          for (int64_t w = w0; w < w1; w += dw) {
             const float v = in[h * W + w];
             if (v > best || std::isnan(v)) {
               best = v;
@@ -150,22 +151,51 @@ void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dG
   }
 }
 
+void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dGeometry& g) {
+  const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), P = y.size(2), Q = y.size(3);
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  int64_t* pi = indices.data<int64_t>();
+  // The 2x2 fast path needs every window inside the plane (ceil mode can add a partial last one).
+  const bool fast_2x2 = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
+                        g.pad_w == 0 && g.dilation_h == 1 && g.dilation_w == 1 && 2 * P <= H && 2 * Q <= W;
+  // Plane-local indices fit the vector path's int32 lanes up to 2^31 elements per plane.
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool vector = fast_2x2 && avx512 && H * W < (int64_t{1} << 31);
+  // Whole planes per call: each output is computed by one call, whatever the thread count.
+  parallel_for(0, planes, plane_grain(H * W), [&](int64_t begin, int64_t end) {
+    const float* x0 = px + begin * H * W;
+    float* y0 = py + begin * P * Q;
+    int64_t* i0 = pi + begin * P * Q;
+    if (vector) {
+      forward_2x2_avx512(x0, y0, i0, end - begin, H, W, P, Q);
+    } else if (fast_2x2) {
+      forward_2x2(x0, y0, i0, end - begin, H, W, P, Q);
+    } else {
+      const bool dilated = g.dilation_h != 1 || g.dilation_w != 1;
+      (dilated ? forward_general<true> : forward_general<false>)(x0, y0, i0, end - begin, H, W, P, Q, g);
+    }
+  });
+}
+
 void backward(const Tensor& gy, const Tensor& indices, Tensor& gx) {
   const int64_t planes = gx.size(0) * gx.size(1), HW = gx.size(2) * gx.size(3), PQ = gy.size(2) * gy.size(3);
   const float* pgy = gy.data<float>();
   const int64_t* pi = indices.data<int64_t>();
   float* pgx = gx.data<float>();
-  std::fill_n(pgx, gx.numel(), 0.f);
-  for (int64_t plane = 0; plane < planes; ++plane) {
-    float* out = pgx + plane * HW;
-    for (int64_t j = 0; j < PQ; ++j) {
-      const int64_t idx = pi[plane * PQ + j];
-      // Indices come from Java and could be anything: never write outside the plane.
-      DDP4J_CHECK_ARG(idx >= 0 && idx < HW, "max_pool2d_backward: index ", idx, " is outside the ", gx.size(2), "x",
-                      gx.size(3), " input plane");
-      out[idx] += pgy[plane * PQ + j];
+  parallel_for(0, planes, plane_grain(HW), [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      float* out = pgx + plane * HW;
+      std::fill_n(out, HW, 0.f);
+      for (int64_t j = 0; j < PQ; ++j) {
+        const int64_t idx = pi[plane * PQ + j];
+        // Indices come from Java and could be anything: never write outside the plane.
+        DDP4J_CHECK_ARG(idx >= 0 && idx < HW, "max_pool2d_backward: index ", idx, " is outside the ", gx.size(2), "x",
+                        gx.size(3), " input plane");
+        out[idx] += pgy[plane * PQ + j];
+      }
     }
-  }
+  });
 }
 
 }  // namespace

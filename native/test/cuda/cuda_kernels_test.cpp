@@ -322,6 +322,74 @@ void test_max_pool() {
       compare(tag + " gx", ops::max_pool2d_backward(gy, cf[1], c.x), ops::max_pool2d_backward(gpu(gy), gf[1], c.x));
     }
   }
+  // Dilation and ceil mode (partial last windows, the 2x2 case on odd sizes).
+  struct Options {
+    Shape x;
+    int k, s, p, d;
+    bool ceil;
+  };
+  for (const Options& o : {Options{{2, 3, 9, 7}, 3, 2, 1, 2, true}, Options{{2, 2, 8, 8}, 3, 1, 1, 2, false},
+                           Options{{2, 3, 9, 7}, 2, 2, 0, 1, true}, Options{{1, 2, 5, 5}, 2, 2, 1, 1, true}}) {
+    kernels::Pool2dGeometry g{o.k, o.k, o.s, o.s, o.p, o.p, o.d, o.d, o.ceil};
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "max_pool2d %s k%d s%d p%d d%d%s", shape_str(o.x).c_str(), o.k, o.s, o.p, o.d,
+                  o.ceil ? " ceil" : "");
+    Tensor x = uniform(o.x);
+    auto cf = ops::max_pool2d_forward(x, g);
+    auto gf = ops::max_pool2d_forward(gpu(x), g);
+    compare(std::string(buf) + " y", cf[0], gf[0]);
+    compare(std::string(buf) + " indices", cf[1], gf[1]);
+    Tensor gy = uniform(cf[0].shape());
+    compare(std::string(buf) + " gx", ops::max_pool2d_backward(gy, cf[1], o.x),
+            ops::max_pool2d_backward(gpu(gy), gf[1], o.x));
+  }
+}
+
+// ---- average pools --------------------------------------------------------------------------------
+
+void test_avg_pool() {
+  struct Case {
+    Shape x;
+    int k, s, p;
+    bool ceil, count_include_pad;
+    int64_t divisor;
+  };
+  const Case cases[] = {
+      {{4, 16, 28, 28}, 2, 2, 0, false, true, 0}, {{2, 3, 7, 7}, 3, 2, 1, false, true, 0},
+      {{2, 2, 8, 9}, 3, 2, 1, true, false, 0},    {{1, 2, 8, 8}, 3, 3, 1, true, false, 0},
+      {{2, 2, 5, 6}, 3, 1, 1, false, true, 4},    {{1, 1, 5, 5}, 4, 2, 2, true, true, 0},
+  };
+  for (const Case& c : cases) {
+    kernels::Pool2dGeometry g{c.k, c.k, c.s, c.s, c.p, c.p, 1, 1, c.ceil};
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "avg_pool2d %s k%d s%d p%d%s%s div %lld", shape_str(c.x).c_str(), c.k, c.s, c.p,
+                  c.ceil ? " ceil" : "", c.count_include_pad ? "" : " nopad", static_cast<long long>(c.divisor));
+    Tensor x = uniform(c.x);
+    Tensor y = ops::avg_pool2d_forward(x, g, c.count_include_pad, c.divisor);
+    compare(std::string(buf) + " y", y, ops::avg_pool2d_forward(gpu(x), g, c.count_include_pad, c.divisor));
+    Tensor gy = uniform(y.shape());
+    compare(std::string(buf) + " gx", ops::avg_pool2d_backward(gy, c.x, g, c.count_include_pad, c.divisor),
+            ops::avg_pool2d_backward(gpu(gy), c.x, g, c.count_include_pad, c.divisor));
+  }
+}
+
+void test_adaptive_avg_pool() {
+  struct Case {
+    Shape x;
+    int64_t out_h, out_w;
+  };
+  const Case cases[] = {{{4, 64, 7, 7}, 1, 1}, {{2, 3, 7, 9}, 3, 4}, {{2, 2, 8, 8}, 2, 2}, {{1, 2, 5, 4}, 7, 6}};
+  for (const Case& c : cases) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "adaptive_avg_pool2d %s -> %lldx%lld", shape_str(c.x).c_str(),
+                  static_cast<long long>(c.out_h), static_cast<long long>(c.out_w));
+    Tensor x = uniform(c.x);
+    Tensor y = ops::adaptive_avg_pool2d_forward(x, c.out_h, c.out_w);
+    compare(std::string(buf) + " y", y, ops::adaptive_avg_pool2d_forward(gpu(x), c.out_h, c.out_w));
+    Tensor gy = uniform(y.shape());
+    compare(std::string(buf) + " gx", ops::adaptive_avg_pool2d_backward(gy, c.x),
+            ops::adaptive_avg_pool2d_backward(gpu(gy), c.x));
+  }
 }
 
 // ---- losses ---------------------------------------------------------------------------------------
@@ -491,6 +559,8 @@ int main() {
     test_conv();
     test_batch_norm();
     test_max_pool();
+    test_avg_pool();
+    test_adaptive_avg_pool();
     test_losses();
     test_bad_target();
     test_sgd();

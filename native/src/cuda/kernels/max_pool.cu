@@ -1,5 +1,5 @@
-// CUDA MaxPool2d (dilation 1, ceil_mode false), as src/cpu/max_pool.cpp: the forward takes the
-// first maximum of each window (padding counts as -inf; NaN wins and propagates) and saves its
+// CUDA MaxPool2d (any dilation; ceil mode only sets the output size), as src/cpu/max_pool.cpp:
+// the forward takes the first maximum of each window (padding counts as -inf; NaN wins and propagates) and saves its
 // flat h*W+w index within the plane (int64); the backward scatter-adds gy into gx at those
 // indices.
 #include "cuda/cuda_context.h"
@@ -13,7 +13,7 @@ constexpr int kThreads = 256;
 
 struct PoolDims {
   int64_t H, W, P, Q;
-  int kh, kw, sh, sw, ph, pw;
+  int kh, kw, sh, sw, ph, pw, dh, dw;
 };
 
 /**
@@ -30,13 +30,16 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const float* x, PoolD
     const I t = oi / Q;
     const int64_t p = t % P;
     const int64_t plane = t / P;
-    const int64_t h0 = max(p * d.sh - d.ph, int64_t{0}), h1 = min(p * d.sh - d.ph + d.kh, d.H);
-    const int64_t w0 = max(q * d.sw - d.pw, int64_t{0}), w1 = min(q * d.sw - d.pw + d.kw, d.W);
+    // PyTorch's window: taps every dilation step, the start moved past the padding by whole steps.
+    int64_t h0 = p * d.sh - d.ph, w0 = q * d.sw - d.pw;
+    const int64_t h1 = min(h0 + int64_t{d.kh - 1} * d.dh + 1, d.H), w1 = min(w0 + int64_t{d.kw - 1} * d.dw + 1, d.W);
+    while (h0 < 0) h0 += d.dh;
+    while (w0 < 0) w0 += d.dw;
     const float* in = x + plane * d.H * d.W;
     float best = -INFINITY;
     int64_t best_index = h0 * d.W + w0;
-    for (int64_t h = h0; h < h1; ++h) {
-      for (int64_t w = w0; w < w1; ++w) {
+    for (int64_t h = h0; h < h1; h += d.dh) {
+      for (int64_t w = w0; w < w1; w += d.dw) {
         const float v = in[h * d.W + w];
         if (v > best || v != v) {
           best = v;
@@ -71,7 +74,7 @@ void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dG
   if (total == 0) return;
   LaunchContext ctx(x);
   const PoolDims d{x.size(2), x.size(3), y.size(2), y.size(3), g.kernel_h, g.kernel_w, g.stride_h, g.stride_w,
-                   g.pad_h, g.pad_w};
+                   g.pad_h, g.pad_w, g.dilation_h, g.dilation_w};
   const unsigned blocks = grid_for(total, kThreads);
   if (total <= 0xffffffffLL) {
     forward_kernel<uint32_t><<<blocks, kThreads, 0, ctx.stream>>>(x.data<float>(), d, total, y.data<float>(),

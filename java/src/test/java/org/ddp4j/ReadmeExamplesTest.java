@@ -54,7 +54,8 @@ class ReadmeExamplesTest {
             "Device device = Cuda.localDevice(System.getenv());", "MSELoss criterion, Batch batch",
             "Distributed.initProcessGroup(\"gloo\");", "",
             "ProcessGroup evens = Distributed.newGroup(List.of(0, 2));", "Tensor t, Tensor in, int rank, int world",
-            "List<Tensor> decay = new ArrayList<>();", "Module model, int epochs");
+            "List<Tensor> decay = new ArrayList<>();", "Module model, int epochs",
+            "ResNet model = ResNet.resnet50(10);", "");
 
     /** Blocks of the benchmarks module (JMH classes): compiled by that module's build, not here. */
     private static final String BENCHMARK_BLOCK = "extends CollectiveBenchmark";

@@ -12,6 +12,7 @@ import org.ddp4j.distributed.Distributed;
 import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.data.DistributedSampler;
 import org.ddp4j.nn.CrossEntropyLoss;
+import org.ddp4j.nn.Module;
 import org.ddp4j.optim.LRScheduler;
 import org.ddp4j.optim.Optimizer;
 import org.ddp4j.tensor.Device;
@@ -26,13 +27,13 @@ import picocli.CommandLine.Option;
  * The two-conv network on Fashion-MNIST under DDP (the job of the anchor's mnist_ddp.py):
  * CrossEntropyLoss, SGD with momentum (or Adam / AdamW: {@code --optimizer}, with an optional
  * per-epoch {@code --scheduler} and {@code --dropout}), a DistributedSampler per rank. Rank 0 prints
- * {@code Epoch [e/E], Step [i/N], Loss: x} every 100 steps, or, when the launcher's output is a
+ * {@code Epoch [e/E], Step [i/N], Loss: x} every {@code --log-every} (100) steps, or, when the launcher's output is a
  * terminal ({@code DDP4J_PROGRESS=1}), a progress bar per epoch ({@link EpochProgress}); then the
  * training time and the test accuracy. Start it with {@code scripts/ddp4j-run --nproc-per-node 2 org.ddp4j.examples.ConvNetDemo}.
  */
 @Command(name = "ConvNetDemo", mixinStandardHelpOptions = true,
         description = "Two-conv network on Fashion-MNIST with DDP (run under scripts/ddp4j-run).")
-public final class ConvNetDemo implements Callable<Integer> {
+public class ConvNetDemo implements Callable<Integer> {
     @Option(names = "--epochs", description = "Epochs (default: ${DEFAULT-VALUE}).")
     int epochs = 1;
 
@@ -92,6 +93,10 @@ public final class ConvNetDemo implements Callable<Integer> {
             description = "Rank 0 draws the training loss (every logged step) and the test accuracy into FILE.png.")
     Path plot;
 
+    @Option(names = "--log-every", paramLabel = "N",
+            description = "Rank 0 logs the loss every N steps (default: ${DEFAULT-VALUE}).")
+    int logEvery = 100;
+
     @Option(names = "--report-allocations",
             description = "Append allocations_per_step=A to the summary line: system allocations (malloc on the CPU, cudaMalloc on a GPU) per training step after the second.")
     boolean reportAllocations;
@@ -103,8 +108,21 @@ public final class ConvNetDemo implements Callable<Integer> {
         System.exit(DemoCommandLine.execute(new ConvNetDemo(), args));
     }
 
+    /** The network to train, initialised from {@code generator}: here the {@link ConvNet} (ResNetDemo overrides it). */
+    Module createModel(Generator generator) {
+        return new ConvNet(10, dropout, generator);
+    }
+
+    /** The model's name in the plot's title. */
+    String modelName() {
+        return "ConvNet";
+    }
+
     @Override
     public Integer call() {
+        if (logEvery <= 0) {
+            throw new IllegalArgumentException("--log-every must be positive (steps between loss lines), got " + logEvery);
+        }
         if (!(dropout >= 0 && dropout < 1)) {
             throw new IllegalArgumentException("--dropout " + dropout + " is not a probability in [0, 1): it is the chance"
                     + " of zeroing each input of the final Linear, e.g. --dropout 0.2");
@@ -131,7 +149,7 @@ public final class ConvNetDemo implements Callable<Integer> {
 
         DistributedSampler sampler = new DistributedSampler(train.size(), world, rank, true, seed, false);
         DataLoader loader = new DataLoader(train, batchSize, sampler, false);
-        DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, dropout, new Generator(seed)).to(device));
+        DistributedDataParallel model = new DistributedDataParallel(createModel(new Generator(seed)).to(device));
         CrossEntropyLoss criterion = new CrossEntropyLoss();
         Optimizer optimizer = optimizerChoice.create(model.parameters(), lr, momentum, weightDecay);
         LRScheduler schedule = schedulerChoice.create(optimizer, epochs, gamma);
@@ -147,7 +165,7 @@ public final class ConvNetDemo implements Callable<Integer> {
         }
 
         int totalSteps = loader.size();
-        TrainingPlot curve = plot != null && rank == 0 ? new TrainingPlot("ConvNet on Fashion-MNIST, " + world + " rank(s)",
+        TrainingPlot curve = plot != null && rank == 0 ? new TrainingPlot(modelName() + " on Fashion-MNIST, " + world + " rank(s)",
                 "training loss (rank 0, mean since the previous point)") : null;
         long steps = 0;
         double plotLossSum = 0; // rank 0's losses since the last plotted point (--plot only)
@@ -176,7 +194,7 @@ public final class ConvNetDemo implements Callable<Integer> {
                     if (steps == 2) {
                         allocationsAfterStep2 = allocationCount(device);
                     }
-                    if (i % 100 == 0 || i == totalSteps) {
+                    if (i % logEvery == 0 || i == totalSteps) {
                         lastLoss = loss.item();
                         if (curve != null) {
                             curve.addLoss(steps, plotLossSum / plotLossCount);
@@ -185,7 +203,7 @@ public final class ConvNetDemo implements Callable<Integer> {
                         }
                         if (bar != null) {
                             bar.showLoss(lastLoss);
-                        } else if (rank == 0 && i % 100 == 0) {
+                        } else if (rank == 0 && i % logEvery == 0) {
                             System.out.printf(Locale.ROOT, "Epoch [%d/%d], Step [%d/%d], Loss: %.4f%n",
                                     epoch + 1, epochs, i, totalSteps, lastLoss);
                         }

@@ -228,17 +228,9 @@ final class Agent {
     /** The environment of the worker with local rank {@code local}. */
     private Map<String, String> workerEnv(int local, NodeRendezvous.NodeRanks r, int attempt) {
         Map<String, String> env = new HashMap<>(cfg.env());
-        if (cfg.nprocPerNode() > 1) {
-            List<String> set = new ArrayList<>();
-            for (String var : List.of("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")) {
-                if (env.putIfAbsent(var, "1") == null) {
-                    set.add(var + "=1");
-                }
-            }
-            if (!set.isEmpty() && local == 0 && attempt == 0) {
-                Notices.warn(cfg.err(), "Setting " + String.join(" and ", set) + " for each worker so "
-                        + cfg.nprocPerNode() + " workers do not overload the machine; set them yourself to tune performance");
-            }
+        // No OMP_NUM_THREADS=1 as torchrun sets: each worker divides the node's CPUs by LOCAL_WORLD_SIZE itself.
+        if (local == 0 && attempt == 0) {
+            Notices.info(cfg.err(), WorkerThreads.notice(env, cfg.nprocPerNode(), WorkerThreads.affinityCpus()));
         }
         env.put("RANK", Integer.toString(r.rankOffset() + local));
         env.put("LOCAL_RANK", Integer.toString(local));

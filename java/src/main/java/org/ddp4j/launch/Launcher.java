@@ -39,10 +39,13 @@ import picocli.CommandLine;
  * <p>Each worker gets {@code RANK}, {@code LOCAL_RANK}, {@code WORLD_SIZE},
  * {@code LOCAL_WORLD_SIZE}, {@code GROUP_RANK}, {@code GROUP_WORLD_SIZE}, {@code MASTER_ADDR},
  * {@code MASTER_PORT}, {@code DDP4J_AGENT_STORE=1}, {@code DDP4J_RESTART_COUNT},
- * {@code DDP4J_MAX_RESTARTS}, and {@code OMP_NUM_THREADS=1}/{@code OPENBLAS_NUM_THREADS=1} when
- * more than one worker runs per node and the variables are not set already; {@code DDP4J_PROGRESS=1}
+ * {@code DDP4J_MAX_RESTARTS}; {@code DDP4J_PROGRESS=1}
  * for rank 0 when the launcher's stdout is a terminal (or the launcher's {@code DDP4J_PROGRESS} is 1),
- * {@code 0} otherwise ({@link RankZeroProgress}).
+ * {@code 0} otherwise ({@link RankZeroProgress}). Unlike torchrun it does not set
+ * {@code OMP_NUM_THREADS=1}: each worker's intra-op threads default to the node's CPUs divided by
+ * {@code LOCAL_WORLD_SIZE} ({@link org.ddp4j.tensor.Threads}), and an {@code OMP_NUM_THREADS} the
+ * user set reaches the workers and wins. The launcher says once on stderr how many each worker
+ * gets ({@code ddp4j-run: intra-op threads per worker: 4 (8 CPUs / 2 workers on this node; ...)}).
  *
  * <p>Liveness. The launchers keep each other alive through the store ({@link KeepAlive}): every
  * {@code --keepalive-interval} (default 1 s, or {@code DDP4J_KEEPALIVE_INTERVAL}) each bumps its

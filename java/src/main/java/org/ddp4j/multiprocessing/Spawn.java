@@ -22,7 +22,9 @@ import org.ddp4j.internal.Setting;
  * <p>Each worker is a new JVM with this JVM's java binary, class path, system properties and
  * module flags, plus the worker defaults of the launcher (serial GC, a heap share, C1 JIT) unless
  * {@code DDP4J_JAVA_OPTS} (whose words are added) decides them. Its environment is this JVM's
- * plus {@link #env}, {@code LOCAL_RANK=index} and {@code LOCAL_WORLD_SIZE=nprocs}. Its stdout and
+ * plus {@link #env}, {@code LOCAL_RANK=index} and {@code LOCAL_WORLD_SIZE=nprocs}, so its intra-op
+ * threads default to this machine's CPUs divided by nprocs ({@link org.ddp4j.tensor.Threads}), as
+ * a launched worker's do; an {@code OMP_NUM_THREADS} in either environment wins. Its stdout and
  * stderr come to this JVM's, each line prefixed with {@code [rankN]: } (rank = {@link #rankOffset}
  * + index). When a worker fails, the others are stopped and {@link SpawnContext#join()} throws a
  * {@link SpawnException} naming it. Workers never outlive this JVM: each watches a pipe from it

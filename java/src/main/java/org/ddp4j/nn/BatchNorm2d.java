@@ -6,19 +6,25 @@ import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;
 
 /**
- * Batch normalisation over the channels of [N, C, H, W] input: PyTorch's {@code torch.nn.BatchNorm2d}
- * (affine, tracking running statistics). Parameters {@code weight} (ones) and {@code bias} (zeros),
- * float32 [C]; buffers {@code running_mean} (zeros) and {@code running_var} (ones), float32 [C],
- * and {@code num_batches_tracked}, an int64 scalar counting training forwards.
+ * Batch normalisation over the channels of [N, C, H, W] input: PyTorch's {@code torch.nn.BatchNorm2d}.
+ * With {@code affine} (the default) it has parameters {@code weight} (ones) and {@code bias} (zeros),
+ * float32 [C]; with {@code trackRunningStats} (the default) buffers {@code running_mean} (zeros) and
+ * {@code running_var} (ones), float32 [C], and {@code num_batches_tracked}, an int64 scalar counting
+ * training forwards. Absent parameters and buffers are not registered (PyTorch's None): they are
+ * missing from {@link #parameters()} and {@link #stateDict()}, and their getters return null.
  *
  * <p>In training mode ({@link #isTraining()}) the layer normalises with the batch statistics
- * (biased variance) and updates the running ones with {@code momentum} (unbiased variance); in
- * eval mode it normalises with the running statistics.
+ * (biased variance) and updates the running ones, {@code running = (1 - f) running + f batch}
+ * (unbiased variance for running_var), where f is {@code momentum}, or {@code 1 / num_batches_tracked}
+ * (a cumulative average) when momentum is null. In eval mode it normalises with the running
+ * statistics, or with the batch's when it tracks none.
  */
 public class BatchNorm2d extends Module {
     private final int numFeatures;
     private final double eps;
-    private final double momentum;
+    private final Double momentum;
+    private final boolean affine;
+    private final boolean trackRunningStats;
     private final Tensor weight;
     private final Tensor bias;
     private final Tensor runningMean;
@@ -28,13 +34,13 @@ public class BatchNorm2d extends Module {
     /** The mirrored value of num_batches_tracked on a GPU; -1: read the buffer. */
     private long countOnDevice = -1;
 
-    /** With PyTorch's defaults: eps 1e-5, momentum 0.1. */
+    /** With PyTorch's defaults: eps 1e-5, momentum 0.1, affine, tracking running statistics. */
     public BatchNorm2d(int numFeatures) {
         this(numFeatures, 1e-5, 0.1);
     }
 
     /**
-     * A layer with the given eps and momentum.
+     * A layer with the given eps and momentum, affine, tracking running statistics.
      *
      * @param numFeatures the channel count C
      * @param eps added to the variance for stability (non-negative)
@@ -42,60 +48,84 @@ public class BatchNorm2d extends Module {
      * @throws IllegalArgumentException if numFeatures is not positive, eps is negative or momentum is outside [0, 1]
      */
     public BatchNorm2d(int numFeatures, double eps, double momentum) {
-        if (numFeatures <= 0 || !(eps >= 0) || !(momentum >= 0 && momentum <= 1)) {
+        this(numFeatures, eps, Double.valueOf(momentum), true, true);
+    }
+
+    /**
+     * A layer with every option of {@code torch.nn.BatchNorm2d(num_features, eps, momentum, affine,
+     * track_running_stats)}.
+     *
+     * @param numFeatures the channel count C
+     * @param eps added to the variance for stability (non-negative)
+     * @param momentum weight of each batch in the running statistics, in [0, 1], or null for a
+     *     cumulative moving average (PyTorch's {@code momentum=None})
+     * @param affine whether the layer has the learnable per-channel weight and bias
+     * @param trackRunningStats whether the layer keeps running statistics (and uses them in eval mode)
+     * @throws IllegalArgumentException if numFeatures is not positive, eps is negative or momentum is outside [0, 1]
+     */
+    public BatchNorm2d(int numFeatures, double eps, Double momentum, boolean affine, boolean trackRunningStats) {
+        if (numFeatures <= 0 || !(eps >= 0) || (momentum != null && !(momentum >= 0 && momentum <= 1))) {
             throw new IllegalArgumentException("BatchNorm2d(numFeatures=" + numFeatures + ", eps=" + eps + ", momentum="
-                    + momentum + "): numFeatures must be positive, eps non-negative, momentum in [0, 1]");
+                    + momentum + "): numFeatures must be positive, eps non-negative, momentum in [0, 1] or null");
         }
         this.numFeatures = numFeatures;
         this.eps = eps;
         this.momentum = momentum;
-        this.weight = registerParameter("weight", Tensor.ones(numFeatures));
-        this.bias = registerParameter("bias", Tensor.zeros(numFeatures));
-        this.runningMean = registerBuffer("running_mean", Tensor.zeros(numFeatures));
-        this.runningVar = registerBuffer("running_var", Tensor.ones(numFeatures));
-        this.numBatchesTracked = registerBuffer("num_batches_tracked", Tensor.full(0, DType.INT64, Device.CPU));
+        this.affine = affine;
+        this.trackRunningStats = trackRunningStats;
+        this.weight = affine ? registerParameter("weight", Tensor.ones(numFeatures)) : null;
+        this.bias = affine ? registerParameter("bias", Tensor.zeros(numFeatures)) : null;
+        this.runningMean = trackRunningStats ? registerBuffer("running_mean", Tensor.zeros(numFeatures)) : null;
+        this.runningVar = trackRunningStats ? registerBuffer("running_var", Tensor.ones(numFeatures)) : null;
+        this.numBatchesTracked = trackRunningStats
+                ? registerBuffer("num_batches_tracked", Tensor.full(0, DType.INT64, Device.CPU)) : null;
     }
 
     /**
-     * Normalises input [N, C, H, W] (float32); in training mode also updates the running statistics
-     * and increments {@code num_batches_tracked}.
+     * Normalises input [N, C, H, W] (float32); in training mode with running statistics also
+     * updates them and increments {@code num_batches_tracked}.
      *
      * @throws IllegalArgumentException if the input is not 4-D float32, has other than C channels, or
-     *     (training) has only one value per channel
+     *     (batch statistics) has only one value per channel
      */
     @Override
     public Tensor forward(Tensor input) {
+        if (!trackRunningStats) {
+            // No running statistics: batch statistics in both modes, as PyTorch.
+            return BatchNorm2dFunction.apply(input, weight, bias, null, null, true, 0, eps);
+        }
         if (isTraining()) {
-            Tensor out = BatchNorm2dFunction.apply(input, weight, bias, runningMean, runningVar, true, momentum, eps);
             long next = trackedCount() + 1;
+            double factor = momentum != null ? momentum : 1.0 / next;
+            Tensor out = BatchNorm2dFunction.apply(input, weight, bias, runningMean, runningVar, true, factor, eps);
             numBatchesTracked.fill(next);
             countOnDevice = next;
             return out;
         }
-        return BatchNorm2dFunction.apply(input, weight, bias, runningMean, runningVar, false, momentum, eps);
+        return BatchNorm2dFunction.apply(input, weight, bias, runningMean, runningVar, false, 0, eps);
     }
 
-    /** The scale parameter gamma [C]. */
+    /** The scale parameter gamma [C], or null without affine. */
     public Tensor weight() {
         return weight;
     }
 
-    /** The shift parameter beta [C]. */
+    /** The shift parameter beta [C], or null without affine. */
     public Tensor bias() {
         return bias;
     }
 
-    /** The running mean buffer [C]. */
+    /** The running mean buffer [C], or null without running statistics. */
     public Tensor runningMean() {
         return runningMean;
     }
 
-    /** The running (unbiased) variance buffer [C]. */
+    /** The running (unbiased) variance buffer [C], or null without running statistics. */
     public Tensor runningVar() {
         return runningVar;
     }
 
-    /** The number of training forwards so far (the {@code num_batches_tracked} buffer). */
+    /** The number of training forwards so far (the {@code num_batches_tracked} buffer); 0 without running statistics. */
     public long numBatchesTracked() {
         return trackedCount();
     }
@@ -106,6 +136,9 @@ public class BatchNorm2d extends Module {
      * broadcast writes rank 0's count, which equals every rank's.)
      */
     private long trackedCount() {
+        if (numBatchesTracked == null) {
+            return 0;
+        }
         if (countOnDevice < 0 || !numBatchesTracked.device().isCuda()) {
             countOnDevice = numBatchesTracked.toLongArray()[0];
         }
@@ -127,15 +160,26 @@ public class BatchNorm2d extends Module {
         return eps;
     }
 
-    /** The weight of each batch in the running statistics. */
-    public double momentum() {
+    /** The weight of each batch in the running statistics, or null for a cumulative average. */
+    public Double momentum() {
         return momentum;
+    }
+
+    /** Whether the layer has a learnable weight and bias. */
+    public boolean affine() {
+        return affine;
+    }
+
+    /** Whether the layer keeps running statistics. */
+    public boolean trackRunningStats() {
+        return trackRunningStats;
     }
 
     /** PyTorch's extra_repr, printed inside {@code BatchNorm2d(16, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)}. */
     @Override
     protected String extraRepr() {
-        return numFeatures + ", eps=" + ReprFormat.pythonFloat(eps) + ", momentum=" + ReprFormat.pythonFloat(momentum)
-                + ", affine=True, track_running_stats=True";
+        return numFeatures + ", eps=" + ReprFormat.pythonFloat(eps) + ", momentum="
+                + (momentum == null ? "None" : ReprFormat.pythonFloat(momentum)) + ", affine=" + (affine ? "True" : "False")
+                + ", track_running_stats=" + (trackRunningStats ? "True" : "False");
     }
 }

@@ -200,10 +200,23 @@ public abstract class Module implements AutoCloseable {
         return training;
     }
 
-    /** Sets every parameter's gradient to zero. Mirrors {@code zero_grad(set_to_none=False)}. */
+    /** Sets every parameter's gradient to zero. Mirrors {@code zero_grad()} of PyTorch 1.13 ({@code set_to_none=False}). */
     public void zeroGrad() {
+        zeroGrad(false);
+    }
+
+    /**
+     * Resets every parameter's gradient. Mirrors {@code zero_grad(set_to_none)}: with setToNone the
+     * gradients are dropped ({@link Tensor#clearGrad()}: {@code grad()} becomes null, optimizers
+     * skip the parameter until a backward gives it a new one, and a gradient autograd allocated is
+     * freed), else they are filled with zeros in place. Under DistributedDataParallel both work: the
+     * bucket views stay owned by DDP and become the gradients again at the next backward.
+     */
+    public void zeroGrad(boolean setToNone) {
         for (Tensor p : parameters()) {
-            if (p.grad() != null) {
+            if (setToNone) {
+                p.clearGrad();
+            } else if (p.grad() != null) {
                 p.grad().fill(0);
             }
         }

@@ -95,10 +95,26 @@ public abstract class Optimizer implements AutoCloseable {
         }
     }
 
-    /** Sets every parameter's gradient to zero (keeping the tensor). Mirrors {@code zero_grad(set_to_none=False)}. */
+    /**
+     * Sets every parameter's gradient to zero (keeping the tensor). Mirrors {@code zero_grad()} of
+     * PyTorch 1.13 ({@code set_to_none=False}).
+     */
     public final void zeroGrad() {
+        zeroGrad(false);
+    }
+
+    /**
+     * Resets every parameter's gradient. Mirrors {@code zero_grad(set_to_none)}: with setToNone the
+     * gradients are dropped ({@link Tensor#clearGrad()}: {@code grad()} becomes null, so
+     * {@link #step()} skips the parameter, momentum and all, until a backward gives it a new one),
+     * else they are filled with zeros in place (a zero gradient still moves a parameter with
+     * momentum or weight decay, as in PyTorch).
+     */
+    public final void zeroGrad(boolean setToNone) {
         for (Tensor p : params) {
-            if (p.grad() != null) {
+            if (setToNone) {
+                p.clearGrad();
+            } else if (p.grad() != null) {
                 p.grad().fill(0);
             }
         }

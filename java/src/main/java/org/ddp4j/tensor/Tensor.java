@@ -62,6 +62,8 @@ public final class Tensor implements AutoCloseable {
     TensorScope scope;
     private boolean requiresGrad;
     private Tensor grad;
+    /** Whether autograd allocated grad (then this tensor frees it in clearGrad), rather than setGrad's caller. */
+    private boolean gradOwned;
     private Node gradFn;
     private List<Consumer<Tensor>> postAccumulateGradHooks;
 
@@ -454,6 +456,23 @@ public final class Tensor implements AutoCloseable {
                     + " does not match tensor shape " + Arrays.toString(shape));
         }
         grad = newGrad;
+        gradOwned = false;
+    }
+
+    /**
+     * Drops the gradient, as PyTorch's {@code p.grad = None} (what {@code zero_grad(set_to_none=True)}
+     * does): {@link #grad()} is null afterwards and the next backward allocates a fresh one. A
+     * gradient autograd allocated is freed now; one given through {@link #setGrad} (e.g. a
+     * DistributedDataParallel bucket view) belongs to whoever gave it and is left open.
+     */
+    public void clearGrad() {
+        Tensor old = grad;
+        boolean owned = gradOwned;
+        grad = null;
+        gradOwned = false;
+        if (old != null && owned) {
+            old.close();
+        }
     }
 
     /** The node that produced this tensor, or null for a leaf. Mirrors {@code Tensor.grad_fn}. */
@@ -480,6 +499,7 @@ public final class Tensor implements AutoCloseable {
     void accumulateGrad(Tensor incoming) {
         if (grad == null) {
             grad = fromNativeResultUntracked(TensorNatives.cloneTensor(incoming.nativeHandle(), NativeResults.buffer()));
+            gradOwned = true;
         } else {
             grad.addInPlace(incoming, 1f);
         }

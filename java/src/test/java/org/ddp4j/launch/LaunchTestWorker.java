@@ -7,12 +7,14 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.List;
 import org.ddp4j.cuda.DeviceAssignment;
+import org.ddp4j.tensor.Threads;
 
 /**
  * A worker main class for the launcher tests. {@code LaunchTestWorker MODE DIR}:
  * <ul>
- *   <li>{@code env}: prints the launcher's variables as {@code NAME=value} lines, one line to
- *       stderr, and writes the same lines to {@code DIR/rank-<RANK>}; exits 0.
+ *   <li>{@code env}: prints the launcher's variables as {@code NAME=value} lines (and
+ *       {@code threads=N}, its default intra-op threads), one line to stderr, and writes the same
+ *       lines to {@code DIR/rank-<RANK>}; exits 0.
  *   <li>{@code fail-rank1}: RANK 1 waits until every other rank of the world wrote its pid file,
  *       then exits 3; the other ranks write {@code DIR/pid-<RANK>} and sleep 60 s.
  *   <li>{@code fail-rank1-once}: in attempt 0 ({@code DDP4J_RESTART_COUNT}) behaves as
@@ -49,6 +51,7 @@ public final class LaunchTestWorker {
                     sb.append(v).append('=').append(System.getenv(v)).append('\n');
                 }
                 sb.append("prop=").append(System.getProperty("ddp4j.test.opt")).append('\n');
+                sb.append("threads=").append(Threads.getNumThreads()).append('\n');
                 if (System.getenv("CUDA_VISIBLE_DEVICES") != null) {
                     int localRank = Integer.parseInt(System.getenv("LOCAL_RANK"));
                     sb.append("gpu=").append(DeviceAssignment.physicalDevice(System.getenv(), localRank)).append('\n');

@@ -21,6 +21,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import org.ddp4j.testing.Cpus;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -117,8 +118,10 @@ class LauncherTest {
             assertEquals(Integer.toString(port), env.get("MASTER_PORT"));
             assertEquals("1", env.get("DDP4J_AGENT_STORE"));
             assertEquals("0", env.get("DDP4J_RESTART_COUNT"));
-            assertEquals("1", env.get("OMP_NUM_THREADS"));
-            assertEquals("1", env.get("OPENBLAS_NUM_THREADS"));
+            assertEquals("null", env.get("OMP_NUM_THREADS"), "unlike torchrun, no OMP_NUM_THREADS=1");
+            assertEquals("null", env.get("OPENBLAS_NUM_THREADS"));
+            assertEquals(Integer.toString(Math.max(1, Cpus.allowed() / 2)), env.get("threads"),
+                    "two workers share the node's CPUs");
             assertEquals("a b", env.get("prop"), "DDP4J_JAVA_OPTS reaches the worker JVM");
 
             String p = "[rank" + rank + "]: ";
@@ -131,7 +134,7 @@ class LauncherTest {
         for (String line : r.outLines()) {
             assertTrue(line.matches("\\[rank[01]\\]: [A-Za-z_0-9]+=.*"), "whole, prefixed line: " + line);
         }
-        assertEquals(2 * (LaunchTestWorker.VARS.size() + 1), r.outLines().size(), r.out());
+        assertEquals(2 * (LaunchTestWorker.VARS.size() + 2), r.outLines().size(), r.out()); // + prop, threads
     }
 
     @Test
@@ -206,8 +209,9 @@ class LauncherTest {
         assertEquals("1", first.get("LOCAL_RANK"));
         assertEquals("2", first.get("LOCAL_WORLD_SIZE"));
         assertEquals("0", first.get("GROUP_RANK"));
-        assertEquals("1", first.get("OMP_NUM_THREADS"));
-        assertEquals("7", first.get("OPENBLAS_NUM_THREADS"), "the user's value wins");
+        assertEquals("null", first.get("OMP_NUM_THREADS"));
+        assertEquals("7", first.get("OPENBLAS_NUM_THREADS"), "the user's value passes through");
+        assertEquals(Integer.toString(Cpus.allowed()), last.get("threads"), "one worker on node 1 takes its CPUs");
     }
 
     @Test
@@ -246,7 +250,8 @@ class LauncherTest {
         Run sh = launch(baseEnv(), "--master-port", Integer.toString(freePort()), "sh", "-c", "echo \"stdin bytes=$(wc -c)\"");
         assertEquals(0, sh.code(), sh.err());
         assertEquals(List.of("[rank0]: stdin bytes=0"), sh.outLines());
-        assertEquals("", sh.err(), "the lifeline watcher of a command worker says nothing when all goes well");
+        assertEquals(List.of(), sh.err().lines().filter(l -> !l.startsWith(THREADS_LINE)).collect(Collectors.toList()),
+                "the lifeline watcher of a command worker says nothing when all goes well");
     }
 
     @Test
@@ -350,13 +355,36 @@ class LauncherTest {
     }
 
     @Test
-    void theLaunchersWarningsReachStderrWithoutSlf4j() throws IOException {
-        // baseEnv() has no thread settings; the test class path has slf4j-simple, but the warning must not depend on it.
+    void theLauncherSaysOnceOnStderrHowManyThreadsEachWorkerGets() throws IOException {
+        // baseEnv() has no thread settings; the test class path has slf4j-simple, but the line must not depend on it.
+        int cpus = Cpus.allowed();
         Run r = launch(baseEnv(), "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()), WORKER, "env",
                 dir.toString());
         assertEquals(0, r.code(), r.err());
-        assertTrue(r.err().contains("ddp4j-run: warning: Setting OMP_NUM_THREADS=1 and OPENBLAS_NUM_THREADS=1 for each"
-                + " worker so 2 workers do not overload the machine"), r.err());
+        assertEquals(List.of(THREADS_LINE + Math.max(1, cpus / 2) + " (" + cpus + " CPUs / 2 workers on this node;"
+                + " set OMP_NUM_THREADS to choose)"), threadLines(r));
+    }
+
+    @Test
+    void aUserSetOmpNumThreadsReachesTheWorkersAndWins() throws IOException {
+        Map<String, String> env = baseEnv();
+        env.put("OMP_NUM_THREADS", "3");
+        Run r = launch(env, "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()), WORKER, "env",
+                dir.toString());
+        assertEquals(0, r.code(), r.err());
+        String over = 2 * 3 > Cpus.allowed() ? "; 2 x 3 threads oversubscribe the " + Cpus.allowed() + " CPUs" : "";
+        assertEquals(List.of(THREADS_LINE + "3 (OMP_NUM_THREADS=3" + over + ")"), threadLines(r));
+        for (int rank = 0; rank < 2; rank++) {
+            assertEquals("3", workerEnv(rank).get("OMP_NUM_THREADS"));
+            assertEquals("3", workerEnv(rank).get("threads"));
+        }
+    }
+
+    /** The start of the launcher's line on the workers' intra-op threads. */
+    private static final String THREADS_LINE = "ddp4j-run: intra-op threads per worker: ";
+
+    private static List<String> threadLines(Run r) {
+        return r.err().lines().filter(l -> l.startsWith(THREADS_LINE)).collect(Collectors.toList());
     }
 
     @Test

@@ -21,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.ddp4j.testing.Cpus;
 import org.ddp4j.testing.LauncherProcess;
 
 /** Spawn.spawn / Spawn.of: worker JVMs started from code, as torch.multiprocessing.spawn. */
@@ -39,13 +40,15 @@ class SpawnTest {
         Spawn.of(SpawnTestWorkers::allReduceAndRecord).nprocs(2)
                 .env("MASTER_ADDR", "127.0.0.1").env("MASTER_PORT", Integer.toString(LauncherProcess.freePort()))
                 .env("DDP4J_TIMEOUT_SECONDS", "60")
+                .env("OMP_NUM_THREADS", "") // blank counts as unset (surefire sets 1): the workers take the default
                 .args(dir.toString(), "two words", "ü-ß", "--flag=x")
                 .output(out, System.err)
                 .run();
         for (int i = 0; i < 2; i++) {
             String record = Files.readString(dir.resolve("worker-" + i + ".txt"), StandardCharsets.UTF_8);
-            assertEquals("index=" + i + " sum=3.0,30.0 local_rank=" + i + " local_world_size=2 args=" + dir
-                    + "|two words|ü-ß|--flag=x", record);
+            // The launcher's default: the CPUs shared by the two workers.
+            assertEquals("index=" + i + " sum=3.0,30.0 local_rank=" + i + " local_world_size=2 threads="
+                    + Math.max(1, Cpus.allowed() / 2) + " args=" + dir + "|two words|ü-ß|--flag=x", record);
         }
         String text = captured.toString(StandardCharsets.UTF_8);
         assertTrue(text.contains("[rank0]: worker 0 done\n"), text);

@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Threads;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.ReduceOp;
 
@@ -21,7 +22,8 @@ final class SpawnTestWorkers {
         Distributed.destroyProcessGroup();
         System.out.println("worker " + index + " done");
         String record = "index=" + index + " sum=" + sum[0] + "," + sum[1] + " local_rank=" + System.getenv("LOCAL_RANK")
-                + " local_world_size=" + System.getenv("LOCAL_WORLD_SIZE") + " args=" + String.join("|", args);
+                + " local_world_size=" + System.getenv("LOCAL_WORLD_SIZE") + " threads=" + Threads.getNumThreads()
+                + " args=" + String.join("|", args);
         Files.writeString(Path.of(args[0], "worker-" + index + ".txt"), record, StandardCharsets.UTF_8);
     }
 

@@ -95,4 +95,35 @@ public final class Functional {
     public static Tensor maxPool2d(Tensor x, int kernel, int stride, int padding) {
         return MaxPool2dFunction.apply(x, kernel, stride, padding);
     }
+
+    /**
+     * Max pooling with dilation and ceil mode. Mirrors {@code torch.nn.functional.max_pool2d(x, kernel,
+     * stride, padding, dilation, ceil_mode)}; see {@link MaxPool2dFunction#apply(Tensor, int, int, int, int, int, int, int, int, boolean)}.
+     */
+    public static Tensor maxPool2d(Tensor x, int kernel, int stride, int padding, int dilation, boolean ceilMode) {
+        return MaxPool2dFunction.apply(x, kernel, kernel, stride, stride, padding, padding, dilation, dilation, ceilMode);
+    }
+
+    /** Average pooling over [N, C, H, W]. Mirrors {@code torch.nn.functional.avg_pool2d(x, kernel, stride, padding)}. */
+    public static Tensor avgPool2d(Tensor x, int kernel, int stride, int padding) {
+        return AvgPool2dFunction.apply(x, kernel, stride, padding);
+    }
+
+    /**
+     * Average pooling with every option. Mirrors {@code torch.nn.functional.avg_pool2d(x, kernel, stride,
+     * padding, ceil_mode, count_include_pad, divisor_override)}; divisorOverride may be null.
+     */
+    public static Tensor avgPool2d(Tensor x, int kernel, int stride, int padding, boolean ceilMode,
+            boolean countIncludePad, Integer divisorOverride) {
+        return AvgPool2dFunction.apply(x, kernel, kernel, stride, stride, padding, padding, ceilMode, countIncludePad,
+                divisorOverride);
+    }
+
+    /**
+     * Adaptive average pooling of [N, C, H, W] to [N, C, outH, outW]. Mirrors
+     * {@code torch.nn.functional.adaptive_avg_pool2d(x, (outH, outW))}.
+     */
+    public static Tensor adaptiveAvgPool2d(Tensor x, int outH, int outW) {
+        return AdaptiveAvgPool2dFunction.apply(x, outH, outW);
+    }
 }

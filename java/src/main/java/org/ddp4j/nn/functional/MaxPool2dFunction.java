@@ -7,8 +7,7 @@ import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
 /**
- * Differentiable 2-D max pooling, mirroring {@code torch.nn.functional.max_pool2d} with dilation 1
- * and {@code ceil_mode=False}. Padded positions count as -infinity; on ties the first maximum in
+ * Differentiable 2-D max pooling, mirroring {@code torch.nn.functional.max_pool2d}. Padded positions count as -infinity; on ties the first maximum in
  * row-major order wins and NaN propagates, as PyTorch's CPU kernel. The backward sends each output
  * gradient to the position of its window's maximum (adding up where windows overlap).
  */
@@ -18,14 +17,24 @@ public final class MaxPool2dFunction {
     /**
      * Square kernel, same stride and padding in both dimensions.
      *
-     * @see #apply(Tensor, int, int, int, int, int, int)
+     * @see #apply(Tensor, int, int, int, int, int, int, int, int, boolean)
      */
     public static Tensor apply(Tensor x, int kernel, int stride, int padding) {
         return apply(x, kernel, kernel, stride, stride, padding, padding);
     }
 
     /**
-     * Max over each window, recorded for autograd when x requires grad.
+     * Dilation 1, floor mode.
+     *
+     * @see #apply(Tensor, int, int, int, int, int, int, int, int, boolean)
+     */
+    public static Tensor apply(Tensor x, int kernelH, int kernelW, int strideH, int strideW, int padH, int padW) {
+        return apply(x, kernelH, kernelW, strideH, strideW, padH, padW, 1, 1, false);
+    }
+
+    /**
+     * Max over each window, recorded for autograd when x requires grad. Window (p, q) takes rows
+     * p·strideH - padH + k·dilationH for k in [0, kernelH), likewise columns.
      *
      * @param x float32 [N, C, H, W]
      * @param kernelH window height (positive)
@@ -34,14 +43,21 @@ public final class MaxPool2dFunction {
      * @param strideW horizontal stride (positive)
      * @param padH padding above and below, at most kernelH / 2
      * @param padW padding left and right, at most kernelW / 2
-     * @return float32 [N, C, P, Q] with P = floor((H + 2 padH - kernelH) / strideH) + 1, likewise Q
+     * @param dilationH vertical spacing of the window's taps (positive)
+     * @param dilationW horizontal spacing of the window's taps (positive)
+     * @param ceilMode round the output size up (PyTorch's {@code ceil_mode}); a last window that would
+     *     start past the input and its left padding is dropped
+     * @return float32 [N, C, P, Q] with P = floor((H + 2 padH - dilationH (kernelH - 1) - 1) / strideH) + 1
+     *     (ceil with ceilMode), likewise Q
      * @throws IllegalArgumentException if x is not a 4-D float32 tensor, the geometry is invalid, or
-     *     the padded input is smaller than the window (the message names the input shape)
+     *     the padded input is too small for one window (the message names the input shape)
      */
-    public static Tensor apply(Tensor x, int kernelH, int kernelW, int strideH, int strideW, int padH, int padW) {
+    public static Tensor apply(Tensor x, int kernelH, int kernelW, int strideH, int strideW, int padH, int padW,
+            int dilationH, int dilationW, boolean ceilMode) {
         Objects.requireNonNull(x, "max_pool2d: input is null");
         long[] r = NativeResults.buffer();
-        PoolNatives.maxPool2dForward(x.nativeHandle(), kernelH, kernelW, strideH, strideW, padH, padW, r);
+        PoolNatives.maxPool2dForward(x.nativeHandle(), kernelH, kernelW, strideH, strideW, padH, padW, dilationH, dilationW,
+                ceilMode, r);
         Tensor out = Tensor.fromNativeResult(r, 0);
         Tensor indices = Tensor.fromNativeResult(r, 1);
         long[] inputShape = x.shape();

@@ -20,8 +20,8 @@ import org.ddp4j.distributed.Work;
  *
  * <p>At construction it broadcasts the module's parameters and buffers from rank 0, so every rank
  * starts from the same state, and lays out each parameter's gradient as a slice of a flat
- * bucket (reverse parameter order; the first bucket capped at 1 MB, the rest at 25 MB, as
- * PyTorch). During backward, as soon as every gradient of a bucket has been accumulated, the
+ * bucket (reverse parameter order; the first bucket closed once it reaches 1 MB, the rest 25 MB,
+ * as PyTorch). During backward, as soon as every gradient of a bucket has been accumulated, the
  * bucket's all-reduce is launched asynchronously while backward continues; buckets launch in
  * index order on every rank so the collectives match, and average on the backend. Before backward
  * returns, all buckets are awaited, so each rank holds the average gradient (the buckets, hooks

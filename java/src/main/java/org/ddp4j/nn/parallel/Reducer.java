@@ -18,7 +18,8 @@ import org.ddp4j.internal.Setting;
  * still running, and the wait at the end of backward. Mirrors c10d's {@code Reducer}.
  *
  * <p>Each parameter's gradient is a slice of a flat float32 bucket (reverse parameter order; the
- * first bucket capped at 1 MB, the rest at the bucket cap), so a bucket's all-reduce needs no
+ * first bucket closed once it holds 1 MB, the rest at the bucket cap, each possibly overshooting by
+ * its last parameter as in PyTorch), so a bucket's all-reduce needs no
  * copy. A post-accumulate hook on every parameter marks its bucket; a bucket whose gradients are
  * all accumulated is all-reduced with {@link ReduceOp#AVG} (the backend averages: Gloo on its
  * worker thread, NCCL with {@code ncclAvg}) as soon as every lower-numbered bucket has been
@@ -147,14 +148,16 @@ final class Reducer implements AutoCloseable {
         long currentBytes = 0;
         for (int index : order) {
             Tensor p = params.get(index);
+            // PyTorch's compute_bucket_assignment_by_size: a bucket closes once it reaches its cap,
+            // so it may overshoot by its last parameter (same layouts as PyTorch's for the same cap).
             long cap = buckets.isEmpty() ? Math.min(FIRST_BUCKET_CAP_BYTES, bucketCapBytes) : bucketCapBytes;
-            if (!current.isEmpty() && currentBytes + p.numel() * 4 > cap) {
+            current.add(p);
+            currentBytes += p.numel() * 4;
+            if (currentBytes >= cap) {
                 addBucket(current);
                 current = new ArrayList<>();
                 currentBytes = 0;
             }
-            current.add(p);
-            currentBytes += p.numel() * 4;
         }
         if (!current.isEmpty()) {
             addBucket(current);
@@ -301,6 +304,13 @@ final class Reducer implements AutoCloseable {
      */
     private void launchNext() {
         GradientBucket b = buckets.get(nextToLaunch++);
+        // A parameter this rank left without a gradient contributes zeros, as PyTorch's reducer: its
+        // slice may still hold an old gradient when zeroGrad(true) dropped it since (set_to_none).
+        for (int slot = 0; slot < b.parameters.size(); slot++) {
+            if (b.parameters.get(slot).grad() == null) {
+                b.views.get(slot).fill(0);
+            }
+        }
         b.writeFlags(true);
         b.work = group.allReduceBucket(b.flat, ReduceOp.AVG, nextToLaunch == buckets.size(), b.index,
                 buckets.size());

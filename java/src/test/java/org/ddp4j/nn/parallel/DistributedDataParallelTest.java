@@ -327,9 +327,10 @@ class DistributedDataParallelTest {
                 return model.bucketBytes();
             }
         });
-        // Reverse order: fc.bias (40 B) + fc.weight (62720 B) exceed 40 kB, so fc.bias is alone first.
-        assertEquals(40L, sizes.get(0).get(0));
-        assertEquals(62720L, sizes.get(0).get(1));
+        // Reverse order, each bucket closed once it reaches 40 kB (PyTorch's rule): fc.bias (40 B) +
+        // fc.weight (62720 B); then layer2's BatchNorm (2 x 128 B), conv bias (128 B) and weight
+        // (51200 B); then layer1's four parameters (1792 B).
+        assertEquals(List.of(62760L, 51584L, 1792L), sizes.get(0));
         long total = sizes.get(0).stream().mapToLong(Long::longValue).sum();
         assertEquals(4L * (16 * 25 + 16 + 16 + 16 + 32 * 16 * 25 + 32 + 32 + 32 + 1568 * 10 + 10), total);
     }

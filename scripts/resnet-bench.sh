@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# The synthetic ResNet benchmark (after Horovod's pytorch_synthetic_benchmark.py), ddp4j against both
+# anchors, side by side in one run on this machine: ddp4j's org.ddp4j.examples.ResNetSynthetic,
+# PyTorch 1.13 (Debian's python3-torch + python3-torchvision: ANCHORS_DIR/pytorch/resnet_synthetic.py
+# started by its run2.sh) and PyTorch 2.10 (libtorch through JavaCPP: ANCHORS_DIR/javacpp-pytorch's
+# anchor.ResNetSynthetic, copied to build/javacpp-anchor and built there, started by its run.sh).
+# All three train the same model on one synthetic batch per rank (SGD, momentum 0.9) and print
+# `summary ... images_per_s=X`; the runs are interleaved (ddp4j, 1.13, 2.10, repeat) so that a change
+# in the machine's load hits all three. The GEMM rate per core (JMH KernelBenchmark.gemm512, one
+# thread) is measured in the same run, before and after the training runs; the higher counts (the
+# limit: a busy moment only lowers it).
+#
+# Prints ONE table: per model and configuration (ranks x threads per rank), images/s per rank of each
+# (median over --repeats runs of the mean over ranks), the ratios ddp4j/1.13 and ddp4j/2.10, the
+# share of the GEMM limit of each (training GFLOP per image x images/s / (GEMM GFLOP/s per core x
+# threads per rank); ResNet-18 10.9 and ResNet-50 24.5 GFLOP per image at 224x224, scaled by
+# (S/224)^2 at other sizes) and peak RSS per rank (GNU time's maximum resident set size over the
+# processes of a run: the largest rank; max over the repeats). A `!` after a figure: the ranks of
+# that run ended with different param_crc (DDP did not keep them equal). Paste it into
+# benchmarks/RESULTS.md.
+#
+# usage: scripts/resnet-bench.sh [options]
+#   --models M[,M]      resnet18,resnet50 (default both)
+#   --configs C[,C]     RxT: R ranks x T threads per rank, T a number or "all" (nproc);
+#                       default 1xall,1x1,2x1
+#   --steps N           timed steps (default 10)    --warmup-steps N (default 2)
+#   --batch-size B      per rank (default 32)       --image-size S (default 224)
+#   --repeats K         runs of each side per cell (default 1)
+#   --only LIST         sides to run: ddp4j,torch113,torch210 (default all three)
+#   --no-gemm           skip the JMH GEMM measurement (no share column)
+#   smoke run (a couple of minutes): scripts/resnet-bench.sh --models resnet18 --image-size 64 --steps 2
+#                                       --warmup-steps 1 --configs 1x1,2x1
+# environment:
+#   ANCHORS_DIR=DIR   the anchors (default ../shared/anchors next to the repository)
+#   SKIP_SETUP=1      do not run scripts/setup.sh (ddp4j and its benchmarks jar are already built)
+#   RUN_TIMEOUT=S     bound on one run, seconds (default 1800)
+#   the environment passes through to every run (e.g. DDP4J_DDP_OVERLAP=0); OMP_NUM_THREADS and
+#   OPENBLAS_NUM_THREADS are set to each run's threads per rank on all three sides (Debian's OpenBLAS,
+#   which torch 1.13 uses for fc, only reads them at start)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+anchors="${ANCHORS_DIR:-$root/../shared/anchors}"
+models=resnet18,resnet50
+configs=1xall,1x1,2x1
+steps=10
+warmup=2
+batch=32
+image=224
+repeats=1
+only=ddp4j,torch113,torch210
+gemm=1
+run_timeout="${RUN_TIMEOUT:-1800}"
+die() { echo "resnet-bench.sh: $*" >&2; exit 1; }
+while (($#)); do
+  case "$1" in
+    --models) models="$2"; shift 2 ;;
+    --configs) configs="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --warmup-steps) warmup="$2"; shift 2 ;;
+    --batch-size) batch="$2"; shift 2 ;;
+    --image-size) image="$2"; shift 2 ;;
+    --repeats) repeats="$2"; shift 2 ;;
+    --only) only="$2"; shift 2 ;;
+    --no-gemm) gemm=0; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+for v in steps warmup batch image repeats; do
+  [[ "${!v}" =~ ^[0-9]+$ ]] || die "--${v} must be a number, got '${!v}'"
+done
+((steps > 0 && batch > 0 && image > 0 && repeats > 0)) || die "--steps, --batch-size, --image-size and --repeats must be positive"
+IFS=, read -r -a model_list <<< "$models"
+IFS=, read -r -a config_list <<< "$configs"
+IFS=, read -r -a sides <<< "$only"
+for m in "${model_list[@]}"; do [[ "$m" == resnet18 || "$m" == resnet50 ]] || die "--models: resnet18 or resnet50, got '$m'"; done
+for c in "${config_list[@]}"; do [[ "$c" =~ ^[1-9][0-9]*x([1-9][0-9]*|all)$ ]] || die "--configs: RxT (e.g. 2x1, 1xall), got '$c'"; done
+for s in "${sides[@]}"; do [[ "$s" =~ ^(ddp4j|torch113|torch210)$ ]] || die "--only: ddp4j, torch113 or torch210, got '$s'"; done
+has_side() { [[ ",$only," == *",$1,"* ]]; }
+cores=$(nproc)
+
+# ---- what each side needs -------------------------------------------------------------------------
+[[ -x /usr/bin/time ]] || die "needs GNU time for peak RSS (apt-get install -y time)"
+if has_side torch113; then
+  [[ -f "$anchors/pytorch/resnet_synthetic.py" && -f "$anchors/pytorch/run2.sh" ]] \
+    || die "no pytorch/resnet_synthetic.py and pytorch/run2.sh in $anchors (set ANCHORS_DIR=DIR)"
+  /usr/bin/python3 -c "import torch" 2>/dev/null || die "needs Debian's python3-torch (apt-get install -y python3-torch)"
+  if ! /usr/bin/python3 -c "import torchvision" 2>/dev/null; then
+    [[ $(id -u) -eq 0 ]] || die "needs python3-torchvision: sudo apt-get install -y python3-torchvision"
+    echo "resnet-bench.sh: installing python3-torchvision" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-torchvision >&2 \
+      || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-torchvision >&2; } \
+      || die "apt-get install python3-torchvision failed"
+  fi
+fi
+anchor_java="$root/build/javacpp-anchor"
+if has_side torch210; then
+  [[ -f "$anchors/javacpp-pytorch/pom.xml" ]] || die "no javacpp-pytorch/pom.xml in $anchors (set ANCHORS_DIR=DIR)"
+  # a copy built here (ANCHORS_DIR is read-only); rebuilt when the anchor's sources changed
+  if [[ ! -f "$anchor_java/target/javacpp-pytorch-anchor.jar" ]] \
+      || ! diff -rq "$anchors/javacpp-pytorch/src" "$anchor_java/src" >/dev/null 2>&1 \
+      || ! cmp -s "$anchors/javacpp-pytorch/pom.xml" "$anchor_java/pom.xml"; then
+    echo "resnet-bench.sh: building the libtorch 2.10 anchor in $anchor_java (the first build fetches ~110 MB of jars from Maven Central)" >&2
+    rm -rf "$anchor_java"
+    mkdir -p "$root/build"
+    cp -r "$anchors/javacpp-pytorch" "$anchor_java"
+    (cd "$anchor_java" && { mvn -q -B -o package >/dev/null 2>&1 || mvn -q -B package >&2; }) \
+      || die "building the libtorch anchor failed (cd $anchor_java && mvn package)"
+  fi
+fi
+if [[ "${SKIP_SETUP:-0}" != 1 ]]; then
+  "$root/scripts/setup.sh" >/dev/null 2>&1 || die "scripts/setup.sh failed; run it to see why"
+fi
+bench_jar="$root/benchmarks/target/benchmarks.jar"
+((gemm == 0)) || [[ -f "$bench_jar" ]] || die "no $bench_jar: run scripts/setup.sh (or pass --no-gemm)"
+export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
+out="$(mktemp -d)"
+free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# ---- the GEMM limit ---------------------------------------------------------------------------------
+gemm_rates=()
+measure_gemm() {  # N: one JMH run of KernelBenchmark.gemm512 at one thread, its GFLOP/s appended to gemm_rates
+  ((gemm)) || return 0
+  # one thread: the rate per core that a rank's threads multiply
+  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout 600 java -jar "$bench_jar" 'KernelBenchmark\.gemm512$' \
+    -f 1 -wi 3 -i 5 -w 1 -r 1 > "$out/gemm-$1.txt" 2>&1 || { tail -20 "$out/gemm-$1.txt" >&2; die "JMH KernelBenchmark.gemm512 failed"; }
+  # JMH's score is ops/ns with one op per FLOP, i.e. GFLOP/s
+  local rate; rate="$(awk '$1 ~ /KernelBenchmark\.gemm512$/ {printf "%.1f", $(NF-3)}' "$out/gemm-$1.txt")"
+  [[ -n "$rate" ]] || die "no gemm512 score in $out/gemm-$1.txt"
+  gemm_rates+=("$rate")
+}
+echo "resnet-bench.sh: raw outputs in $out" >&2
+echo "resnet-bench.sh: GEMM rate (JMH KernelBenchmark.gemm512, 1 thread)" >&2
+measure_gemm 1
+
+# ---- one run of one side ------------------------------------------------------------------------------
+# run SIDE MODEL RANKS THREADS REP: writes $out/SIDE-MODEL-RxT-REP.{txt,time}; prints nothing
+run() {
+  local side=$1 model=$2 ranks=$3 threads=$4 rep=$5
+  local f="$out/$side-$model-${ranks}x$threads-$rep"
+  local args=(--model "$model" --batch-size "$batch" --image-size "$image" --warmup-steps "$warmup" --steps "$steps" --threads "$threads")
+  local port; port="$(free_port)"
+  local rc=0
+  case "$side" in
+    ddp4j)
+      OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads timeout "$run_timeout" /usr/bin/time -v -o "$f.time" \
+        "$root/scripts/ddp4j-run" --nproc-per-node "$ranks" --master-port "$port" \
+        org.ddp4j.examples.ResNetSynthetic "${args[@]}" > "$f.txt" 2>&1 || rc=$? ;;
+    torch113)
+      (cd "$anchors/pytorch" && OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MASTER_PORT=$port \
+        timeout "$run_timeout" /usr/bin/time -v -o "$f.time" bash run2.sh "$ranks" resnet_synthetic.py "${args[@]}") \
+        > "$f.txt" 2>&1 || rc=$? ;;
+    torch210)
+      OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MASTER_PORT=$port timeout "$run_timeout" \
+        /usr/bin/time -v -o "$f.time" "$anchor_java/run.sh" "$ranks" ResNetSynthetic "${args[@]}" > "$f.txt" 2>&1 || rc=$? ;;
+  esac
+  if ((rc != 0)); then
+    echo "resnet-bench.sh: $side $model ${ranks}x$threads run $rep failed (exit $rc); its output:" >&2
+    tail -20 "$f.txt" >&2
+  fi
+}
+
+for model in "${model_list[@]}"; do
+  for config in "${config_list[@]}"; do
+    ranks=${config%x*}
+    threads=${config#*x}
+    [[ "$threads" == all ]] && threads=$cores
+    for ((rep = 1; rep <= repeats; rep++)); do
+      for side in ddp4j torch113 torch210; do
+        has_side "$side" || continue
+        echo "resnet-bench.sh: $model ${ranks}x$threads run $rep: $side" >&2
+        run "$side" "$model" "$ranks" "$threads" "$rep"
+      done
+    done
+  done
+done
+
+echo "resnet-bench.sh: GEMM rate again" >&2
+measure_gemm 2
+gemm_rate=""
+((${#gemm_rates[@]})) && gemm_rate="$(printf '%s\n' "${gemm_rates[@]}" | sort -g | tail -1)"
+
+# ---- the table ------------------------------------------------------------------------------------------
+echo
+echo "date: $(date -u +%Y-%m-%d) machine: $cores cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "batch $batch per rank, image ${image}x$image, $warmup warm-up + $steps timed steps, $repeats run(s) per cell (median);" \
+  "GEMM limit: ${gemm_rate:-not measured} GFLOP/s per core (JMH KernelBenchmark.gemm512, 1 thread; before / after: ${gemm_rates[*]:-})"
+echo
+/usr/bin/python3 - "$out" "$gemm_rate" "$image" "$models" "$configs" "$cores" <<'PY'
+import glob, os, re, statistics, sys
+out, gemm, image, models, configs, cores = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
+gemm = float(gemm) if gemm else None
+gflop = {"resnet18": 10.9, "resnet50": 24.5}  # training FLOPs per image at 224x224 (three forwards)
+sides = ["ddp4j", "torch113", "torch210"]
+
+def parse(path):
+    """(mean images/s per rank, ranks equal?) of one run, or None when it printed no summary."""
+    ips, crcs = [], set()
+    for line in open(path, errors="replace"):
+        m = re.search(r"summary rank=\d+ .*images_per_s=([\d.]+)", line)
+        if m:
+            ips.append(float(m.group(1)))
+        m = re.search(r"check rank=\d+ .*param_crc=([0-9a-f]+)", line)
+        if m:
+            crcs.add(m.group(1))
+    return (statistics.mean(ips), len(crcs) <= 1) if ips else None
+
+def peak_mb(path):
+    try:
+        for line in open(path):
+            if "Maximum resident set size" in line:
+                return int(line.split()[-1]) / 1024
+    except OSError:
+        pass
+    return None
+
+def cell(side, model, config):
+    runs, rss, equal = [], [], True
+    for f in sorted(glob.glob(f"{out}/{side}-{model}-{config}-*.txt")):
+        r = parse(f)
+        if r:
+            runs.append(r[0])
+            equal &= r[1]
+        p = peak_mb(f[:-4] + ".time")
+        if p is not None:
+            rss.append(p)
+    return (statistics.median(runs) if runs else None), (max(rss) if rss else None), equal
+
+fmt = lambda v, spec: "n/a" if v is None else format(v, spec)
+ratio = lambda a, b: f"{a / b:.2f}" if a and b else "n/a"
+print("| model | ranks × threads | ddp4j img/s | PyTorch 1.13 img/s | PyTorch 2.10 img/s | ddp4j / 1.13 | ddp4j / 2.10 "
+      "| GEMM share ddp4j / 1.13 / 2.10 | peak RSS MB ddp4j / 1.13 / 2.10 |")
+print("|---|---|---|---|---|---|---|---|---|")
+for model in models.split(","):
+    for config in configs.split(","):
+        ranks, threads = config.split("x")
+        threads = cores if threads == "all" else int(threads)
+        key = f"{ranks}x{threads}"
+        c = {s: cell(s, model, key) for s in sides}
+        ips = {s: c[s][0] for s in sides}
+        flop = gflop[model] * (image / 224) ** 2
+        share = lambda v: "n/a" if v is None or not gemm else f"{100 * flop * v / (gemm * threads):.0f}%"
+        mark = lambda s: "" if c[s][2] else "!"
+        print(f"| {model} | {ranks} × {threads} | {fmt(ips['ddp4j'], '.2f')}{mark('ddp4j')} | {fmt(ips['torch113'], '.2f')}{mark('torch113')} "
+              f"| {fmt(ips['torch210'], '.2f')}{mark('torch210')} | {ratio(ips['ddp4j'], ips['torch113'])} | {ratio(ips['ddp4j'], ips['torch210'])} "
+              f"| {' / '.join(share(ips[s]) for s in sides)} | {' / '.join(fmt(c[s][1], '.0f') for s in sides)} |")
+PY
+echo
+echo "(images/s per rank; share: training GFLOP/image (ResNet-18 10.9, ResNet-50 24.5 at 224², x (S/224)²) x img/s / (GEMM GFLOP/s per core x threads per rank);"
+echo " peak RSS: the largest process of a run; '!': the ranks ended with different param_crc; raw outputs in $out)"
