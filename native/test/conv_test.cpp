@@ -251,6 +251,25 @@ int main() {
     against_direct({5, 16, 6, 6, 136, 3, 3, 1, 1, 1, 1}, rng);
     against_direct({4, 12, 7, 7, 8, 1, 1, 1, 1, 0, 0, 1, 1, 4}, rng);
     against_direct({3, 300, 4, 4, 140, 3, 3, 2, 2, 1, 1}, rng);
+    // Every conv shape of ResNet-50 on 4 x 3 x 64 x 64 (ResNetGoldenTest's model).
+    against_direct({4, 3, 64, 64, 64, 7, 7, 2, 2, 3, 3}, rng);
+    against_direct({4, 64, 16, 16, 256, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 256, 16, 16, 64, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 64, 16, 16, 64, 3, 3, 1, 1, 1, 1}, rng);
+    against_direct({4, 128, 16, 16, 128, 3, 3, 2, 2, 1, 1}, rng);
+    against_direct({4, 256, 16, 16, 512, 1, 1, 2, 2, 0, 0}, rng);
+    against_direct({4, 512, 8, 8, 128, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 128, 8, 8, 128, 3, 3, 1, 1, 1, 1}, rng);
+    against_direct({4, 256, 8, 8, 256, 3, 3, 2, 2, 1, 1}, rng);
+    against_direct({4, 1024, 4, 4, 256, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 256, 4, 4, 256, 3, 3, 1, 1, 1, 1}, rng);
+    against_direct({4, 512, 2, 2, 512, 3, 3, 1, 1, 1, 1}, rng);
+    against_direct({4, 2048, 2, 2, 512, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 512, 8, 8, 1024, 1, 1, 2, 2, 0, 0}, rng);
+    against_direct({4, 256, 4, 4, 1024, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 512, 8, 8, 256, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 1024, 4, 4, 2048, 1, 1, 2, 2, 0, 0}, rng);
+    against_direct({4, 512, 4, 4, 512, 3, 3, 2, 2, 1, 1}, rng);
     // 12x12 outputs: input gradient per image, weight gradient batched.
     against_direct({3, 8, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 2}, rng);
   }

@@ -22,7 +22,8 @@
 //
 // Each output element is thus computed by one GEMM call or one fixed chunk, in an order fixed by
 // the shapes. OpenBLAS is called from our threads and must itself run single-threaded.
-// Stride-1 dense convolutions with few channels take the direct AVX-512 kernels of conv_direct.cpp.
+// Stride-1 dense convolutions take the direct AVX-512 kernels of conv_direct.cpp where they apply
+// (forward: K >= 8; backward: few channels).
 #include <cblas.h>
 
 #include <algorithm>

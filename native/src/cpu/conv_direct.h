@@ -15,9 +15,8 @@ bool enabled();
 /** Switches the direct kernels off (false) or back on where the CPU has them; for tests. */
 void set_enabled(bool on);
 /**
- * Whether forward() pays off: channels are padded to a multiple of 16, so fewer than 8 output
- * channels would waste most of each vector, and 1x1 kernels or many channels on narrow rows are
- * GEMMs that OpenBLAS does better (im2col + GEMM there).
+ * Whether forward() is used: channels are padded to a multiple of 16, so fewer than 8 output
+ * channels would waste most of each vector (im2col + GEMM does better there).
  */
 bool forward_supported(const Geometry& g);
 /**
