@@ -16,7 +16,8 @@ bool enabled();
 void set_enabled(bool on);
 /**
  * Whether forward() is used: channels are padded to a multiple of 16, so fewer than 8 output
- * channels would waste most of each vector (im2col + GEMM does better there).
+ * channels would waste most of each vector, and rows of at most 7 outputs with many channels
+ * leave the tiles mostly empty (im2col + GEMM does better in both).
  */
 bool forward_supported(const Geometry& g);
 /**
