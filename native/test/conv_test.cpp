@@ -1,5 +1,6 @@
 // Conv2d kernels: a hand-computed one-channel example, then forward and all three gradients
 // against a direct (seven-loop) convolution for several geometries, including chunked batches.
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "cpu/conv_direct.h"
 #include "ddp4j/ops.h"
+#include "ddp4j/parallel.h"
 #include "test_util.h"
 
 using namespace ddp4j;
@@ -60,19 +62,30 @@ void hand_computed() {
 struct Case {
   int64_t N, C, H, W, K, R, S;
   int sh, sw, ph, pw;
+  int dh = 1, dw = 1, groups = 1;
 };
 
-void against_direct(const Case& c, std::mt19937& rng) {
+kernels::Conv2dGeometry geometry_of(const Case& c) {
   kernels::Conv2dGeometry g;
   g.stride_h = c.sh;
   g.stride_w = c.sw;
   g.pad_h = c.ph;
   g.pad_w = c.pw;
+  g.dilation_h = c.dh;
+  g.dilation_w = c.dw;
+  g.groups = c.groups;
+  return g;
+}
+
+void against_direct(const Case& c, std::mt19937& rng) {
+  const kernels::Conv2dGeometry g = geometry_of(c);
+  const int64_t Cg = c.C / c.groups, Kg = c.K / c.groups;
   Tensor x = random_tensor({c.N, c.C, c.H, c.W}, rng);
-  Tensor w = random_tensor({c.K, c.C, c.R, c.S}, rng);
+  Tensor w = random_tensor({c.K, Cg, c.R, c.S}, rng);
   Tensor b = random_tensor({c.K}, rng);
   Tensor y = ops::conv2d_forward(x, w, b, g);
-  const int64_t P = (c.H + 2 * c.ph - c.R) / c.sh + 1, Q = (c.W + 2 * c.pw - c.S) / c.sw + 1;
+  const int64_t P = (c.H + 2 * c.ph - c.dh * (c.R - 1) - 1) / c.sh + 1;
+  const int64_t Q = (c.W + 2 * c.pw - c.dw * (c.S - 1) - 1) / c.sw + 1;
   CHECK(y.shape() == (Shape{c.N, c.K, P, Q}));
   Tensor gy = random_tensor(y.shape(), rng);
   auto grads = ops::conv2d_backward(gy, x, w, true, true, g);
@@ -88,12 +101,13 @@ void against_direct(const Case& c, std::mt19937& rng) {
           const int64_t yi = ((n * c.K + k) * P + p) * Q + q;
           double acc = b.data<float>()[k];
           rgb[k] += pgy[yi];
-          for (int64_t ch = 0; ch < c.C; ++ch)
+          for (int64_t cl = 0; cl < Cg; ++cl)  // the input channels of k's group
             for (int64_t r = 0; r < c.R; ++r)
               for (int64_t s = 0; s < c.S; ++s) {
-                const int64_t h = p * c.sh - c.ph + r, ww = q * c.sw - c.pw + s;
+                const int64_t ch = k / Kg * Cg + cl;
+                const int64_t h = p * c.sh - c.ph + r * c.dh, ww = q * c.sw - c.pw + s * c.dw;
                 if (h < 0 || h >= c.H || ww < 0 || ww >= c.W) continue;
-                const int64_t xi = ((n * c.C + ch) * c.H + h) * c.W + ww, wi = ((k * c.C + ch) * c.R + r) * c.S + s;
+                const int64_t xi = ((n * c.C + ch) * c.H + h) * c.W + ww, wi = ((k * Cg + cl) * c.R + r) * c.S + s;
                 acc += double(px[xi]) * pw[wi];
                 rgx[xi] += double(pgy[yi]) * pw[wi];
                 rgw[wi] += double(pgy[yi]) * px[xi];
@@ -117,6 +131,31 @@ void against_direct(const Case& c, std::mt19937& rng) {
   compare("gb", grads[2], rgb);
 }
 
+/** Same bits from 1, 2 and 3 threads (the kernels split work by the shapes, never by threads). */
+void thread_count_independent(const Case& c, std::mt19937& rng) {
+  const kernels::Conv2dGeometry g = geometry_of(c);
+  Tensor x = random_tensor({c.N, c.C, c.H, c.W}, rng);
+  Tensor w = random_tensor({c.K, c.C / c.groups, c.R, c.S}, rng);
+  Tensor b = random_tensor({c.K}, rng);
+  std::vector<std::vector<float>> runs;
+  const int before = get_num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    Tensor y = ops::conv2d_forward(x, w, b, g);
+    Tensor gy = Tensor::empty(y.shape(), DType::Float32);
+    for (int64_t i = 0; i < gy.numel(); ++i) gy.data<float>()[i] = std::sin(0.37f * static_cast<float>(i));
+    auto grads = ops::conv2d_backward(gy, x, w, true, true, g);
+    std::vector<float> all;
+    for (const Tensor& t : {y, grads[0], grads[1], grads[2]}) all.insert(all.end(), t.data<float>(), t.data<float>() + t.numel());
+    runs.push_back(all);
+  }
+  set_num_threads(before);
+  for (size_t i = 1; i < runs.size(); ++i) {
+    CHECK(runs[i].size() == runs[0].size());
+    CHECK(std::memcmp(runs[i].data(), runs[0].data(), runs[0].size() * sizeof(float)) == 0);
+  }
+}
+
 void errors() {
   Tensor x = Tensor::zeros({8, 3, 28, 28}, DType::Float32);
   Tensor w = Tensor::zeros({16, 1, 5, 5}, DType::Float32);
@@ -134,6 +173,42 @@ void errors() {
     CHECK(false);
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("smaller than") != std::string::npos);
+  }
+  // groups: C must be weight.size(1) * groups and K divisible by groups.
+  kernels::Conv2dGeometry g2;
+  g2.groups = 2;
+  try {
+    ops::conv2d_forward(Tensor::zeros({1, 6, 5, 5}, DType::Float32), Tensor::zeros({4, 2, 3, 3}, DType::Float32),
+                        Tensor(), g2);
+    CHECK(false);
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("groups=2") != std::string::npos);
+  }
+  try {
+    ops::conv2d_forward(Tensor::zeros({1, 4, 5, 5}, DType::Float32), Tensor::zeros({3, 2, 3, 3}, DType::Float32),
+                        Tensor(), g2);
+    CHECK(false);
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("not divisible by groups=2") != std::string::npos);
+  }
+  // dilation 3 makes a 3x3 kernel span 7x7: a 5x5 input is too small.
+  kernels::Conv2dGeometry g3;
+  g3.dilation_h = g3.dilation_w = 3;
+  try {
+    ops::conv2d_forward(Tensor::zeros({1, 1, 5, 5}, DType::Float32), Tensor::zeros({1, 1, 3, 3}, DType::Float32),
+                        Tensor(), g3);
+    CHECK(false);
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("7x7 window") != std::string::npos);
+  }
+  kernels::Conv2dGeometry g0;
+  g0.groups = 0;
+  try {
+    ops::conv2d_forward(Tensor::zeros({1, 1, 5, 5}, DType::Float32), Tensor::zeros({1, 1, 3, 3}, DType::Float32),
+                        Tensor(), g0);
+    CHECK(false);
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("groups must be positive") != std::string::npos);
   }
 }
 
@@ -162,8 +237,52 @@ int main() {
     against_direct({1, 8, 4, 4, 9, 3, 3, 1, 1, 3, 3}, rng);  // pad > R-1: direct forward, GEMM backward
     against_direct({1, 8, 9, 9, 9, 8, 8, 1, 1, 1, 1}, rng);  // S > 7: direct forward, GEMM backward
     against_direct({1, 8, 40, 40, 16, 5, 5, 1, 1, 2, 2}, rng);  // weight gradient in several row blocks
+    // Groups and dilation (GEMM path only): grouped, depthwise, dilated, all three with stride.
+    against_direct({2, 4, 9, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2}, rng);
+    against_direct({2, 6, 9, 9, 6, 3, 3, 1, 1, 1, 1, 1, 1, 6}, rng);
+    against_direct({2, 3, 11, 10, 4, 3, 3, 1, 1, 2, 2, 2, 2, 1}, rng);
+    against_direct({3, 4, 12, 11, 8, 3, 3, 2, 2, 2, 1, 2, 3, 4}, rng);
+    // 1x1 stride 1 (the input is its own unfolding) and stride 2, per-image plan with row blocks.
+    against_direct({2, 24, 17, 18, 20, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({3, 8, 33, 34, 12, 1, 1, 2, 2, 0, 0}, rng);
+    against_direct({2, 4, 40, 40, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2}, rng);  // several row blocks, 2 groups
+    // Batched forward and gradients (outputs under 128 pixels): several batch chunks and output
+    // blocks, groups and 1x1.
+    against_direct({5, 16, 6, 6, 136, 3, 3, 1, 1, 1, 1}, rng);
+    against_direct({4, 12, 7, 7, 8, 1, 1, 1, 1, 0, 0, 1, 1, 4}, rng);
+    against_direct({3, 300, 4, 4, 140, 3, 3, 2, 2, 1, 1}, rng);
+    // Every conv shape of ResNet-50 on 4 x 3 x 64 x 64 (ResNetGoldenTest's model).
+    against_direct({4, 3, 64, 64, 64, 7, 7, 2, 2, 3, 3}, rng);
+    against_direct({4, 64, 16, 16, 256, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 256, 16, 16, 64, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 64, 16, 16, 64, 3, 3, 1, 1, 1, 1}, rng);
+    against_direct({4, 128, 16, 16, 128, 3, 3, 2, 2, 1, 1}, rng);
+    against_direct({4, 256, 16, 16, 512, 1, 1, 2, 2, 0, 0}, rng);
+    against_direct({4, 512, 8, 8, 128, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 128, 8, 8, 128, 3, 3, 1, 1, 1, 1}, rng);
+    against_direct({4, 256, 8, 8, 256, 3, 3, 2, 2, 1, 1}, rng);
+    against_direct({4, 1024, 4, 4, 256, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 256, 4, 4, 256, 3, 3, 1, 1, 1, 1}, rng);
+    against_direct({4, 512, 2, 2, 512, 3, 3, 1, 1, 1, 1}, rng);
+    against_direct({4, 2048, 2, 2, 512, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 512, 8, 8, 1024, 1, 1, 2, 2, 0, 0}, rng);
+    against_direct({4, 256, 4, 4, 1024, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 512, 8, 8, 256, 1, 1, 1, 1, 0, 0}, rng);
+    against_direct({4, 1024, 4, 4, 2048, 1, 1, 2, 2, 0, 0}, rng);
+    against_direct({4, 512, 4, 4, 512, 3, 3, 2, 2, 1, 1}, rng);
+    // 12x12 outputs: input gradient per image, weight gradient batched.
+    against_direct({3, 8, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 2}, rng);
   }
   cpu::direct::set_enabled(true);
+  // GEMM path: per-image plan (forward row blocks, backward weight chunks), pointwise, batched
+  // plan; then the direct kernels.
+  cpu::direct::set_enabled(false);
+  thread_count_independent({7, 8, 40, 40, 16, 3, 3, 2, 2, 1, 1}, rng);
+  thread_count_independent({5, 64, 20, 20, 32, 1, 1, 1, 1, 0, 0}, rng);
+  thread_count_independent({9, 32, 7, 7, 48, 3, 3, 1, 1, 1, 1, 1, 1, 2}, rng);
+  thread_count_independent({5, 24, 12, 12, 40, 3, 3, 1, 1, 1, 1}, rng);
+  cpu::direct::set_enabled(true);
+  thread_count_independent({6, 16, 14, 14, 32, 5, 5, 1, 1, 2, 2}, rng);
   errors();
   return test_failures();
 }

@@ -42,11 +42,17 @@ using relu_forward_fn = void (*)(const Tensor& x, Tensor& y);
 /** gx = gy where y > 0, else 0. */
 using relu_backward_fn = void (*)(const Tensor& gy, const Tensor& y, Tensor& gx);
 
-/** Convolution geometry (PyTorch's Conv2d with dilation 1, groups 1). */
+/**
+ * Convolution geometry (PyTorch's Conv2d with zero padding). With dilation (dh, dw) kernel tap
+ * (r, s) of output (p, q) reads input (p*stride_h - pad_h + r*dh, q*stride_w - pad_w + s*dw);
+ * groups G split the C input and K output channels into G independent convolutions of C/G -> K/G
+ * channels (the weight is [K, C/G, R, S]; output channel k reads input group k / (K/G)).
+ */
 struct Conv2dGeometry {
   int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  int dilation_h = 1, dilation_w = 1, groups = 1;
 };
-/** y[N, K, P, Q] = conv(x[N, C, H, W], w[K, C, R, S]) + b[K] (b may be undefined). */
+/** y[N, K, P, Q] = conv(x[N, C, H, W], w[K, C/G, R, S]) + b[K] (b may be undefined). */
 using conv2d_forward_fn = void (*)(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y,
                                    const Conv2dGeometry& g);
 /** Gradients of conv2d_forward; gx and gb may be undefined (not needed). Outputs are overwritten. */

@@ -52,7 +52,7 @@ std::vector<Tensor> linear_backward(const Tensor& gy, const Tensor& x, const Ten
 Tensor relu_forward(const Tensor& x);
 Tensor relu_backward(const Tensor& gy, const Tensor& y);
 
-/** torch.nn.functional.conv2d: x[N, C, H, W], w[K, C, R, S], b[K] or undefined -> [N, K, P, Q]. */
+/** torch.nn.functional.conv2d: x[N, C, H, W], w[K, C/groups, R, S], b[K] or undefined -> [N, K, P, Q]. */
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const kernels::Conv2dGeometry& g);
 /** Returns {gx, gw, gb}. */
 std::vector<Tensor> conv2d_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool need_gx, bool has_bias,

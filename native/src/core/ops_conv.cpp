@@ -12,6 +12,9 @@ void check_geometry(const kernels::Conv2dGeometry& g) {
                   g.stride_w, ")");
   DDP4J_CHECK_ARG(g.pad_h >= 0 && g.pad_w >= 0, kOp, ": padding must be non-negative, got (", g.pad_h, ", ",
                   g.pad_w, ")");
+  DDP4J_CHECK_ARG(g.dilation_h > 0 && g.dilation_w > 0, kOp, ": dilation must be positive, got (", g.dilation_h,
+                  ", ", g.dilation_w, ")");
+  DDP4J_CHECK_ARG(g.groups > 0, kOp, ": groups must be positive, got ", g.groups);
 }
 
 /** Checks x, w, b against each other and returns the output shape [N, K, P, Q]. */
@@ -27,8 +30,11 @@ Shape check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const k
   for (int d = 0; d < 4; ++d) {
     DDP4J_CHECK_ARG(w.size(d) > 0, kOp, ": weight ", shape_str(w.shape()), " has an empty dimension");
   }
-  DDP4J_CHECK_ARG(x.size(1) == w.size(1), kOp, ": input ", shape_str(x.shape()), " has ", x.size(1),
-                  " channels but weight ", shape_str(w.shape()), " expects ", w.size(1));
+  DDP4J_CHECK_ARG(w.size(0) % g.groups == 0, kOp, ": weight ", shape_str(w.shape()), " has ", w.size(0),
+                  " output channels, not divisible by groups=", g.groups);
+  DDP4J_CHECK_ARG(x.size(1) == w.size(1) * g.groups, kOp, ": input ", shape_str(x.shape()), " has ", x.size(1),
+                  " channels but weight ", shape_str(w.shape()), " with groups=", g.groups, " expects ",
+                  w.size(1) * g.groups, " (weight.size(1) * groups)");
   if (b.defined()) {
     check_dtype(kOp, "bias", b, DType::Float32);
     check_same_device(kOp, x, b);
@@ -36,10 +42,12 @@ Shape check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const k
                     " does not match weight ", shape_str(w.shape()), " (expected [", w.size(0), "])");
   }
   const int64_t hp = x.size(2) + 2 * int64_t{g.pad_h}, wp = x.size(3) + 2 * int64_t{g.pad_w};
-  DDP4J_CHECK_ARG(hp >= w.size(2) && wp >= w.size(3), kOp, ": input ", shape_str(x.shape()), " padded to ", hp,
-                  "x", wp, " is smaller than the ", w.size(2), "x", w.size(3), " kernel of weight ",
-                  shape_str(w.shape()));
-  const int64_t p = (hp - w.size(2)) / g.stride_h + 1, q = (wp - w.size(3)) / g.stride_w + 1;
+  // The window a dilated kernel spans: dilation * (k - 1) + 1.
+  const int64_t kh = int64_t{g.dilation_h} * (w.size(2) - 1) + 1, kw = int64_t{g.dilation_w} * (w.size(3) - 1) + 1;
+  DDP4J_CHECK_ARG(hp >= kh && wp >= kw, kOp, ": input ", shape_str(x.shape()), " padded to ", hp, "x", wp,
+                  " is smaller than the ", kh, "x", kw, " window of weight ", shape_str(w.shape()), " (dilation (",
+                  g.dilation_h, ", ", g.dilation_w, "))");
+  const int64_t p = (hp - kh) / g.stride_h + 1, q = (wp - kw) / g.stride_w + 1;
   return {x.size(0), w.size(0), p, q};
 }
 

@@ -15,11 +15,15 @@ bool enabled();
 /** Switches the direct kernels off (false) or back on where the CPU has them; for tests. */
 void set_enabled(bool on);
 /**
- * Whether forward() pays off: channels are padded to a multiple of 16, so fewer than 8 output
- * channels would waste most of each vector (im2col + GEMM does better there).
+ * Whether forward() is used: channels are padded to a multiple of 16, so fewer than 8 output
+ * channels would waste most of each vector, and rows of at most 7 outputs with many channels
+ * leave the tiles mostly empty (im2col + GEMM does better in both).
  */
 bool forward_supported(const Geometry& g);
-/** Likewise for backward(); the input gradient's output channels are the C input channels. */
+/**
+ * Likewise for backward() (the input gradient's output channels are the C input channels); it
+ * pays off for few channels (C * K <= 4096), as in the two-conv net.
+ */
 bool backward_supported(const Geometry& g, bool need_gx);
 
 /** y = conv(x, w) + b (b may be null). */

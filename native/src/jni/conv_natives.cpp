@@ -10,12 +10,15 @@ using namespace ddp4j;
 using namespace ddp4j::jni;
 
 namespace {
-kernels::Conv2dGeometry conv_geometry(jint sh, jint sw, jint ph, jint pw) {
+kernels::Conv2dGeometry conv_geometry(jint sh, jint sw, jint ph, jint pw, jint dh, jint dw, jint groups) {
   kernels::Conv2dGeometry g;
   g.stride_h = sh;
   g.stride_w = sw;
   g.pad_h = ph;
   g.pad_w = pw;
+  g.dilation_h = dh;
+  g.dilation_w = dw;
+  g.groups = groups;
   return g;
 }
 }  // namespace
@@ -24,21 +27,23 @@ extern "C" {
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ConvNatives_conv2dForward(JNIEnv* env, jclass, jlong x, jlong w,
                                                                           jlong b, jint sh, jint sw, jint ph,
-                                                                          jint pw, jlongArray results) {
+                                                                          jint pw, jint dh, jint dw, jint groups,
+                                                                          jlongArray results) {
   return guarded(env, [&] {
     return result_of(env, results,
-        ops::conv2d_forward(required_tensor_of(x), required_tensor_of(w), tensor_of(b), conv_geometry(sh, sw, ph, pw)));
+        ops::conv2d_forward(required_tensor_of(x), required_tensor_of(w), tensor_of(b), conv_geometry(sh, sw, ph, pw, dh, dw, groups)));
   });
 }
 
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_ConvNatives_conv2dBackward(JNIEnv* env, jclass, jlong gy,
                                                                                 jlong x, jlong w, jboolean needGx,
                                                                                 jboolean hasBias, jint sh, jint sw,
-                                                                                jint ph, jint pw, jlongArray results) {
+                                                                                jint ph, jint pw, jint dh, jint dw,
+                                                                                jint groups, jlongArray results) {
   guarded(env, [&] {
     results_of(env, results,
         ops::conv2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(w), needGx, hasBias,
-            conv_geometry(sh, sw, ph, pw)));
+            conv_geometry(sh, sw, ph, pw, dh, dw, groups)));
   });
 }
 

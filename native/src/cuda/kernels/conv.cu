@@ -1,4 +1,5 @@
-// CUDA Conv2d (dilation 1, groups 1, any stride and padding): im2col + SGEMM, as the CPU kernel.
+// CUDA Conv2d (dilation 1, groups 1, any stride and padding; other dilations and groups are
+// rejected): im2col + SGEMM, as the CPU kernel.
 //
 // The batch is cut into chunks of images whose unfolded input col[m, C*R*S, P*Q] fits in
 // kMaxColFloats (scratch from the caching allocator, reused by every chunk: all work is ordered
@@ -129,6 +130,13 @@ int64_t chunk_images(const Dims& d) {
   return std::clamp<int64_t>(kMaxColFloats / per_image, 1, std::min<int64_t>(std::max<int64_t>(d.N, 1), 65535));
 }
 
+/** These kernels unfold densely and in one group; say so instead of computing something else. */
+void check_supported(const kernels::Conv2dGeometry& g, const char* op) {
+  DDP4J_CHECK_ARG(g.dilation_h == 1 && g.dilation_w == 1 && g.groups == 1, op,
+                  ": the CUDA kernels support dilation 1 and groups 1 only, got dilation (", g.dilation_h, ", ",
+                  g.dilation_w, ") and groups ", g.groups, "; run this convolution on the CPU");
+}
+
 void check_sizes(const Dims& d, const char* op) {
   constexpr int64_t kMax = 0x7fffff00;
   DDP4J_CHECK_ARG(d.K <= kMax && d.crs() <= kMax && d.pq() <= kMax, op, ": sizes too large for the CUDA kernels");
@@ -136,6 +144,7 @@ void check_sizes(const Dims& d, const char* op) {
 
 /** x[N, C, H, W], w[K, C, R, S], b[K] or undefined -> y[N, K, P, Q] (overwritten). */
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, const kernels::Conv2dGeometry& g) {
+  check_supported(g, "conv2d");
   const Dims d = dims_of(x, w, y, g);
   if (y.numel() == 0) return;
   check_sizes(d, "conv2d");
@@ -169,6 +178,7 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y
 /** Gradients of conv2d_forward; gx and gb may be undefined. All outputs are overwritten. */
 void conv2d_backward(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx, Tensor& gw, Tensor& gb,
                      const kernels::Conv2dGeometry& g) {
+  check_supported(g, "conv2d_backward");
   const Dims d = dims_of(x, w, gy, g);
   LaunchContext ctx(gw);
   if (gy.numel() == 0) {  // empty batch or output: every gradient is zero (all-zero bits is 0.0f)

@@ -164,28 +164,28 @@ public class KernelBenchmark {
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 16 * 25 * 28 * 28)
     public void conv1Forward() {
-        free(ConvNatives.conv2dForward(c1X.nativeHandle(), c1W.nativeHandle(), c1B.nativeHandle(), 1, 1, 2, 2, NativeResults.buffer()));
+        free(ConvNatives.conv2dForward(c1X.nativeHandle(), c1W.nativeHandle(), c1B.nativeHandle(), 1, 1, 2, 2, 1, 1, 1, NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 16 * 25 * 28 * 28)
     public void conv1BackwardWeight() {
         ConvNatives.conv2dBackward(c1Gy.nativeHandle(), c1X.nativeHandle(), c1W.nativeHandle(), false, true,
-                1, 1, 2, 2, NativeResults.buffer());
+                1, 1, 2, 2, 1, 1, 1, NativeResults.buffer());
         freeResults();
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 32 * 16 * 25 * 14 * 14)
     public void conv2Forward() {
-        free(ConvNatives.conv2dForward(c2X.nativeHandle(), c2W.nativeHandle(), c2B.nativeHandle(), 1, 1, 2, 2, NativeResults.buffer()));
+        free(ConvNatives.conv2dForward(c2X.nativeHandle(), c2W.nativeHandle(), c2B.nativeHandle(), 1, 1, 2, 2, 1, 1, 1, NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * 2 * BATCH * 32 * 16 * 25 * 14 * 14)
     public void conv2Backward() {
         ConvNatives.conv2dBackward(c2Gy.nativeHandle(), c2X.nativeHandle(), c2W.nativeHandle(), true, true,
-                1, 1, 2, 2, NativeResults.buffer());
+                1, 1, 2, 2, 1, 1, 1, NativeResults.buffer());
         freeResults();
     }
 }

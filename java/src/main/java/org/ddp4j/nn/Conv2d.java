@@ -5,12 +5,12 @@ import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 
 /**
- * A 2-D convolution layer with a square kernel: PyTorch's {@code torch.nn.Conv2d} (dilation 1,
- * groups 1, zero padding). Parameters: {@code weight} float32 [out, in, k, k] and, unless disabled,
- * {@code bias} float32 [out], initialised as PyTorch does:
+ * A 2-D convolution layer with a square kernel: PyTorch's {@code torch.nn.Conv2d} (zero padding,
+ * any stride, dilation and groups). Parameters: {@code weight} float32 [out, in / groups, k, k]
+ * and, unless disabled, {@code bias} float32 [out], initialised as PyTorch does:
  * {@code kaiming_uniform_(weight, a=sqrt(5))} and bias uniform in ±1/sqrt(fan_in) with
- * fan_in = in * k * k. Input [N, in, H, W] gives output [N, out, P, Q] with
- * P = floor((H + 2 padding - k) / stride) + 1, likewise Q.
+ * fan_in = (in / groups) * k * k. Input [N, in, H, W] gives output [N, out, P, Q] with
+ * P = floor((H + 2 padding - dilation (k - 1) - 1) / stride) + 1, likewise Q.
  */
 public class Conv2d extends Module {
     private final int inChannels;
@@ -18,49 +18,80 @@ public class Conv2d extends Module {
     private final int kernelSize;
     private final int stride;
     private final int padding;
+    private final int dilation;
+    private final int groups;
     private final Tensor weight;
     private final Tensor bias;
 
     /**
      * {@code torch.nn.Conv2d}'s keyword arguments after kernel_size, with its defaults (stride 1,
-     * padding 0, bias true), plus the generator that initialises the parameters (default
-     * {@link Generator#defaultGenerator()}); each wither returns a changed copy. Example:
-     * {@code new Conv2d(1, 16, 5, Conv2d.Options.defaults().padding(2))}.
+     * padding 0, dilation 1, groups 1, bias true), plus the generator that initialises the
+     * parameters (default {@link Generator#defaultGenerator()}); each wither returns a changed
+     * copy. Example: {@code new Conv2d(64, 64, 3, Conv2d.Options.defaults().padding(1).groups(32))}.
      */
-    public record Options(int stride, int padding, boolean bias, Generator generator) {
+    public record Options(int stride, int padding, int dilation, int groups, boolean bias, Generator generator) {
         /** PyTorch's defaults, initialised from the default generator. */
         public static Options defaults() {
-            return new Options(1, 0, true, Generator.defaultGenerator());
+            return new Options(1, 0, 1, 1, true, Generator.defaultGenerator());
         }
 
         /** Stride in both dimensions, {@code > 0}. */
         public Options stride(int value) {
-            return new Options(value, padding, bias, generator);
+            return new Options(value, padding, dilation, groups, bias, generator);
         }
 
         /** Zero padding on each side, {@code >= 0}. */
         public Options padding(int value) {
-            return new Options(stride, value, bias, generator);
+            return new Options(stride, value, dilation, groups, bias, generator);
+        }
+
+        /** Spacing between kernel taps in both dimensions, {@code > 0} (1 = dense kernel). */
+        public Options dilation(int value) {
+            return new Options(stride, padding, value, groups, bias, generator);
+        }
+
+        /** Channel groups, {@code > 0}, dividing in and out channels ({@code groups == in}: depthwise). */
+        public Options groups(int value) {
+            return new Options(stride, padding, dilation, value, bias, generator);
         }
 
         /** Whether to add a learnable bias. */
         public Options bias(boolean value) {
-            return new Options(stride, padding, value, generator);
+            return new Options(stride, padding, dilation, groups, value, generator);
         }
 
         /** The source of the initial values. */
         public Options generator(Generator value) {
-            return new Options(stride, padding, bias, value);
+            return new Options(stride, padding, dilation, groups, bias, value);
         }
     }
 
     /**
      * Mirrors {@code torch.nn.Conv2d(in_channels, out_channels, kernel_size, **options)}.
      *
-     * @throws IllegalArgumentException as the full constructor
+     * @throws IllegalArgumentException if a channel count or the kernel size is not positive, the
+     *     stride, dilation or groups are not positive, the padding is negative, or groups does not
+     *     divide both channel counts
      */
     public Conv2d(int inChannels, int outChannels, int kernelSize, Options options) {
-        this(inChannels, outChannels, kernelSize, options.stride(), options.padding(), options.bias(), options.generator());
+        validate(inChannels, outChannels, kernelSize, options);
+        this.inChannels = inChannels;
+        this.outChannels = outChannels;
+        this.kernelSize = kernelSize;
+        this.stride = options.stride();
+        this.padding = options.padding();
+        this.dilation = options.dilation();
+        this.groups = options.groups();
+        this.weight = registerParameter("weight", Init.kaimingUniform(
+                Tensor.zeros(outChannels, inChannels / groups, kernelSize, kernelSize), Math.sqrt(5),
+                options.generator()));
+        if (options.bias()) {
+            float bound = (float) (1 / Math.sqrt(Init.fanIn(weight)));
+            this.bias = registerParameter("bias",
+                    Init.uniform(Tensor.zeros(outChannels), -bound, bound, options.generator()));
+        } else {
+            this.bias = null;
+        }
     }
 
     /** Stride 1, no padding, with bias, default generator. */
@@ -79,7 +110,7 @@ public class Conv2d extends Module {
     }
 
     /**
-     * The full constructor.
+     * Dilation 1, groups 1.
      *
      * @param inChannels channels of the input (C)
      * @param outChannels channels of the output (K)
@@ -93,23 +124,24 @@ public class Conv2d extends Module {
      */
     public Conv2d(int inChannels, int outChannels, int kernelSize, int stride, int padding, boolean bias,
             Generator generator) {
-        if (inChannels <= 0 || outChannels <= 0 || kernelSize <= 0 || stride <= 0 || padding < 0) {
-            throw new IllegalArgumentException("Conv2d(in=" + inChannels + ", out=" + outChannels + ", kernelSize="
-                    + kernelSize + ", stride=" + stride + ", padding=" + padding
-                    + "): channels, kernel size and stride must be positive and padding non-negative");
+        this(inChannels, outChannels, kernelSize, new Options(stride, padding, 1, 1, bias, generator));
+    }
+
+    private static void validate(int in, int out, int kernelSize, Options o) {
+        String call = "Conv2d(in=" + in + ", out=" + out + ", kernelSize=" + kernelSize + ", stride=" + o.stride()
+                + ", padding=" + o.padding() + ", dilation=" + o.dilation() + ", groups=" + o.groups() + "): ";
+        if (in <= 0 || out <= 0 || kernelSize <= 0 || o.stride() <= 0 || o.padding() < 0 || o.dilation() <= 0) {
+            throw new IllegalArgumentException(call
+                    + "channels, kernel size, stride and dilation must be positive and padding non-negative");
         }
-        this.inChannels = inChannels;
-        this.outChannels = outChannels;
-        this.kernelSize = kernelSize;
-        this.stride = stride;
-        this.padding = padding;
-        this.weight = registerParameter("weight",
-                Init.kaimingUniform(Tensor.zeros(outChannels, inChannels, kernelSize, kernelSize), Math.sqrt(5), generator));
-        if (bias) {
-            float bound = (float) (1 / Math.sqrt(Init.fanIn(weight)));
-            this.bias = registerParameter("bias", Init.uniform(Tensor.zeros(outChannels), -bound, bound, generator));
-        } else {
-            this.bias = null;
+        if (o.groups() <= 0) {
+            throw new IllegalArgumentException(call + "groups must be a positive integer");
+        }
+        if (in % o.groups() != 0) {
+            throw new IllegalArgumentException(call + "in_channels must be divisible by groups");
+        }
+        if (out % o.groups() != 0) {
+            throw new IllegalArgumentException(call + "out_channels must be divisible by groups");
         }
     }
 
@@ -117,14 +149,14 @@ public class Conv2d extends Module {
      * Convolves input [N, in, H, W] (float32) into [N, out, P, Q].
      *
      * @throws IllegalArgumentException if the input is not 4-D float32, has a channel count other than
-     *     {@code in}, or is smaller than the kernel after padding
+     *     {@code in}, or is smaller than the dilated kernel after padding
      */
     @Override
     public Tensor forward(Tensor input) {
-        return Conv2dFunction.apply(input, weight, bias, stride, padding);
+        return Conv2dFunction.apply(input, weight, bias, stride, stride, padding, padding, dilation, dilation, groups);
     }
 
-    /** The weight parameter [out, in, k, k]. */
+    /** The weight parameter [out, in / groups, k, k]. */
     public Tensor weight() {
         return weight;
     }
@@ -159,12 +191,28 @@ public class Conv2d extends Module {
         return padding;
     }
 
-    /** PyTorch's extra_repr, printed inside {@code Conv2d(1, 16, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2))}. */
+    /** Spacing between kernel taps in both dimensions (1 = dense). */
+    public int dilation() {
+        return dilation;
+    }
+
+    /** Number of channel groups (1 = every output channel sees every input channel). */
+    public int groups() {
+        return groups;
+    }
+
+    /**
+     * PyTorch's extra_repr, printed inside e.g.
+     * {@code Conv2d(64, 64, kernel_size=(3, 3), stride=(1, 1), padding=(2, 2), dilation=(2, 2), groups=64, bias=False)}:
+     * padding, dilation and groups only when they differ from the defaults.
+     */
     @Override
     protected String extraRepr() {
         return inChannels + ", " + outChannels + ", kernel_size=(" + kernelSize + ", " + kernelSize
                 + "), stride=(" + stride + ", " + stride + ")"
                 + (padding != 0 ? ", padding=(" + padding + ", " + padding + ")" : "")
+                + (dilation != 1 ? ", dilation=(" + dilation + ", " + dilation + ")" : "")
+                + (groups != 1 ? ", groups=" + groups : "")
                 + (bias == null ? ", bias=False" : "");
     }
 }

@@ -8,53 +8,73 @@ import org.ddp4j.tensor.Tensor;
 
 /**
  * Differentiable 2-D convolution (cross-correlation), mirroring {@code torch.nn.functional.conv2d}
- * with dilation 1 and groups 1. On CPUs with AVX-512, stride-1 convolutions with at least 8 output
- * channels run direct register-tiled kernels (forward, input and weight gradients; no unfolding).
- * Otherwise the CPU kernel unfolds images (im2col) and multiplies with one BLAS GEMM per chunk of
- * images; its backward computes the input gradient by GEMM + col2im, the weight gradient by GEMM
- * accumulated over the batch and the bias gradient as a sum. {@code DDP4J_CONV_DIRECT=0} forces
- * the GEMM path.
+ * with zero padding, any stride, dilation and groups. On CPUs with AVX-512, stride-1 convolutions
+ * with groups 1, dilation 1 and at least 8 output channels run direct register-tiled kernels
+ * (forward, input and weight gradients; no unfolding). Otherwise the CPU kernel multiplies with
+ * BLAS GEMMs, one per group and chunk of images: 1x1 stride-1 unpadded convolutions read the
+ * input as it is, others unfold it first (im2col); the backward computes the input gradient by
+ * GEMM (+ col2im), the weight gradient by GEMM accumulated over the batch and the bias gradient
+ * as a sum. Work is split over the intra-op threads so that results do not depend on their
+ * number. {@code DDP4J_CONV_DIRECT=0} forces the GEMM path.
  */
 public final class Conv2dFunction {
     private Conv2dFunction() {}
 
     /**
-     * Same stride and padding in both spatial dimensions.
+     * Same stride and padding in both spatial dimensions, dilation 1, groups 1.
      *
-     * @see #apply(Tensor, Tensor, Tensor, int, int, int, int)
+     * @see #apply(Tensor, Tensor, Tensor, int, int, int, int, int, int, int)
      */
     public static Tensor apply(Tensor x, Tensor weight, Tensor bias, int stride, int padding) {
-        return apply(x, weight, bias, stride, stride, padding, padding);
+        return apply(x, weight, bias, stride, stride, padding, padding, 1, 1, 1);
+    }
+
+    /**
+     * Dilation 1, groups 1.
+     *
+     * @see #apply(Tensor, Tensor, Tensor, int, int, int, int, int, int, int)
+     */
+    public static Tensor apply(Tensor x, Tensor weight, Tensor bias, int strideH, int strideW, int padH, int padW) {
+        return apply(x, weight, bias, strideH, strideW, padH, padW, 1, 1, 1);
     }
 
     /**
      * y = conv2d(x, weight) + bias, recorded for autograd when any input requires grad.
      *
      * @param x float32 [N, C, H, W]
-     * @param weight float32 [K, C, R, S]
+     * @param weight float32 [K, C / groups, R, S]
      * @param bias float32 [K], or null for no bias
      * @param strideH vertical stride (positive)
      * @param strideW horizontal stride (positive)
      * @param padH zero padding added above and below (non-negative)
      * @param padW zero padding added left and right (non-negative)
-     * @return float32 [N, K, P, Q] with P = floor((H + 2 padH - R) / strideH) + 1 and
-     *     Q = floor((W + 2 padW - S) / strideW) + 1
-     * @throws IllegalArgumentException if dtypes or dimensions are wrong, the channel counts of x and
-     *     weight differ, bias does not have K elements, the geometry is invalid, or the padded input
-     *     is smaller than the kernel (messages name the shapes)
+     * @param dilationH vertical spacing between kernel taps (positive; 1 = dense)
+     * @param dilationW horizontal spacing between kernel taps (positive)
+     * @param groups number of channel groups (positive, divides C and K): output channels
+     *     [g K/groups, (g+1) K/groups) see only input channels [g C/groups, (g+1) C/groups);
+     *     groups = C is a depthwise convolution
+     * @return float32 [N, K, P, Q] with P = floor((H + 2 padH - dilationH (R - 1) - 1) / strideH) + 1
+     *     and likewise Q
+     * @throws IllegalArgumentException if dtypes or dimensions are wrong, C differs from
+     *     weight.size(1) * groups, K is not divisible by groups, bias does not have K elements, the
+     *     geometry is invalid, or the padded input is smaller than the dilated kernel (messages name
+     *     the shapes)
      * @throws IllegalStateException if an input is closed
      */
-    public static Tensor apply(Tensor x, Tensor weight, Tensor bias, int strideH, int strideW, int padH, int padW) {
+    public static Tensor apply(Tensor x, Tensor weight, Tensor bias, int strideH, int strideW, int padH, int padW,
+            int dilationH, int dilationW, int groups) {
         Objects.requireNonNull(x, "conv2d: input is null");
         Objects.requireNonNull(weight, "conv2d: weight is null");
         Tensor out = Tensor.fromNativeResult(ConvNatives.conv2dForward(x.nativeHandle(), weight.nativeHandle(),
-                bias == null ? 0 : bias.nativeHandle(), strideH, strideW, padH, padW, NativeResults.buffer()));
+                bias == null ? 0 : bias.nativeHandle(), strideH, strideW, padH, padW, dilationH, dilationW, groups,
+                NativeResults.buffer()));
         return new Node("ConvolutionBackward", x, weight, bias) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
                 long[] r = NativeResults.buffer();
                 ConvNatives.conv2dBackward(gradOutput.nativeHandle(), x.nativeHandle(), weight.nativeHandle(),
-                        needsInputGrad(0), needsInputGrad(2), strideH, strideW, padH, padW, r);
+                        needsInputGrad(0), needsInputGrad(2), strideH, strideW, padH, padW, dilationH, dilationW,
+                        groups, r);
                 return new Tensor[] {Tensor.fromNativeResult(r, 0), Tensor.fromNativeResult(r, 1),
                     Tensor.fromNativeResult(r, 2)};
             }

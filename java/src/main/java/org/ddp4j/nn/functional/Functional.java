@@ -71,6 +71,18 @@ public final class Functional {
     }
 
     /**
+     * 2-D convolution with dilation and groups: x [N, C, H, W], w [K, C / groups, R, S], b [K] or
+     * null → [N, K, P, Q]. Mirrors {@code torch.nn.functional.conv2d(x, w, b, stride, padding,
+     * dilation, groups)}.
+     *
+     * @throws IllegalArgumentException on channels that do not match weight.size(1) * groups, K not
+     *     divisible by groups, or a too-small input (shapes named)
+     */
+    public static Tensor conv2d(Tensor x, Tensor w, Tensor b, int stride, int padding, int dilation, int groups) {
+        return Conv2dFunction.apply(x, w, b, stride, stride, padding, padding, dilation, dilation, groups);
+    }
+
+    /**
      * Batch normalisation over [N, C, H, W] per channel; in training, batch statistics and a
      * running-stat update. Mirrors {@code torch.nn.functional.batch_norm}.
      */
