@@ -151,6 +151,20 @@ int main() {
       r.push_back(ops::batch_norm2d_forward_eval(x, gamma, beta, rm0, rv0, 1e-5));
       return r;
     });
+    // The fused batch norm + residual + ReLU (ResNet blocks), forward in both modes and backward.
+    const Tensor residual = random({2, 48, 32, 32}, 36);
+    check_thread_counts("batch_norm2d_relu", [&] {
+      Tensor rm = clone(rm0), rv = clone(rv0);
+      std::vector<Tensor> r = ops::batch_norm2d_relu_forward_train(x, gamma, beta, rm, rv, 0.1, 1e-5, residual);
+      std::vector<Tensor> g = ops::batch_norm2d_relu_backward(gy, r[0], x, gamma, r[1], r[2], true);
+      std::vector<Tensor> g2 = ops::batch_norm2d_relu_backward(gy, r[0], x, gamma, r[1], r[2], false);
+      r.insert(r.end(), g.begin(), g.end());
+      r.insert(r.end(), g2.begin(), g2.end());
+      r.push_back(rm);
+      r.push_back(rv);
+      r.push_back(ops::batch_norm2d_relu_forward_eval(x, gamma, beta, rm0, rv0, 1e-5, residual));
+      return r;
+    });
   }
 
   // Losses: the means over several blocks; the cross entropy over 12000 rows of 10 classes.

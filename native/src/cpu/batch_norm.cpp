@@ -4,7 +4,9 @@
 // walk the tensor in memory order (image, channel, plane), one stream for the prefetcher, while
 // every channel still adds its planes in image order. Threads split the statistics by channel
 // (each channel's sums made by one thread, in that same order) and the element-wise passes by
-// plane, so results do not depend on the thread count.
+// plane, so results do not depend on the thread count. The fused forms (batch_norm2d_relu_*) run
+// the same passes with the ReLU (and a residual addition) applied where y is written, and the
+// ReLU's mask applied where the backward reads gy, so they give the unfused composition's bits.
 #include <immintrin.h>
 
 #include <cmath>
@@ -58,13 +60,27 @@ inline void shifted_sums(const float* p, int64_t n, float k, double& s1, double&
   s2 += finish(b0, b1, t2);
 }
 
-/** Adds Σ g to sg and Σ (x - mean) g to sxg over n elements. */
-inline void grad_sums(const float* g, const float* x, int64_t n, float mean, double& sg, double& sxg) {
+/**
+ * Adds Σ g to sg and Σ (x - mean) g to sxg over n elements, where g = gy, or with Masked
+ * g = (y > 0 ? gy : 0) (ReLU's backward, NaN in y blocking), then also stored to gout when not null.
+ */
+template <bool Masked>
+inline void grad_sums(const float* gy, const float* y, const float* x, int64_t n, float mean, double& sg,
+                      double& sxg, float* gout) {
   const __m256 m = _mm256_set1_ps(mean);
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 a0 = zero, a1 = a0, b0 = a0, b1 = a0;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
-    const __m256 g0 = _mm256_loadu_ps(g + j), g1 = _mm256_loadu_ps(g + j + 8);
+    __m256 g0 = _mm256_loadu_ps(gy + j), g1 = _mm256_loadu_ps(gy + j + 8);
+    if constexpr (Masked) {
+      g0 = _mm256_and_ps(g0, _mm256_cmp_ps(_mm256_loadu_ps(y + j), zero, _CMP_GT_OQ));
+      g1 = _mm256_and_ps(g1, _mm256_cmp_ps(_mm256_loadu_ps(y + j + 8), zero, _CMP_GT_OQ));
+      if (gout != nullptr) {
+        _mm256_storeu_ps(gout + j, g0);
+        _mm256_storeu_ps(gout + j + 8, g1);
+      }
+    }
     a0 = _mm256_add_ps(a0, g0);
     a1 = _mm256_add_ps(a1, g1);
     b0 = _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), m), g0, b0);
@@ -72,8 +88,13 @@ inline void grad_sums(const float* g, const float* x, int64_t n, float mean, dou
   }
   double t1 = 0, t2 = 0;
   for (; j < n; ++j) {
-    t1 += g[j];
-    t2 += (static_cast<double>(x[j]) - mean) * g[j];
+    float g = gy[j];
+    if constexpr (Masked) {
+      g = y[j] > 0.0f ? g : 0.0f;
+      if (gout != nullptr) gout[j] = g;
+    }
+    t1 += g;
+    t2 += (static_cast<double>(x[j]) - mean) * g;
   }
   sg += finish(a0, a1, t1);
   sxg += finish(b0, b1, t2);
@@ -85,24 +106,51 @@ inline int64_t channel_grain(int64_t N, int64_t HW) { return std::max<int64_t>(1
 /** Planes per element-wise range. */
 inline int64_t plane_grain(int64_t HW) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(HW, 1)); }
 
-/** y = x * a[c] + b[c] over the planes of x[N, C, HW], split among the threads. */
-void affine(const float* x, float* y, int64_t N, int64_t C, int64_t HW, const float* a, const float* b) {
+/**
+ * y = x * a[c] + b[c] over the planes of x[N, C, HW], split among the threads; with a residual r
+ * (not null) y = (x * a[c] + b[c]) + r, and with Relu y = max(y, 0) as relu_forward (NaN kept).
+ * One expression for every form, so the fused forms round as the unfused ops do.
+ */
+template <bool Relu, bool Residual>
+void affine(const float* x, float* y, int64_t N, int64_t C, int64_t HW, const float* a, const float* b,
+            const float* r) {
   parallel_for(0, N * C, plane_grain(HW), [=](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const float* in = x + p * HW;
+      const float* res = Residual ? r + p * HW : nullptr;
       float* out = y + p * HW;
       const float ac = a[p % C], bc = b[p % C];
-      for (int64_t j = 0; j < HW; ++j) out[j] = in[j] * ac + bc;
+      for (int64_t j = 0; j < HW; ++j) {
+        float v = in[j] * ac + bc;
+        if constexpr (Residual) v = v + res[j];
+        if constexpr (Relu) v = (v > 0.0f || v != v) ? v : 0.0f;
+        out[j] = v;
+      }
     }
   });
 }
 
-void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
-                   Tensor& running_var, double momentum, double eps, Tensor& y, Tensor& save_mean,
-                   Tensor& save_invstd) {
+/** The plain, +ReLU and +residual+ReLU forms of affine, picked at run time. */
+void affine_any(const float* x, float* y, int64_t N, int64_t C, int64_t HW, const float* a, const float* b,
+                const float* r, bool relu) {
+  if (!relu) {
+    affine<false, false>(x, y, N, C, HW, a, b, nullptr);
+  } else if (r == nullptr) {
+    affine<true, false>(x, y, N, C, HW, a, b, nullptr);
+  } else {
+    affine<true, true>(x, y, N, C, HW, a, b, r);
+  }
+}
+
+/**
+ * The training statistics of x: saves mean and invstd, updates the running statistics and fills
+ * a[C], b[C] such that bn(x) = x * a + b.
+ */
+void train_statistics(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                      Tensor& running_var, double momentum, double eps, Tensor& save_mean, Tensor& save_invstd,
+                      std::vector<float>& a, std::vector<float>& b) {
   const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3), count = N * HW;
   const float* px = x.data<float>();
-  float* py = y.data<float>();
   const float* pg = gamma.data<float>();
   const float* pb = beta.data<float>();
   float* rm = running_mean.data<float>();
@@ -113,7 +161,8 @@ void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Ten
   // by plane), so the hardware prefetcher sees one stream; each channel's planes are still added
   // in the same order (n ascending), so the sums are the same as channel by channel.
   std::vector<double> s1(static_cast<size_t>(C), 0.0), s2(static_cast<size_t>(C), 0.0);
-  std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
+  a.assign(static_cast<size_t>(C), 0.0f);
+  b.assign(static_cast<size_t>(C), 0.0f);
   parallel_for(0, C, channel_grain(N, HW), [&](int64_t c0, int64_t c1) {
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t c = c0; c < c1; ++c) {
@@ -139,11 +188,35 @@ void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Ten
       rv[c] = static_cast<float>((1 - momentum) * rv[c] + momentum * unbiased);
     }
   });
-  affine(px, py, N, C, HW, a.data(), b.data());
 }
 
-void forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
-                  const Tensor& running_var, double eps, Tensor& y) {
+/** y = relu?(bn(x) (+ residual)) with batch statistics; residual may be undefined. */
+void forward_train_any(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                       Tensor& running_var, double momentum, double eps, const Tensor& residual, bool relu,
+                       Tensor& y, Tensor& save_mean, Tensor& save_invstd) {
+  std::vector<float> a, b;
+  train_statistics(x, gamma, beta, running_mean, running_var, momentum, eps, save_mean, save_invstd, a, b);
+  affine_any(x.data<float>(), y.data<float>(), x.size(0), x.size(1), x.size(2) * x.size(3), a.data(), b.data(),
+             residual.defined() ? residual.data<float>() : nullptr, relu);
+}
+
+void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                   Tensor& running_var, double momentum, double eps, Tensor& y, Tensor& save_mean,
+                   Tensor& save_invstd) {
+  forward_train_any(x, gamma, beta, running_mean, running_var, momentum, eps, Tensor(), false, y, save_mean,
+                    save_invstd);
+}
+
+void relu_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                        Tensor& running_var, double momentum, double eps, const Tensor& residual, Tensor& y,
+                        Tensor& save_mean, Tensor& save_invstd) {
+  forward_train_any(x, gamma, beta, running_mean, running_var, momentum, eps, residual, true, y, save_mean,
+                    save_invstd);
+}
+
+/** y = relu?(bn(x) (+ residual)) with the running statistics; residual may be undefined. */
+void forward_eval_any(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                      const Tensor& running_var, double eps, const Tensor& residual, bool relu, Tensor& y) {
   const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3);
   const float* pg = gamma.data<float>();
   const float* pb = beta.data<float>();
@@ -155,14 +228,32 @@ void forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
     a[c] = static_cast<float>(ac);
     b[c] = static_cast<float>(pb[c] - rm[c] * ac);
   }
-  affine(x.data<float>(), y.data<float>(), N, C, HW, a.data(), b.data());
+  affine_any(x.data<float>(), y.data<float>(), N, C, HW, a.data(), b.data(),
+             residual.defined() ? residual.data<float>() : nullptr, relu);
 }
 
-void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
-              const Tensor& save_invstd, Tensor& gx, Tensor& ggamma, Tensor& gbeta) {
+void forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                  const Tensor& running_var, double eps, Tensor& y) {
+  forward_eval_any(x, gamma, beta, running_mean, running_var, eps, Tensor(), false, y);
+}
+
+void relu_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                       const Tensor& running_var, double eps, const Tensor& residual, Tensor& y) {
+  forward_eval_any(x, gamma, beta, running_mean, running_var, eps, residual, true, y);
+}
+
+/**
+ * The batch-norm backward of g = gy, or with Masked g = (y > 0 ? gy : 0) (the ReLU after it), also
+ * written to gmasked when that is defined.
+ */
+template <bool Masked>
+void backward_any(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
+                  const Tensor& save_invstd, Tensor& gx, Tensor& ggamma, Tensor& gbeta, Tensor& gmasked) {
   const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3), count = N * HW;
   const float* px = x.data<float>();
   const float* pgy = gy.data<float>();
+  const float* pyy = Masked ? y.data<float>() : nullptr;
+  float* pgm = Masked && gmasked.defined() ? gmasked.data<float>() : nullptr;
   float* pgx = gx.data<float>();
   // Both passes go through memory in its natural order (see forward_train); each channel's
   // planes are still added in the same order, so the sums are the same as channel by channel.
@@ -177,7 +268,8 @@ void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tens
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t c = c0; c < c1; ++c) {
         const int64_t off = (n * C + c) * HW;
-        grad_sums(pgy + off, px + off, HW, means[c], sg[c], sxg[c]);
+        grad_sums<Masked>(pgy + off, Masked ? pyy + off : nullptr, px + off, HW, means[c], sg[c], sxg[c],
+                          pgm != nullptr ? pgm + off : nullptr);
       }
     }
     for (int64_t c = c0; c < c1; ++c) {
@@ -195,13 +287,34 @@ void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tens
     }
   });
   const float *pa = a.data(), *pbb = b.data(), *pd = d.data();
+  // With the masked gradient stored, pass 2 reads it (two streams) instead of gy and y.
+  const bool reread = Masked && pgm == nullptr;
+  const float* g = pgm != nullptr ? pgm : pgy;
   parallel_for(0, N * C, plane_grain(HW), [=](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t off = p * HW, c = p % C;
       const float ac = pa[c], bc = pbb[c], dc = pd[c], m = means[c];
-      for (int64_t j = 0; j < HW; ++j) pgx[off + j] = pgy[off + j] * ac + (px[off + j] - m) * bc + dc;
+      if (reread) {
+        for (int64_t j = 0; j < HW; ++j) {
+          const float gj = pyy[off + j] > 0.0f ? g[off + j] : 0.0f;
+          pgx[off + j] = gj * ac + (px[off + j] - m) * bc + dc;
+        }
+      } else {
+        for (int64_t j = 0; j < HW; ++j) pgx[off + j] = g[off + j] * ac + (px[off + j] - m) * bc + dc;
+      }
     }
   });
+}
+
+void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
+              const Tensor& save_invstd, Tensor& gx, Tensor& ggamma, Tensor& gbeta) {
+  Tensor none;
+  backward_any<false>(gy, Tensor(), x, gamma, save_mean, save_invstd, gx, ggamma, gbeta, none);
+}
+
+void relu_backward(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
+                   const Tensor& save_invstd, Tensor& gx, Tensor& ggamma, Tensor& gbeta, Tensor& gmasked) {
+  backward_any<true>(gy, y, x, gamma, save_mean, save_invstd, gx, ggamma, gbeta, gmasked);
 }
 
 }  // namespace
@@ -209,5 +322,8 @@ void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tens
 DDP4J_REGISTER_KERNEL(batch_norm2d_forward_train, CPU, forward_train);
 DDP4J_REGISTER_KERNEL(batch_norm2d_forward_eval, CPU, forward_eval);
 DDP4J_REGISTER_KERNEL(batch_norm2d_backward, CPU, backward);
+DDP4J_REGISTER_KERNEL(batch_norm2d_relu_forward_train, CPU, relu_forward_train);
+DDP4J_REGISTER_KERNEL(batch_norm2d_relu_forward_eval, CPU, relu_forward_eval);
+DDP4J_REGISTER_KERNEL(batch_norm2d_relu_backward, CPU, relu_backward);
 
 }  // namespace ddp4j::cpu
