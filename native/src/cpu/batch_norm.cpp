@@ -296,7 +296,10 @@ void backward_any(const Tensor& gy, const Tensor& y, const Tensor& x, const Tens
       const float ac = pa[c], bc = pbb[c], dc = pd[c], m = means[c];
       if (reread) {
         for (int64_t j = 0; j < HW; ++j) {
-          const float gj = pyy[off + j] > 0.0f ? g[off + j] : 0.0f;
+          // Both loads before the select, so the loop vectorises (a load under the condition
+          // would keep it a branch per element).
+          const float gv = g[off + j];
+          const float gj = pyy[off + j] > 0.0f ? gv : 0.0f;
           pgx[off + j] = gj * ac + (px[off + j] - m) * bc + dc;
         }
       } else {
