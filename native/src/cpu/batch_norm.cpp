@@ -105,6 +105,22 @@ inline void grad_sums(const float* gy, const float* y, const float* x, int64_t n
   sxg += finish(b0, b1, t2);
 }
 
+/** out[j] = y[j] > 0 ? g[j] : 0 over n elements (ReLU's backward; NaN in y blocks). */
+inline void mask_plane(const float* g, const float* y, int64_t n, float* out) {
+  alignas(32) static const int32_t kTail[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const __m256 zero = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 keep = _mm256_cmp_ps(_mm256_loadu_ps(y + j), zero, _CMP_GT_OQ);
+    _mm256_storeu_ps(out + j, _mm256_and_ps(_mm256_loadu_ps(g + j), keep));
+  }
+  if (j < n) {
+    const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kTail + 8 - (n - j)));
+    const __m256 keep = _mm256_cmp_ps(_mm256_maskload_ps(y + j, m), zero, _CMP_GT_OQ);
+    _mm256_maskstore_ps(out + j, m, _mm256_and_ps(_mm256_maskload_ps(g + j, m), keep));
+  }
+}
+
 /** Channels per statistics range: enough that each range reads about kGrainSize elements. */
 inline int64_t channel_grain(int64_t N, int64_t HW) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(N * HW, 1)); }
 
@@ -311,20 +327,20 @@ void backward_any(const Tensor& gy, const Tensor& y, const Tensor& x, const Tens
   const bool reread = Masked && pgm == nullptr;
   const float* g = pgm != nullptr ? pgm : pgy;
   parallel_for(0, N * C, plane_grain(HW), [=](int64_t p0, int64_t p1) {
+    // Without a stored masked gradient each plane's is made in a buffer first (AVX2, masked
+    // tail: no branch per element), so the gx loop below is the same code in every form.
+    std::vector<float> buffer(reread ? static_cast<size_t>(HW) : 0);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t off = p * HW, c = p % C;
       const float ac = pa[c], bc = pbb[c], dc = pd[c], m = means[c];
+      const float* gp = g + off;
       if (reread) {
-        for (int64_t j = 0; j < HW; ++j) {
-          // Both loads before the select, so the loop vectorises (a load under the condition
-          // would keep it a branch per element).
-          const float gv = g[off + j];
-          const float gj = pyy[off + j] > 0.0f ? gv : 0.0f;
-          pgx[off + j] = gj * ac + (px[off + j] - m) * bc + dc;
-        }
-      } else {
-        for (int64_t j = 0; j < HW; ++j) pgx[off + j] = g[off + j] * ac + (px[off + j] - m) * bc + dc;
+        mask_plane(g + off, pyy + off, HW, buffer.data());
+        gp = buffer.data();
       }
+      const float* xp = px + off;
+      float* out = pgx + off;
+      for (int64_t j = 0; j < HW; ++j) out[j] = gp[j] * ac + (xp[j] - m) * bc + dc;
     }
   });
 }
