@@ -18,7 +18,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The fused {@link BatchNorm2d#forwardRelu} (what the ResNet blocks call) against PyTorch's
  * {@code F.relu(bn(x))} and {@code F.relu(bn(x) + residual)} (scripts/golden/batch_norm_relu_golden.py),
  * and bit for bit against ddp4j's unfused forward, add and relu: two training steps with their
- * gradients (input, residual, weight, bias) and running statistics, then an eval step.
+ * gradients (input, residual, weight, bias) and running statistics, then an eval step; and
+ * {@link Sequential}'s fusing of BatchNorm2d then ReLU.
  */
 class BatchNorm2dReluGoldenTest {
     private static final double RTOL = 1e-5;
@@ -96,6 +97,24 @@ class BatchNorm2dReluGoldenTest {
             yu.backward(G.tensor("residual.0.grad_y"));
             assertArrayEquals(xu.grad().toFloatArray(), x.grad().toFloatArray());
             assertNull(r.grad());
+        }
+    }
+
+    /** Sequential runs BatchNorm2d then ReLU fused (as ConvNet's layers): the unfused bits, forward and backward. */
+    @Test
+    void sequentialBatchNormThenReluMatchesTheUnfusedOps() {
+        try (var scope = Tensors.scope(); BatchNorm2d bn = new BatchNorm2d(4); BatchNorm2d bnu = new BatchNorm2d(4);
+                Sequential seq = new Sequential(bn, new ReLU())) {
+            Tensor x = G.tensor("plain.0.x").requiresGrad(true);
+            Tensor xu = G.tensor("plain.0.x").requiresGrad(true);
+            Tensor y = seq.forward(x);
+            Tensor yu = new ReLU().forward(bnu.forward(xu));
+            assertArrayEquals(yu.toFloatArray(), y.toFloatArray());
+            y.backward(G.tensor("plain.0.grad_y"));
+            yu.backward(G.tensor("plain.0.grad_y"));
+            assertArrayEquals(xu.grad().toFloatArray(), x.grad().toFloatArray());
+            assertArrayEquals(bnu.weight().grad().toFloatArray(), bn.weight().grad().toFloatArray());
+            assertArrayEquals(bnu.runningMean().toFloatArray(), bn.runningMean().toFloatArray());
         }
     }
 
