@@ -1,7 +1,8 @@
 // ctest: the fused batch_norm2d_relu ops give the bits of the unfused composition — batch norm,
 // then (with a residual) add, then relu; forward in train and eval mode, and the backward's gx,
 // ggamma, gbeta and the residual's gradient against relu_backward + batch_norm2d_backward — on a
-// plane size with a vector tail (7 x 9) and one without (16 x 16), with negative values and zeros.
+// plane size with a vector tail (7 x 9), one without (16 x 16) and large planes (96 x 96, cache
+// blocked), with negative values and zeros.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -77,6 +78,7 @@ int main() {
   for (bool with_residual : {false, true}) {
     check_case(7, 9, with_residual);
     check_case(16, 16, with_residual);
+    check_case(96, 96, with_residual);  // large planes: the passes go channel block by block
   }
   // A residual of another shape is refused with both shapes in the message.
   const Tensor x = random({2, 3, 4, 4}, 8), gamma = random({3}, 9), beta = random({3}, 10);
