@@ -151,6 +151,37 @@ int main() {
       r.push_back(ops::batch_norm2d_forward_eval(x, gamma, beta, rm0, rv0, 1e-5));
       return r;
     });
+    // The fused batch norm + residual + ReLU (ResNet blocks), forward in both modes and backward.
+    const Tensor residual = random({2, 48, 32, 32}, 36);
+    check_thread_counts("batch_norm2d_relu", [&] {
+      Tensor rm = clone(rm0), rv = clone(rv0);
+      std::vector<Tensor> r = ops::batch_norm2d_relu_forward_train(x, gamma, beta, rm, rv, 0.1, 1e-5, residual);
+      std::vector<Tensor> g = ops::batch_norm2d_relu_backward(gy, r[0], x, gamma, r[1], r[2], true);
+      std::vector<Tensor> g2 = ops::batch_norm2d_relu_backward(gy, r[0], x, gamma, r[1], r[2], false);
+      r.insert(r.end(), g.begin(), g.end());
+      r.insert(r.end(), g2.begin(), g2.end());
+      r.push_back(rm);
+      r.push_back(rv);
+      r.push_back(ops::batch_norm2d_relu_forward_eval(x, gamma, beta, rm0, rv0, 1e-5, residual));
+      return r;
+    });
+    // 96 x 96 planes: the passes go channel block by channel block (cache_block in batch_norm.cpp).
+    const Tensor xl = random({2, 8, 96, 96}, 37, -3, 5), gl = random({8}, 38), bl = random({8}, 39);
+    const Tensor rl = random({2, 8, 96, 96}, 40), gyl = random({2, 8, 96, 96}, 41);
+    check_thread_counts("batch_norm2d 96x96", [&] {
+      Tensor rm = clone(rm0), rv = clone(rv0);
+      Tensor rm8 = Tensor::empty({8}, DType::Float32), rv8 = Tensor::empty({8}, DType::Float32);
+      std::memcpy(rm8.raw_data(), rm.raw_data(), 8 * sizeof(float));
+      std::memcpy(rv8.raw_data(), rv.raw_data(), 8 * sizeof(float));
+      std::vector<Tensor> r = ops::batch_norm2d_forward_train(xl, gl, bl, rm8, rv8, 0.1, 1e-5);
+      std::vector<Tensor> g = ops::batch_norm2d_backward(gyl, xl, gl, r[1], r[2]);
+      std::vector<Tensor> f = ops::batch_norm2d_relu_forward_train(xl, gl, bl, rm8, rv8, 0.1, 1e-5, rl);
+      std::vector<Tensor> fg = ops::batch_norm2d_relu_backward(gyl, f[0], xl, gl, f[1], f[2], false);
+      for (auto* v : {&g, &f, &fg}) r.insert(r.end(), v->begin(), v->end());
+      r.push_back(rm8);
+      r.push_back(rv8);
+      return r;
+    });
   }
 
   // Losses: the means over several blocks; the cross entropy over 12000 rows of 10 classes.

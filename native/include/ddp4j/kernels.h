@@ -75,6 +75,29 @@ using batch_norm2d_forward_eval_fn = void (*)(const Tensor& x, const Tensor& gam
 using batch_norm2d_backward_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& gamma,
                                           const Tensor& save_mean, const Tensor& save_invstd, Tensor& gx,
                                           Tensor& ggamma, Tensor& gbeta);
+/**
+ * Training-mode BatchNorm2d fused with the ReLU after it (and, when residual is defined, the
+ * residual addition before that ReLU, as at the end of a ResNet block):
+ * y = relu(batch_norm(x) + residual), the statistics as batch_norm2d_forward_train. residual, when
+ * defined, is float32 of x's shape. Gives the bits of the unfused ops (bn, add, relu).
+ */
+using batch_norm2d_relu_forward_train_fn = void (*)(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                    Tensor& running_mean, Tensor& running_var, double momentum,
+                                                    double eps, const Tensor& residual, Tensor& y,
+                                                    Tensor& save_mean, Tensor& save_invstd);
+/** Eval-mode form of batch_norm2d_relu_forward_train (running statistics; residual may be undefined). */
+using batch_norm2d_relu_forward_eval_fn = void (*)(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                   const Tensor& running_mean, const Tensor& running_var,
+                                                   double eps, const Tensor& residual, Tensor& y);
+/**
+ * Gradients of batch_norm2d_relu_forward_train given its output y: the batch-norm backward of
+ * g = (y > 0 ? gy : 0). When gmasked is defined (the residual's gradient is needed) g is written
+ * to it. Outputs are overwritten; equal to relu_backward then batch_norm2d_backward.
+ */
+using batch_norm2d_relu_backward_fn = void (*)(const Tensor& gy, const Tensor& y, const Tensor& x,
+                                               const Tensor& gamma, const Tensor& save_mean,
+                                               const Tensor& save_invstd, Tensor& gx, Tensor& ggamma,
+                                               Tensor& gbeta, Tensor& gmasked);
 
 /**
  * Pooling geometry of torch.nn.MaxPool2d / AvgPool2d. Window (p, q) of the output covers input

@@ -67,6 +67,23 @@ Tensor batch_norm2d_forward_eval(const Tensor& x, const Tensor& gamma, const Ten
 /** Returns {gx, ggamma, gbeta}. */
 std::vector<Tensor> batch_norm2d_backward(const Tensor& gy, const Tensor& x, const Tensor& gamma,
                                           const Tensor& save_mean, const Tensor& save_invstd);
+/**
+ * Training BatchNorm2d + (residual) + ReLU in one pass: relu(batch_norm(x) + residual), residual
+ * undefined or of x's shape. Returns {y, save_mean, save_invstd}; updates running stats in place.
+ */
+std::vector<Tensor> batch_norm2d_relu_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                    Tensor& running_mean, Tensor& running_var, double momentum,
+                                                    double eps, const Tensor& residual);
+/** Eval form of batch_norm2d_relu_forward_train (running statistics). */
+Tensor batch_norm2d_relu_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                      const Tensor& running_mean, const Tensor& running_var, double eps,
+                                      const Tensor& residual);
+/**
+ * Gradients of batch_norm2d_relu_forward_train from its output y: {gx, ggamma, gbeta} and, with
+ * want_masked, also the ReLU's gradient (the residual's) as a fourth tensor.
+ */
+std::vector<Tensor> batch_norm2d_relu_backward(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& gamma,
+                                               const Tensor& save_mean, const Tensor& save_invstd, bool want_masked);
 
 /** Returns {y, indices}. */
 std::vector<Tensor> max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& g);

@@ -87,4 +87,85 @@ std::vector<Tensor> batch_norm2d_backward(const Tensor& gy, const Tensor& x, con
   return {gx, ggamma, gbeta};
 }
 
+namespace {
+
+/** A residual, when given, must be float32 of x's shape on x's device. */
+void check_residual(const char* op, const Tensor& x, const Tensor& residual) {
+  if (!residual.defined()) return;
+  check_dtype(op, "residual", residual, DType::Float32);
+  check_same_device(op, x, residual);
+  DDP4J_CHECK_ARG(residual.shape() == x.shape(), op, ": residual ", shape_str(residual.shape()),
+                  " does not match input ", shape_str(x.shape()));
+}
+
+}  // namespace
+
+std::vector<Tensor> batch_norm2d_relu_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                    Tensor& running_mean, Tensor& running_var, double momentum,
+                                                    double eps, const Tensor& residual) {
+  constexpr const char* op = "batch_norm2d_relu";
+  check_input(op, x);
+  check_channel_tensor(op, "weight", x, gamma);
+  check_channel_tensor(op, "bias", x, beta);
+  check_channel_tensor(op, "running_mean", x, running_mean);
+  check_channel_tensor(op, "running_var", x, running_var);
+  check_eps(eps);
+  check_residual(op, x, residual);
+  DDP4J_CHECK_ARG(std::isfinite(momentum), op, ": momentum must be a number, got ", momentum);
+  DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) > 1, op,
+                  ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()));
+  const int64_t c = x.size(1);
+  Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
+  Tensor save_mean = Tensor::empty({c}, DType::Float32, x.device());
+  Tensor save_invstd = Tensor::empty({c}, DType::Float32, x.device());
+  static KernelSlot slot("batch_norm2d_relu_forward_train");
+  slot.get<kernels::batch_norm2d_relu_forward_train_fn>(x.device())(x, gamma, beta, running_mean, running_var,
+                                                                    momentum, eps, residual, y, save_mean,
+                                                                    save_invstd);
+  return {y, save_mean, save_invstd};
+}
+
+Tensor batch_norm2d_relu_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                      const Tensor& running_mean, const Tensor& running_var, double eps,
+                                      const Tensor& residual) {
+  constexpr const char* op = "batch_norm2d_relu";
+  check_input(op, x);
+  check_channel_tensor(op, "weight", x, gamma);
+  check_channel_tensor(op, "bias", x, beta);
+  check_channel_tensor(op, "running_mean", x, running_mean);
+  check_channel_tensor(op, "running_var", x, running_var);
+  check_eps(eps);
+  check_residual(op, x, residual);
+  Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
+  static KernelSlot slot("batch_norm2d_relu_forward_eval");
+  slot.get<kernels::batch_norm2d_relu_forward_eval_fn>(x.device())(x, gamma, beta, running_mean, running_var, eps,
+                                                                   residual, y);
+  return y;
+}
+
+std::vector<Tensor> batch_norm2d_relu_backward(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& gamma,
+                                               const Tensor& save_mean, const Tensor& save_invstd, bool want_masked) {
+  constexpr const char* op = "batch_norm2d_relu_backward";
+  check_input(op, x);
+  check_dtype(op, "grad_output", gy, DType::Float32);
+  check_dtype(op, "output", y, DType::Float32);
+  check_same_device(op, gy, x);
+  check_same_device(op, y, x);
+  DDP4J_CHECK_ARG(gy.shape() == x.shape() && y.shape() == x.shape(), op, ": grad_output ", shape_str(gy.shape()),
+                  " and output ", shape_str(y.shape()), " must match input ", shape_str(x.shape()));
+  check_channel_tensor(op, "weight", x, gamma);
+  check_channel_tensor(op, "save_mean", x, save_mean);
+  check_channel_tensor(op, "save_invstd", x, save_invstd);
+  const int64_t c = x.size(1);
+  Tensor gx = Tensor::empty(x.shape(), DType::Float32, x.device());
+  Tensor ggamma = Tensor::empty({c}, DType::Float32, x.device());
+  Tensor gbeta = Tensor::empty({c}, DType::Float32, x.device());
+  Tensor gmasked = want_masked ? Tensor::empty(x.shape(), DType::Float32, x.device()) : Tensor();
+  static KernelSlot slot("batch_norm2d_relu_backward");
+  slot.get<kernels::batch_norm2d_relu_backward_fn>(x.device())(gy, y, x, gamma, save_mean, save_invstd, gx, ggamma,
+                                                               gbeta, gmasked);
+  if (want_masked) return {gx, ggamma, gbeta, gmasked};
+  return {gx, ggamma, gbeta};
+}
+
 }  // namespace ddp4j::ops

@@ -2,7 +2,8 @@ package org.ddp4j.internal;
 
 /**
  * JNI declarations for batch normalisation, native/src/core/ops_norm.cpp's family
- * (native/src/jni/norm_natives.cpp; Java side {@link org.ddp4j.nn.functional.BatchNorm2dFunction}).
+ * (native/src/jni/norm_natives.cpp; Java side {@link org.ddp4j.nn.functional.BatchNorm2dFunction} and
+ * {@link org.ddp4j.nn.functional.BatchNorm2dReluFunction}).
  * Arguments are tensor handles. Bad shapes or dtypes throw
  * {@link IllegalArgumentException} with a message naming the op and the shapes involved. Callers
  * own every returned handle.
@@ -34,4 +35,24 @@ public final class NormNatives {
      * also the eval-mode gradients.
      */
     public static native void batchNorm2dBackward(long gy, long x, long gamma, long saveMean, long saveInvstd, long[] results);
+
+    /**
+     * Training-mode batch norm fused with the ReLU after it: y = relu(batch_norm(x) + residual)
+     * (residual 0 for none, else float32 of x's shape). Fills results with {y, saveMean [C],
+     * saveInvstd [C]} and updates runningMean / runningVar as {@link #batchNorm2dForwardTrain}.
+     */
+    public static native void batchNorm2dReluForwardTrain(long x, long gamma, long beta, long runningMean,
+            long runningVar, double momentum, double eps, long residual, long[] results);
+
+    /** Eval-mode form of {@link #batchNorm2dReluForwardTrain} with the running statistics; returns y. */
+    public static native long batchNorm2dReluForwardEval(long x, long gamma, long beta, long runningMean,
+            long runningVar, double eps, long residual, long[] results);
+
+    /**
+     * Gradients of {@link #batchNorm2dReluForwardTrain} from its output y: fills results with {gx,
+     * ggamma [C], gbeta [C]} and, when wantMasked, a fourth tensor: the ReLU's input gradient
+     * {@code y > 0 ? gy : 0} (the residual's gradient).
+     */
+    public static native void batchNorm2dReluBackward(long gy, long y, long x, long gamma, long saveMean,
+            long saveInvstd, boolean wantMasked, long[] results);
 }

@@ -1,6 +1,7 @@
 package org.ddp4j.nn;
 
 import org.ddp4j.nn.functional.BatchNorm2dFunction;
+import org.ddp4j.nn.functional.BatchNorm2dReluFunction;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;
@@ -90,19 +91,44 @@ public class BatchNorm2d extends Module {
      */
     @Override
     public Tensor forward(Tensor input) {
+        return normalize(input, false, null);
+    }
+
+    /**
+     * {@code relu(forward(input) + residual)} in one pass ({@link BatchNorm2dReluFunction}): what
+     * torchvision's blocks compute as {@code relu(bn(x))} (residual null) and {@code relu(bn(x) +
+     * identity)}, with the same values, running statistics and {@code num_batches_tracked} as
+     * {@link #forward} followed by the addition and {@code ReLU}.
+     *
+     * @param input float32 [N, C, H, W]
+     * @param residual float32 of input's shape, or null for none
+     * @throws IllegalArgumentException as {@link #forward}, and if residual's shape differs from input's
+     */
+    public Tensor forwardRelu(Tensor input, Tensor residual) {
+        return normalize(input, true, residual);
+    }
+
+    private Tensor normalize(Tensor input, boolean relu, Tensor residual) {
         if (!trackRunningStats) {
             // No running statistics: batch statistics in both modes, as PyTorch.
-            return BatchNorm2dFunction.apply(input, weight, bias, null, null, true, 0, eps);
+            return apply(input, null, null, true, 0, relu, residual);
         }
         if (isTraining()) {
             long next = trackedCount() + 1;
             double factor = momentum != null ? momentum : 1.0 / next;
-            Tensor out = BatchNorm2dFunction.apply(input, weight, bias, runningMean, runningVar, true, factor, eps);
+            Tensor out = apply(input, runningMean, runningVar, true, factor, relu, residual);
             numBatchesTracked.fill(next);
             countOnDevice = next;
             return out;
         }
-        return BatchNorm2dFunction.apply(input, weight, bias, runningMean, runningVar, false, 0, eps);
+        return apply(input, runningMean, runningVar, false, 0, relu, residual);
+    }
+
+    private Tensor apply(Tensor input, Tensor mean, Tensor var, boolean training, double factor, boolean relu,
+            Tensor residual) {
+        return relu
+                ? BatchNorm2dReluFunction.apply(input, weight, bias, mean, var, training, factor, eps, residual)
+                : BatchNorm2dFunction.apply(input, weight, bias, mean, var, training, factor, eps);
     }
 
     /** The scale parameter gamma [C], or null without affine. */

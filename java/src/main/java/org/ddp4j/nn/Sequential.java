@@ -13,11 +13,22 @@ public class Sequential extends Module {
         }
     }
 
+    /**
+     * Runs the children in order. A {@link BatchNorm2d} directly followed by a {@link ReLU} (those
+     * classes exactly, not subclasses) runs as {@link BatchNorm2d#forwardRelu}: one fused pass with
+     * the same values and one activation less.
+     */
     @Override
     public Tensor forward(Tensor input) {
         Tensor x = input;
-        for (Module layer : layers) {
-            x = layer.forward(x);
+        for (int i = 0; i < layers.length; i++) {
+            if (layers[i].getClass() == BatchNorm2d.class && i + 1 < layers.length
+                    && layers[i + 1].getClass() == ReLU.class) {
+                x = ((BatchNorm2d) layers[i]).forwardRelu(x, null);
+                i++;
+            } else {
+                x = layers[i].forward(x);
+            }
         }
         return x;
     }

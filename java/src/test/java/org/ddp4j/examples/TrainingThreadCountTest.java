@@ -22,6 +22,7 @@ import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.tensor.Threads;
+import org.ddp4j.vision.models.ResNet;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -94,6 +95,25 @@ class TrainingThreadCountTest {
         for (int threads = 2; threads <= 3; threads++) {
             assertSameBits(serial, train(threads, () -> new ConvNet(10, new Generator(0)), ce, images, target,
                     p -> new SGD(p, 0.01, 0.9, 0, 0, false)), threads);
+        }
+        images.close();
+        target.close();
+    }
+
+    /** ResNet-18 (CIFAR stem) runs the fused batch norm + residual + ReLU passes of its blocks. */
+    @Test
+    void resNet18WithFusedBatchNormReluTrainsToTheSameBits() {
+        Generator g = new Generator(9);
+        int batch = 4;
+        Tensor images = normal(g, batch, 3, 32, 32);
+        Tensor target = Tensor.ofLongs(new long[] {3, 1, 4, 1}, batch);
+        Supplier<Module> resnet = () -> ResNet.resnet18(
+                ResNet.Options.defaults().numClasses(10).cifarStem(true).generator(new Generator(2)));
+        CrossEntropyLoss ce = new CrossEntropyLoss();
+        Outcome serial = train(1, resnet, ce, images, target, p -> new SGD(p, 0.01, 0.9, 0, 0, false));
+        for (int threads = 2; threads <= 3; threads++) {
+            assertSameBits(serial, train(threads, resnet, ce, images, target, p -> new SGD(p, 0.01, 0.9, 0, 0, false)),
+                    threads);
         }
         images.close();
         target.close();

@@ -22,7 +22,6 @@ public class BasicBlock extends Module {
 
     private final Conv2d conv1;
     private final BatchNorm2d bn1;
-    private final ReLU relu;
     private final Conv2d conv2;
     private final BatchNorm2d bn2;
     private final Module downsample;
@@ -42,7 +41,8 @@ public class BasicBlock extends Module {
     public BasicBlock(int inplanes, int planes, int stride, Module downsample, Generator generator) {
         this.conv1 = registerModule("conv1", ResNet.conv3x3(inplanes, planes, stride, generator));
         this.bn1 = registerModule("bn1", new BatchNorm2d(planes));
-        this.relu = registerModule("relu", new ReLU());
+        // torchvision's relu child (state dict, repr); forward applies it fused into the batch norms.
+        registerModule("relu", new ReLU());
         this.conv2 = registerModule("conv2", ResNet.conv3x3(planes, planes, 1, generator));
         this.bn2 = registerModule("bn2", new BatchNorm2d(planes));
         this.downsample = downsample == null ? null : registerModule("downsample", downsample);
@@ -58,10 +58,12 @@ public class BasicBlock extends Module {
      */
     @Override
     public Tensor forward(Tensor x) {
-        Tensor out = relu.forward(bn1.forward(conv1.forward(x)));
-        out = bn2.forward(conv2.forward(out));
+        // bn then relu, and bn, + identity, relu, each as one fused pass (BatchNorm2d.forwardRelu):
+        // torchvision's values; the relu child stays registered as in torchvision.
+        Tensor out = bn1.forwardRelu(conv1.forward(x), null);
+        out = conv2.forward(out);
         Tensor identity = downsample == null ? x : downsample.forward(x);
-        return relu.forward(ResNet.residual(out, identity));
+        return bn2.forwardRelu(out, ResNet.checkResidual(out, identity));
     }
 
     /** The batch norm whose weight {@code zero_init_residual} zeroes: bn2. */

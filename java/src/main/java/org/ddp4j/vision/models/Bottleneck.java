@@ -26,7 +26,6 @@ public class Bottleneck extends Module {
     private final BatchNorm2d bn2;
     private final Conv2d conv3;
     private final BatchNorm2d bn3;
-    private final ReLU relu;
     private final Module downsample;
 
     /**
@@ -49,7 +48,8 @@ public class Bottleneck extends Module {
         this.bn2 = registerModule("bn2", new BatchNorm2d(width));
         this.conv3 = registerModule("conv3", ResNet.conv1x1(width, planes * EXPANSION, 1, generator));
         this.bn3 = registerModule("bn3", new BatchNorm2d(planes * EXPANSION));
-        this.relu = registerModule("relu", new ReLU());
+        // torchvision's relu child (state dict, repr); forward applies it fused into the batch norms.
+        registerModule("relu", new ReLU());
         this.downsample = downsample == null ? null : registerModule("downsample", downsample);
     }
 
@@ -63,11 +63,13 @@ public class Bottleneck extends Module {
      */
     @Override
     public Tensor forward(Tensor x) {
-        Tensor out = relu.forward(bn1.forward(conv1.forward(x)));
-        out = relu.forward(bn2.forward(conv2.forward(out)));
-        out = bn3.forward(conv3.forward(out));
+        // Each bn then relu, and bn3, + identity, relu, as one fused pass (BatchNorm2d.forwardRelu):
+        // torchvision's values; the relu child stays registered as in torchvision.
+        Tensor out = bn1.forwardRelu(conv1.forward(x), null);
+        out = bn2.forwardRelu(conv2.forward(out), null);
+        out = conv3.forward(out);
         Tensor identity = downsample == null ? x : downsample.forward(x);
-        return relu.forward(ResNet.residual(out, identity));
+        return bn3.forwardRelu(out, ResNet.checkResidual(out, identity));
     }
 
     /** The batch norm whose weight {@code zero_init_residual} zeroes: bn3. */

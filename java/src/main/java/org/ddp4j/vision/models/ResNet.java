@@ -115,7 +115,6 @@ public class ResNet extends Module {
     private final Options options;
     private final Conv2d conv1;
     private final BatchNorm2d bn1;
-    private final ReLU relu;
     private final Module maxpool;
     private final Sequential[] layers = new Sequential[4];
     private final Module avgpool;
@@ -143,7 +142,8 @@ public class ResNet extends Module {
                 ? new Conv2d(options.inChannels(), 64, 3, 1, 1, false, g)
                 : new Conv2d(options.inChannels(), 64, 7, 2, 3, false, g));
         this.bn1 = registerModule("bn1", new BatchNorm2d(64));
-        this.relu = registerModule("relu", new ReLU());
+        // torchvision's relu child (state dict, repr); forward applies it fused into the batch norms.
+        registerModule("relu", new ReLU());
         this.maxpool = registerModule("maxpool", options.cifarStem() ? new Identity() : new MaxPool2d(3, 2, 1));
         int[] planes = {64, 128, 256, 512};
         for (int i = 0; i < 4; i++) {
@@ -216,14 +216,17 @@ public class ResNet extends Module {
         return new Conv2d(in, out, 1, stride, 0, false, g);
     }
 
-    /** The residual addition {@code out + identity}, with a message that names the likely cause when shapes differ. */
-    static Tensor residual(Tensor out, Tensor identity) {
+    /**
+     * identity, after checking that it has the residual's shape, with a message that names the
+     * likely cause when it does not.
+     */
+    static Tensor checkResidual(Tensor out, Tensor identity) {
         if (!Arrays.equals(out.shape(), identity.shape())) {
             throw new IllegalArgumentException("residual block: the residual " + Arrays.toString(out.shape())
                     + " and the identity " + Arrays.toString(identity.shape())
                     + " differ; a block that changes stride or channels needs a downsample");
         }
-        return out.add(identity);
+        return identity;
     }
 
     /** ResNet-18 with 1000 classes. Mirrors {@code torchvision.models.resnet18()}. */
@@ -312,7 +315,7 @@ public class ResNet extends Module {
      */
     @Override
     public Tensor forward(Tensor x) {
-        Tensor out = maxpool.forward(relu.forward(bn1.forward(conv1.forward(x))));
+        Tensor out = maxpool.forward(bn1.forwardRelu(conv1.forward(x), null));
         for (Sequential layer : layers) {
             out = layer.forward(out);
         }

@@ -1,0 +1,139 @@
+package org.ddp4j.nn.functional;
+
+import java.util.Arrays;
+import java.util.Objects;
+import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.NormNatives;
+import org.ddp4j.tensor.DType;
+import org.ddp4j.tensor.Node;
+import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
+
+/**
+ * Batch normalisation fused with the ReLU after it, optionally with a residual added in between:
+ * {@code relu(batch_norm(x) + residual)}, the composition {@code F.relu(F.batch_norm(x, ...) +
+ * residual)} that torchvision's ResNet blocks apply (bn then relu; bn, add identity, relu at a
+ * block's end). It gives the composition's values bit for bit in one pass over x for the output
+ * (the batch-norm output and the sum are never stored) and one batch-norm backward that applies the
+ * ReLU's mask as it reads the gradient; only the output y is kept for the backward besides x.
+ *
+ * <p>On CUDA tensors, and in eval mode when a gradient is to be recorded, it runs the unfused ops
+ * ({@link BatchNorm2dFunction}, add, {@link ReluFunction}), which give the same values.
+ */
+public final class BatchNorm2dReluFunction {
+    private BatchNorm2dReluFunction() {}
+
+    /**
+     * {@code relu((x - mean) / sqrt(var + eps) * gamma + beta + residual)} per channel; arguments
+     * as {@link BatchNorm2dFunction#apply}.
+     *
+     * @param x float32 [N, C, H, W]; in training mode N * H * W must exceed 1
+     * @param gamma float32 [C] scale, or null for 1
+     * @param beta float32 [C] shift, or null for 0
+     * @param runningMean float32 [C], updated in place in training mode; may be null in training mode only
+     * @param runningVar float32 [C], likewise
+     * @param training whether to use (and update from) batch statistics
+     * @param momentum weight of the batch statistics in the running-statistics update
+     * @param eps added to the variance, non-negative
+     * @param residual float32 of x's shape added before the ReLU, or null for none
+     * @return float32 [N, C, H, W], recording a "NativeBatchNormReluBackward" node when an input requires grad
+     * @throws IllegalArgumentException as {@link BatchNorm2dFunction#apply}, and if residual's shape,
+     *     dtype or device differs from x's (the message names both shapes)
+     */
+    public static Tensor apply(Tensor x, Tensor gamma, Tensor beta, Tensor runningMean, Tensor runningVar,
+            boolean training, double momentum, double eps, Tensor residual) {
+        Objects.requireNonNull(x, "batch_norm2d_relu: input is null");
+        boolean recordsGrad = Tensors.isGradEnabled() && (x.requiresGrad()
+                || (gamma != null && gamma.requiresGrad()) || (beta != null && beta.requiresGrad())
+                || (residual != null && residual.requiresGrad()));
+        if (x.device().isCuda() || (!training && recordsGrad)) {
+            return unfused(x, gamma, beta, runningMean, runningVar, training, momentum, eps, residual);
+        }
+        if ((runningMean == null) != (runningVar == null)) {
+            throw new IllegalArgumentException("batch_norm2d_relu: give both running_mean and running_var, or neither");
+        }
+        if (!training && runningMean == null) {
+            throw new IllegalArgumentException(
+                    "batch_norm2d_relu: eval mode (training=false) needs running_mean and running_var");
+        }
+        long channels = x.dim() >= 2 ? x.size(1) : 0;
+        // Absent optional tensors become temporaries, so the kernels see one form.
+        Tensor g = gamma != null ? gamma : filled(1, x, channels);
+        Tensor b = beta != null ? beta : filled(0, x, channels);
+        long r = residual != null ? residual.nativeHandle() : 0;
+        try {
+            if (!training) {
+                return Tensor.fromNativeResult(NormNatives.batchNorm2dReluForwardEval(x.nativeHandle(), g.nativeHandle(),
+                        b.nativeHandle(), runningMean.nativeHandle(), runningVar.nativeHandle(), eps, r,
+                        NativeResults.buffer()));
+            }
+            return train(x, gamma, beta, g, b, runningMean, runningVar, channels, momentum, eps, residual, r);
+        } finally {
+            if (gamma == null) {
+                g.close();
+            }
+            if (beta == null) {
+                b.close();
+            }
+        }
+    }
+
+    private static Tensor train(Tensor x, Tensor gamma, Tensor beta, Tensor g, Tensor b, Tensor runningMean,
+            Tensor runningVar, long channels, double momentum, double eps, Tensor residual, long r) {
+        Tensor rm = runningMean != null ? runningMean : filled(0, x, channels);
+        Tensor rv = runningVar != null ? runningVar : filled(1, x, channels);
+        long[] res = NativeResults.buffer();
+        Tensor out;
+        Tensor saveMean;
+        Tensor saveInvstd;
+        try {
+            NormNatives.batchNorm2dReluForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
+                    rm.nativeHandle(), rv.nativeHandle(), momentum, eps, r, res);
+            out = Tensor.fromNativeResult(res, 0);
+            saveMean = Tensor.fromNativeResult(res, 1);
+            saveInvstd = Tensor.fromNativeResult(res, 2);
+        } finally {
+            if (runningMean == null) {
+                rm.close();
+                rv.close();
+            }
+        }
+        Tensor gammaForBackward = gamma != null ? gamma : filled(1, x, channels);
+        // The ReLU's mask comes from the output (y > 0 ⇔ the ReLU's input > 0), so y and x are all
+        // the backward keeps.
+        return new Node("NativeBatchNormReluBackward", x, gamma, beta, residual) {
+            @Override
+            protected Tensor[] backward(Tensor gradOutput) {
+                boolean wantMasked = needsInputGrad(3);
+                long[] gr = NativeResults.buffer();
+                NormNatives.batchNorm2dReluBackward(gradOutput.nativeHandle(), out.nativeHandle(), x.nativeHandle(),
+                        gammaForBackward.nativeHandle(), saveMean.nativeHandle(), saveInvstd.nativeHandle(), wantMasked,
+                        gr);
+                Tensor gx = Tensor.fromNativeResult(gr, 0);
+                Tensor gGamma = Tensor.fromNativeResult(gr, 1);
+                Tensor gBeta = Tensor.fromNativeResult(gr, 2);
+                Tensor gResidual = wantMasked ? Tensor.fromNativeResult(gr, 3) : null;
+                return new Tensor[] {gx, gGamma, gBeta, gResidual};
+            }
+        }.attach(out);
+    }
+
+    /** The composition the fused kernels stand for; used where they do not run. */
+    static Tensor unfused(Tensor x, Tensor gamma, Tensor beta, Tensor runningMean, Tensor runningVar,
+            boolean training, double momentum, double eps, Tensor residual) {
+        Tensor y = BatchNorm2dFunction.apply(x, gamma, beta, runningMean, runningVar, training, momentum, eps);
+        if (residual != null) {
+            if (!Arrays.equals(y.shape(), residual.shape())) {
+                throw new IllegalArgumentException("batch_norm2d_relu: residual " + Arrays.toString(residual.shape())
+                        + " does not match input " + Arrays.toString(x.shape()));
+            }
+            y = y.add(residual);
+        }
+        return ReluFunction.apply(y);
+    }
+
+    /** A float32 [n] tensor of value on like's device (the defaults for absent gamma, beta, statistics). */
+    private static Tensor filled(double value, Tensor like, long n) {
+        return Tensor.full(value, DType.FLOAT32, like.device(), n);
+    }
+}
