@@ -28,17 +28,23 @@ void check_eps(double eps) {
   DDP4J_CHECK_ARG(eps >= 0 && std::isfinite(eps), kOp, ": eps must be a non-negative number, got ", eps);
 }
 
+/** The checks every batch-norm forward shares: input, the four per-channel tensors, eps. */
+void check_forward_args(const char* op, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                        const Tensor& running_mean, const Tensor& running_var, double eps) {
+  check_input(op, x);
+  check_channel_tensor(op, "weight", x, gamma);
+  check_channel_tensor(op, "bias", x, beta);
+  check_channel_tensor(op, "running_mean", x, running_mean);
+  check_channel_tensor(op, "running_var", x, running_var);
+  check_eps(eps);
+}
+
 }  // namespace
 
 std::vector<Tensor> batch_norm2d_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                Tensor& running_mean, Tensor& running_var, double momentum,
                                                double eps) {
-  check_input(kOp, x);
-  check_channel_tensor(kOp, "weight", x, gamma);
-  check_channel_tensor(kOp, "bias", x, beta);
-  check_channel_tensor(kOp, "running_mean", x, running_mean);
-  check_channel_tensor(kOp, "running_var", x, running_var);
-  check_eps(eps);
+  check_forward_args(kOp, x, gamma, beta, running_mean, running_var, eps);
   DDP4J_CHECK_ARG(std::isfinite(momentum), kOp, ": momentum must be a number, got ", momentum);
   // As PyTorch: the unbiased variance of one value is undefined.
   DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) > 1, kOp,
@@ -55,12 +61,7 @@ std::vector<Tensor> batch_norm2d_forward_train(const Tensor& x, const Tensor& ga
 
 Tensor batch_norm2d_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                  const Tensor& running_mean, const Tensor& running_var, double eps) {
-  check_input(kOp, x);
-  check_channel_tensor(kOp, "weight", x, gamma);
-  check_channel_tensor(kOp, "bias", x, beta);
-  check_channel_tensor(kOp, "running_mean", x, running_mean);
-  check_channel_tensor(kOp, "running_var", x, running_var);
-  check_eps(eps);
+  check_forward_args(kOp, x, gamma, beta, running_mean, running_var, eps);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   static KernelSlot slot("batch_norm2d_forward_eval");
   slot.get<kernels::batch_norm2d_forward_eval_fn>(x.device())(x, gamma, beta, running_mean, running_var, eps, y);
@@ -104,12 +105,7 @@ std::vector<Tensor> batch_norm2d_relu_forward_train(const Tensor& x, const Tenso
                                                     Tensor& running_mean, Tensor& running_var, double momentum,
                                                     double eps, const Tensor& residual) {
   constexpr const char* op = "batch_norm2d_relu";
-  check_input(op, x);
-  check_channel_tensor(op, "weight", x, gamma);
-  check_channel_tensor(op, "bias", x, beta);
-  check_channel_tensor(op, "running_mean", x, running_mean);
-  check_channel_tensor(op, "running_var", x, running_var);
-  check_eps(eps);
+  check_forward_args(op, x, gamma, beta, running_mean, running_var, eps);
   check_residual(op, x, residual);
   DDP4J_CHECK_ARG(std::isfinite(momentum), op, ": momentum must be a number, got ", momentum);
   DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) > 1, op,
@@ -129,12 +125,7 @@ Tensor batch_norm2d_relu_forward_eval(const Tensor& x, const Tensor& gamma, cons
                                       const Tensor& running_mean, const Tensor& running_var, double eps,
                                       const Tensor& residual) {
   constexpr const char* op = "batch_norm2d_relu";
-  check_input(op, x);
-  check_channel_tensor(op, "weight", x, gamma);
-  check_channel_tensor(op, "bias", x, beta);
-  check_channel_tensor(op, "running_mean", x, running_mean);
-  check_channel_tensor(op, "running_var", x, running_var);
-  check_eps(eps);
+  check_forward_args(op, x, gamma, beta, running_mean, running_var, eps);
   check_residual(op, x, residual);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   static KernelSlot slot("batch_norm2d_relu_forward_eval");
