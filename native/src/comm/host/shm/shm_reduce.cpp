@@ -190,54 +190,43 @@ void reduce_scalar(void* out_v, void* out2_v, const void* const* srcs_v, int n, 
   }
 }
 
-DDP4J_AVX512 void copy_avx512_stream(char* d, const char* s, size_t n) {
-  size_t i = 0;
-  for (; i + 256 <= n; i += 256) {
-    __m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64), c = _mm512_loadu_si512(s + i + 128),
-            e = _mm512_loadu_si512(s + i + 192);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), a);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + 64), b);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + 128), c);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + 192), e);
+// The segment copies, with cached or non-temporal (kStream) stores: the same loop, only the store
+// differs (which one is cheaper depends on the machine's mode, see ShmOptions::stores).
+template <bool kStream>
+DDP4J_AVX512 inline void store64(char* d, __m512i v) {
+  if constexpr (kStream) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d), v);
+  } else {
+    _mm512_storeu_si512(d, v);
   }
-  for (; i + 64 <= n; i += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_loadu_si512(s + i));
-  _mm_sfence();
-  if (i < n) std::memcpy(d + i, s + i, n - i);
 }
 
-void copy_avx2_stream(char* d, const char* s, size_t n) {
-  size_t i = 0;
-  for (; i + 128 <= n; i += 128) {
-    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
-    __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
-    __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 64));
-    __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 96));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), a);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32), b);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 64), c);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 96), e);
+template <bool kStream>
+inline void store32(char* d, __m256i v) {
+  if constexpr (kStream) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), v);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), v);
   }
-  for (; i + 32 <= n; i += 32) {
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
-  }
-  _mm_sfence();
-  if (i < n) std::memcpy(d + i, s + i, n - i);
 }
 
+template <bool kStream>
 DDP4J_AVX512 void copy_avx512(char* d, const char* s, size_t n) {
   size_t i = 0;
   for (; i + 256 <= n; i += 256) {
     __m512i a = _mm512_loadu_si512(s + i), b = _mm512_loadu_si512(s + i + 64), c = _mm512_loadu_si512(s + i + 128),
             e = _mm512_loadu_si512(s + i + 192);
-    _mm512_storeu_si512(d + i, a);
-    _mm512_storeu_si512(d + i + 64, b);
-    _mm512_storeu_si512(d + i + 128, c);
-    _mm512_storeu_si512(d + i + 192, e);
+    store64<kStream>(d + i, a);
+    store64<kStream>(d + i + 64, b);
+    store64<kStream>(d + i + 128, c);
+    store64<kStream>(d + i + 192, e);
   }
-  for (; i + 64 <= n; i += 64) _mm512_storeu_si512(d + i, _mm512_loadu_si512(s + i));
+  for (; i + 64 <= n; i += 64) store64<kStream>(d + i, _mm512_loadu_si512(s + i));
+  if constexpr (kStream) _mm_sfence();
   if (i < n) std::memcpy(d + i, s + i, n - i);  // < 64 bytes: below glibc's rep movsb threshold
 }
 
+template <bool kStream>
 void copy_avx2(char* d, const char* s, size_t n) {
   size_t i = 0;
   for (; i + 128 <= n; i += 128) {
@@ -245,14 +234,13 @@ void copy_avx2(char* d, const char* s, size_t n) {
     __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
     __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 64));
     __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 96));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), a);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 32), b);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 64), c);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 96), e);
+    store32<kStream>(d + i, a);
+    store32<kStream>(d + i + 32, b);
+    store32<kStream>(d + i + 64, c);
+    store32<kStream>(d + i + 96, e);
   }
-  for (; i + 32 <= n; i += 32) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
-  }
+  for (; i + 32 <= n; i += 32) store32<kStream>(d + i, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+  if constexpr (kStream) _mm_sfence();
   if (i < n) std::memcpy(d + i, s + i, n - i);
 }
 
@@ -316,14 +304,14 @@ void copy_bytes(void* dst, const void* src, size_t bytes, bool stream) {
   if (bytes == 0 || dst == src) return;
   if (stream && reinterpret_cast<uintptr_t>(dst) % 64 == 0) {
     switch (current_isa()) {
-      case Isa::Avx512: copy_avx512_stream(static_cast<char*>(dst), static_cast<const char*>(src), bytes); return;
-      case Isa::Avx2: copy_avx2_stream(static_cast<char*>(dst), static_cast<const char*>(src), bytes); return;
+      case Isa::Avx512: copy_avx512<true>(static_cast<char*>(dst), static_cast<const char*>(src), bytes); return;
+      case Isa::Avx2: copy_avx2<true>(static_cast<char*>(dst), static_cast<const char*>(src), bytes); return;
       default: break;
     }
   }
   switch (current_isa()) {
-    case Isa::Avx512: copy_avx512(static_cast<char*>(dst), static_cast<const char*>(src), bytes); break;
-    case Isa::Avx2: copy_avx2(static_cast<char*>(dst), static_cast<const char*>(src), bytes); break;
+    case Isa::Avx512: copy_avx512<false>(static_cast<char*>(dst), static_cast<const char*>(src), bytes); break;
+    case Isa::Avx2: copy_avx2<false>(static_cast<char*>(dst), static_cast<const char*>(src), bytes); break;
     default: std::memcpy(dst, src, bytes);
   }
 }
