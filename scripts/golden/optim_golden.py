@@ -2,7 +2,7 @@
 """Golden values for ddp4j's Adam / AdamW, learning-rate schedulers, clip_grad_norm_ and module
 printing, made with PyTorch.
 
-Writes java/src/test/resources/golden/{adam,lr_schedulers,param_groups,clip_grad_norm,module_repr}.json in the
+Writes java/src/test/resources/golden/{adam,lr_schedulers,one_cycle_lr,param_groups,clip_grad_norm,module_repr}.json in the
 format of linear_loss_golden.py (tensors as {"shape", "data"}; plain numbers, lists of numbers and
 strings as they are). Seeds are fixed, so a rerun reproduces the same files.
 
@@ -101,6 +101,54 @@ def scheduler_golden():
         out[f"{name}.last_epoch"] = sched.state_dict()["last_epoch"]
         out[f"{name}.optimizer_lr"] = opt.param_groups[0]["lr"]
     write("lr_schedulers", out)
+
+
+# name -> (optimizer factory over a Linear's weight and bias, OneCycleLR keyword arguments, steps). Steps equal
+# total_steps: the last step is the one past the schedule's end, where PyTorch extrapolates (and ddp4j holds
+# the end value).
+ONE_CYCLE_CASES = {
+    "sgd_defaults": (lambda w, b: torch.optim.SGD([w, b], lr=0.5, momentum=0.9), {"max_lr": 0.1, "total_steps": 20}, 20),
+    "sgd_two_groups_linear_three_phase": (
+        lambda w, b: torch.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.2}], lr=0.1),
+        {"max_lr": [0.4, 0.05], "total_steps": 17, "pct_start": 0.25, "anneal_strategy": "linear", "three_phase": True,
+         "div_factor": 10.0, "final_div_factor": 100.0, "base_momentum": 0.8, "max_momentum": 0.9}, 17),
+    "adam_betas": (lambda w, b: torch.optim.Adam([w, b], lr=0.001, betas=(0.9, 0.98)), {"max_lr": 0.01, "total_steps": 9}, 9),
+    "adamw_no_cycle_momentum": (lambda w, b: torch.optim.AdamW([w, b]),
+                                {"max_lr": 0.003, "total_steps": 6, "cycle_momentum": False, "pct_start": 0.5}, 6),
+    "one_step": (lambda w, b: torch.optim.SGD([w, b], lr=0.1, momentum=0.5), {"max_lr": 0.2, "total_steps": 1}, 1),
+}
+
+
+def one_cycle_golden():
+    """OneCycleLR: each group's lr and momentum (SGD's momentum or Adam's first beta) after construction
+    and after each step, with a Linear(4, 3)'s weight and bias taking steps on a fixed loss."""
+    torch.manual_seed(0)
+    x = torch.randn(5, 4)
+    out = {"x": x, "w0": torch.linspace(-1, 1, 12).reshape(3, 4), "b0": torch.tensor([0.1, -0.2, 0.3])}
+    for name, (make, kwargs, steps) in ONE_CYCLE_CASES.items():
+        lin = nn.Linear(4, 3)
+        with torch.no_grad():
+            lin.weight.copy_(out["w0"])
+            lin.bias.copy_(out["b0"])
+        opt = make(lin.weight, lin.bias)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, **kwargs)
+
+        def momenta():
+            return [g["betas"][0] if "betas" in g else g["momentum"] for g in opt.param_groups]
+
+        lrs, moms = [sched.get_last_lr()], [momenta()]
+        for _ in range(steps):
+            opt.zero_grad()
+            lin(x).square().mean().backward()
+            opt.step()
+            sched.step()
+            lrs.append(sched.get_last_lr())
+            moms.append(momenta())
+        out[f"{name}.groups"] = len(opt.param_groups)
+        out[f"{name}.lrs"] = [v for row in lrs for v in row]
+        out[f"{name}.momenta"] = [v for row in moms for v in row]
+        out[f"{name}.weight"] = lin.weight.detach()
+    write("one_cycle_lr", out)
 
 
 # name -> (optimizer class, constructor keyword arguments (the per-group defaults), the bias group's own
@@ -214,6 +262,7 @@ def repr_golden():
 if __name__ == "__main__":
     adam_golden()
     scheduler_golden()
+    one_cycle_golden()
     param_groups_golden()
     clip_golden()
     repr_golden()

@@ -45,8 +45,8 @@ public class ConvNetDemo implements Callable<Integer> {
                     + " betas and eps.")
     OptimizerChoice optimizerChoice = OptimizerChoice.sgd;
 
-    @Option(names = "--lr", description = "Learning rate (default: 0.05 for sgd, 0.001 for adam and adamw, PyTorch's"
-            + " Adam default).")
+    @Option(names = "--lr", description = "Learning rate, the peak with --scheduler onecycle (default: 0.05 for sgd,"
+            + " 0.1 in ResNetDemo; 0.001 for adam and adamw, PyTorch's Adam default).")
     Double lr;
 
     @Option(names = "--momentum", description = "SGD momentum (default: ${DEFAULT-VALUE}; sgd only).")
@@ -55,10 +55,12 @@ public class ConvNetDemo implements Callable<Integer> {
     @Option(names = "--weight-decay", description = "Weight decay (default: PyTorch's: 0 for sgd and adam, 0.01 for adamw).")
     Double weightDecay;
 
-    @Option(names = "--scheduler", paramLabel = "none|step|cosine",
-            description = "Learning-rate schedule, stepped once per epoch (default: ${DEFAULT-VALUE}): step multiplies the lr"
-                    + " by --gamma every epoch (StepLR(step_size=1), as PyTorch's MNIST example); cosine anneals it to 0"
-                    + " over --epochs (CosineAnnealingLR(T_max=epochs)).")
+    @Option(names = "--scheduler", paramLabel = "none|step|cosine|onecycle",
+            description = "Learning-rate schedule (default: ${DEFAULT-VALUE}): step multiplies the lr by --gamma every epoch"
+                    + " (StepLR(step_size=1), as PyTorch's MNIST example); cosine anneals it to 0 over --epochs"
+                    + " (CosineAnnealingLR(T_max=epochs)); onecycle, stepped every batch, raises it from lr/25 to --lr"
+                    + " over the first 30% of the steps and anneals it to lr/25e4 by the last, cycling the momentum"
+                    + " 0.95-0.85-0.95 in place of --momentum (OneCycleLR(max_lr=lr, total_steps=epochs*batches)).")
     SchedulerChoice schedulerChoice = SchedulerChoice.none;
 
     @Option(names = "--gamma", description = "StepLR's factor per epoch (default: ${DEFAULT-VALUE}, as PyTorch's MNIST"
@@ -113,6 +115,11 @@ public class ConvNetDemo implements Callable<Integer> {
         return new ConvNet(10, dropout, generator);
     }
 
+    /** The lr when --lr is absent, or null for the optimizer choice's own default (ResNetDemo overrides it). */
+    Double defaultLr(OptimizerChoice choice) {
+        return null;
+    }
+
     /** The model's name in the plot's title. */
     String modelName() {
         return "ConvNet";
@@ -151,9 +158,11 @@ public class ConvNetDemo implements Callable<Integer> {
         DataLoader loader = new DataLoader(train, batchSize, sampler, false);
         DistributedDataParallel model = new DistributedDataParallel(createModel(new Generator(seed)).to(device));
         CrossEntropyLoss criterion = new CrossEntropyLoss();
-        Optimizer optimizer = optimizerChoice.create(model.parameters(), lr, momentum, weightDecay);
-        LRScheduler schedule = schedulerChoice.create(optimizer, epochs, gamma);
-        for (int e = 0; e < firstEpoch && schedule != null; e++) {
+        Optimizer optimizer = optimizerChoice.create(model.parameters(), lr != null ? lr : defaultLr(optimizerChoice), momentum,
+                weightDecay);
+        LRScheduler schedule = schedulerChoice.create(optimizer, epochs, loader.size(), gamma);
+        long stepsDone = (long) firstEpoch * (schedulerChoice.perBatch() ? loader.size() : 1);
+        for (long k = 0; k < stepsDone && schedule != null; k++) {
             schedule.step(); // where the schedule stood when the checkpoint was saved (its lr comes with the optimizer state)
         }
         if (resume != null) {
@@ -185,6 +194,9 @@ public class ConvNetDemo implements Callable<Integer> {
                     optimizer.zeroGrad();
                     loss.backward();
                     optimizer.step();
+                    if (schedule != null && schedulerChoice.perBatch()) {
+                        schedule.step();
+                    }
                     i++;
                     steps++;
                     if (curve != null) {
@@ -216,7 +228,7 @@ public class ConvNetDemo implements Callable<Integer> {
             if (bar != null) {
                 bar.close();
             }
-            if (schedule != null) {
+            if (schedule != null && !schedulerChoice.perBatch()) {
                 schedule.step();
             }
             if (save != null && rank == 0) {

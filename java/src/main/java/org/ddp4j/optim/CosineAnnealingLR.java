@@ -38,7 +38,7 @@ public final class CosineAnnealingLR extends LRScheduler {
     }
 
     @Override
-    protected double computeLr(double lr, double baseLr) {
+    protected double computeLr(int group, double lr, double baseLr) {
         int e = lastEpoch();
         if (e == 0) {
             return lr;

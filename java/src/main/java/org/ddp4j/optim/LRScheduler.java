@@ -40,10 +40,10 @@ public abstract class LRScheduler {
     }
 
     /**
-     * One group's lr for epoch {@link #lastEpoch()} given its current lr and its base lr
-     * (PyTorch's {@code get_lr()} with its chainable form, for one entry of {@code param_groups}).
+     * Group {@code group}'s lr for epoch {@link #lastEpoch()} given its current lr and its base lr
+     * (PyTorch's {@code get_lr()} with its chainable form, for entry {@code group} of {@code param_groups}).
      */
-    protected abstract double computeLr(double currentLr, double baseLr);
+    protected abstract double computeLr(int group, double currentLr, double baseLr);
 
     /**
      * Advances one epoch and sets every group's lr. Mirrors {@code scheduler.step()}.
@@ -61,7 +61,7 @@ public abstract class LRScheduler {
         lastEpoch++;
         for (int i = 0; i < groups.size(); i++) {
             ParamGroup g = groups.get(i);
-            g.setLr(computeLr(g.lr(), baseLrs.get(i)));
+            g.setLr(computeLr(i, g.lr(), baseLrs.get(i)));
         }
         lastLrs = groupLrs();
     }

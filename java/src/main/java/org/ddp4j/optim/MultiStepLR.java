@@ -40,7 +40,7 @@ public final class MultiStepLR extends LRScheduler {
     }
 
     @Override
-    protected double computeLr(double lr, double baseLr) {
+    protected double computeLr(int group, double lr, double baseLr) {
         Integer times = milestones.get(lastEpoch());
         return times == null ? lr : lr * Math.pow(gamma, times);
     }

@@ -37,7 +37,7 @@ public final class StepLR extends LRScheduler {
     }
 
     @Override
-    protected double computeLr(double lr, double baseLr) {
+    protected double computeLr(int group, double lr, double baseLr) {
         int e = lastEpoch();
         return e == 0 || e % stepSize != 0 ? lr : lr * gamma;
     }
