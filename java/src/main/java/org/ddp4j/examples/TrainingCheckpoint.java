@@ -186,8 +186,8 @@ final class TrainingCheckpoint {
         }
         int optimEpoch = epochOf(optim, optimMetadata);
         throw new IllegalArgumentException(file + " (epoch " + epoch + ") and " + optim + " (epoch " + optimEpoch + ") are"
-                + " from different " + (epoch != optimEpoch ? "epochs" : "saves") + " (files copied from different runs?):"
-                + " resume from a matching pair");
+                + " from different " + (epoch != optimEpoch ? "epochs" : "saves") + " (files copied from different runs?),"
+                + " and no " + previousOptimizerFile(file) + " belongs to " + file + " either: resume from a matching pair");
     }
 
     private static boolean belongsTo(Map<String, String> model, Path optim) {

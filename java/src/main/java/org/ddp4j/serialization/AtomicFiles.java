@@ -107,7 +107,11 @@ public final class AtomicFiles {
                 try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ)) {
                     long size = in.size();
                     for (long done = 0; done < size; ) {
-                        done += in.transferTo(done, size - done, channel);
+                        long n = in.transferTo(done, size - done, channel);
+                        if (n <= 0) {
+                            throw new IOException(source + " shrank to " + in.size() + " bytes while being copied");
+                        }
+                        done += n;
                     }
                 }
             });

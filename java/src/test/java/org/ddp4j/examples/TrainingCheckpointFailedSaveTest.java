@@ -171,6 +171,24 @@ class TrainingCheckpointFailedSaveTest {
     }
 
     @Test
+    void filesOfTwoSavesOfTheSameEpochDoNotPair() throws IOException {
+        Path a = dir.resolve("a.safetensors");
+        Path b = dir.resolve("b.safetensors");
+        try (ConvNet net = new ConvNet(10, new Generator(0)); SGD opt = new SGD(net.parameters(), 0.05, 0.9, 0, 0, false)) {
+            step(net, opt, 1);
+            TrainingCheckpoint.save(a, net, opt, 1);
+            step(net, opt, 2);
+            TrainingCheckpoint.save(b, net, opt, 1); // another run's epoch 1
+        }
+        Files.copy(TrainingCheckpoint.optimizerFile(b), TrainingCheckpoint.optimizerFile(a),
+                java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TrainingCheckpoint.epochsDone(a));
+        assertEquals(a + " (epoch 1) and " + TrainingCheckpoint.optimizerFile(a) + " (epoch 1) are from different saves"
+                + " (files copied from different runs?), and no " + TrainingCheckpoint.previousOptimizerFile(a)
+                + " belongs to " + a + " either: resume from a matching pair", e.getMessage());
+    }
+
+    @Test
     void aPairWrittenBeforeSaveIdsStillResumesByEpoch() throws IOException {
         Path file = dir.resolve("old.safetensors");
         try (ConvNet net = new ConvNet(10, new Generator(0)); SGD opt = new SGD(net.parameters(), 0.05, 0.9, 0, 0, false)) {
