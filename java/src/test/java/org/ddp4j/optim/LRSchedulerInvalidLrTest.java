@@ -14,11 +14,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * A gamma that would make StepLR's or MultiStepLR's lr invalid is refused when the scheduler is made (or its
- * state dict loaded), naming the scheduler and gamma, instead of at the first decay as "Invalid learning
- * rate" from the optimizer; gamma 0 stays valid, as in PyTorch (the lr becomes 0).
+ * A hyper-parameter that would make a scheduler's lr invalid later (StepLR's and MultiStepLR's gamma,
+ * CosineAnnealingLR's eta_min) is refused when the scheduler is made (or its state dict loaded), naming the
+ * scheduler and the parameter, instead of at some later step as "Invalid learning rate" from the optimizer;
+ * gamma 0 stays valid, as in PyTorch (the lr becomes 0).
  */
-class LRSchedulerGammaTest {
+class LRSchedulerInvalidLrTest {
     private static SGD sgd() {
         return new SGD(List.of(Tensor.zeros(1).requiresGrad(true)), 0.1);
     }
@@ -46,6 +47,23 @@ class LRSchedulerGammaTest {
             String message = assertThrows(IllegalArgumentException.class,
                     () -> new MultiStepLR(opt, List.of(1, 3), gamma)).getMessage();
             assertNamesGamma("MultiStepLR", gamma, message);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(doubles = {-0.001, Double.NaN, Double.POSITIVE_INFINITY})
+    void cosineAnnealingRefusesAnEtaMinThatIsNotAValidLr(double etaMin) {
+        try (var scope = Tensors.scope(); SGD opt = sgd()) {
+            String message = assertThrows(IllegalArgumentException.class,
+                    () -> new CosineAnnealingLR(opt, 4, etaMin)).getMessage();
+            assertTrue(message.startsWith("CosineAnnealingLR: eta_min must be a finite number >= 0"), message);
+            assertTrue(message.contains("got " + etaMin + ","), message);
+            CosineAnnealingLR good = new CosineAnnealingLR(opt, 4, 0.001);
+            Map<String, Object> bad = new HashMap<>(good.stateDict());
+            bad.put("eta_min", etaMin);
+            message = assertThrows(IllegalArgumentException.class, () -> good.loadStateDict(bad)).getMessage();
+            assertTrue(message.startsWith("CosineAnnealingLR.loadStateDict: eta_min must be"), message);
+            assertEquals(0.001, good.stateDict().get("eta_min"));
         }
     }
 
