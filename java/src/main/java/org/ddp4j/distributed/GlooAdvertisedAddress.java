@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
  * 127.0.0.1, which is right when every rank runs here and unreachable for ranks on other hosts (they resolve the
  * name to this host's network address, and the store, which listens on every interface then, let them in).
  *
- * <p>So every rank publishes the address it advertises (an empty value when it is in that case itself) in the
+ * <p>So every rank publishes the address it advertises ({@link #UNDECIDED} when it is in that case itself) in the
  * group's store, and a rank in that case reads the others': when some rank runs on another host, it advertises
  * its own address on the route to that rank, as the store answers on every interface; when all run here, 127.0.0.1.
  * PyTorch's Gloo has the same problem and only warns.
@@ -58,6 +58,9 @@ final class GlooAdvertisedAddress {
 
     private GlooAdvertisedAddress() {}
 
+    /** What a rank in that case publishes: it advertises whatever the others' addresses call for. */
+    static final String UNDECIDED = "?";
+
     static String key(int rank) {
         return "ddp4j/gloo-address/" + rank;
     }
@@ -75,12 +78,18 @@ final class GlooAdvertisedAddress {
      * @throws DistributedTimeoutException when a peer does not publish its address within the store's timeout
      */
     static String agree(Store store, int rank, int worldSize, String masterAddr, GlooOptions options, String chosen) {
+        return agree(store, rank, worldSize, masterAddr, options, chosen, SYSTEM);
+    }
+
+    /** {@link #agree(Store, int, int, String, GlooOptions, String)} with name resolution and routes from {@code net}. */
+    static String agree(Store store, int rank, int worldSize, String masterAddr, GlooOptions options, String chosen,
+            Network net) {
         if (worldSize <= 1) {
             return chosen;
         }
         boolean configured = !isBlank(options.hostname()) || !isBlank(options.socketIfname());
-        InetAddress loopback = configured ? null : loopbackMaster(masterAddr, SYSTEM);
-        store.set(key(rank), (loopback == null ? chosen : "").getBytes(StandardCharsets.UTF_8));
+        InetAddress loopback = configured ? null : loopbackMaster(masterAddr, net);
+        store.set(key(rank), (loopback == null ? chosen : UNDECIDED).getBytes(StandardCharsets.UTF_8));
         if (loopback == null) {
             return chosen;
         }
@@ -90,7 +99,7 @@ final class GlooAdvertisedAddress {
                 peers.put(peer, new String(store.get(key(peer)), StandardCharsets.UTF_8));
             }
         }
-        String address = choose(masterAddr, loopback, rank, peers, SYSTEM);
+        String address = choose(masterAddr, loopback, rank, peers, net);
         if (!address.equals(chosen)) {
             LOG.info("MASTER_ADDR={} resolves to the loopback address {} on this host (as Debian's /etc/hosts maps"
                     + " the host's own name), which ranks on other hosts cannot reach; rank {} advertises {} to Gloo"
@@ -124,15 +133,15 @@ final class GlooAdvertisedAddress {
      * The address to advertise on a host where {@code masterAddr} resolved to the loopback address
      * {@code resolved}: this host's address on the route to the first peer that runs on another host, or
      * 127.0.0.1 when every peer runs here (a peer that advertises loopback, that is itself in this case
-     * (empty address), or whose address is this host's own).
+     * ({@link #UNDECIDED}), or whose address is this host's own).
      *
-     * @param peers each other rank's advertised address, empty for a rank that is in this case too
+     * @param peers each other rank's advertised address, {@link #UNDECIDED} for a rank that is in this case too
      * @throws DistributedException when a peer runs on another host and no address of this host routes to it
      */
     static String choose(String masterAddr, InetAddress resolved, int rank, Map<Integer, String> peers, Network net) {
         for (Map.Entry<Integer, String> peer : peers.entrySet()) {
             String advertised = peer.getValue().trim();
-            if (advertised.isEmpty()) {
+            if (advertised.equals(UNDECIDED) || advertised.isEmpty()) {
                 continue; // on a host where MASTER_ADDR is loopback too: this one, as only one host resolves it so
             }
             InetAddress remote;

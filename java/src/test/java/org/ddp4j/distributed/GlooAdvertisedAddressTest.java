@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.ddp4j.distributed.store.HashStore;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.testing.Ranks;
 import org.junit.jupiter.api.Test;
@@ -32,20 +33,45 @@ class GlooAdvertisedAddressTest {
             Map.of("node0", "127.0.1.1", "node1", "10.77.0.2", "localhost", "127.0.0.1"),
             Map.of("10.77.0.2", "10.77.0.1", "10.77.0.1", "10.77.0.1"));
 
+    /** node1's view: "node0" is 10.77.0.1, routed from 10.77.0.2. */
+    private static final GlooAdvertisedAddress.Network NODE1 = new FakeNetwork(
+            Map.of("node0", "10.77.0.1", "node1", "127.0.1.1"), Map.of("10.77.0.1", "10.77.0.2"));
+
     @Test
     void aRankWithPeersOnAnotherHostAdvertisesItsAddressOnTheRouteToThem() throws Exception {
         InetAddress resolved = GlooAdvertisedAddress.loopbackMaster("node0", NODE0);
         assertEquals("127.0.1.1", resolved.getHostAddress());
-        // rank 1 is on node0 too (empty: in the same case), ranks 2 and 3 on node1
+        // rank 1 is on node0 too (in the same case), ranks 2 and 3 on node1
         String address = GlooAdvertisedAddress.choose("node0", resolved, 0,
-                Map.of(1, "", 2, "10.77.0.2", 3, "node1"), NODE0);
+                Map.of(1, GlooAdvertisedAddress.UNDECIDED, 2, "10.77.0.2", 3, "node1"), NODE0);
         assertEquals("10.77.0.1", address);
+    }
+
+    /**
+     * Through a store: rank 0 on node0 (where ProcessGroupGloo.defaultHostname gave 127.0.0.1, the old advertised
+     * address) and rank 1 on node1 (which advertises its route to the master, 10.77.0.2) publish their addresses;
+     * rank 0 then advertises 10.77.0.1. DDP4J_GLOO_HOSTNAME keeps what it says.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void theRanksAgreeThroughTheStore() throws Exception {
+        GlooOptions plain = GlooOptions.fromEnvironment(Map.of());
+        try (HashStore store = new HashStore(Duration.ofSeconds(20))) {
+            List<String> chosen = Ranks.run(2, rank -> GlooAdvertisedAddress.agree(store, rank, 2, "node0", plain,
+                    rank == 0 ? "127.0.0.1" : "10.77.0.2", rank == 0 ? NODE0 : NODE1));
+            assertEquals(List.of("10.77.0.1", "10.77.0.2"), chosen);
+        }
+        GlooOptions configured = GlooOptions.fromEnvironment(Map.of("DDP4J_GLOO_HOSTNAME", "127.0.0.1"));
+        try (HashStore store = new HashStore(Duration.ofSeconds(20))) {
+            assertEquals("127.0.0.1", GlooAdvertisedAddress.agree(store, 0, 2, "node0", configured, "127.0.0.1", NODE0),
+                    "a configured address is not second-guessed (and does not wait for the peers)");
+        }
     }
 
     @Test
     void whenEveryRankRunsHereLoopbackIsKept() throws Exception {
         InetAddress resolved = GlooAdvertisedAddress.loopbackMaster("node0", NODE0);
-        assertEquals("127.0.0.1", GlooAdvertisedAddress.choose("node0", resolved, 0, Map.of(1, "", 2, ""), NODE0));
+        assertEquals("127.0.0.1", GlooAdvertisedAddress.choose("node0", resolved, 0, Map.of(1, GlooAdvertisedAddress.UNDECIDED, 2, GlooAdvertisedAddress.UNDECIDED), NODE0));
         assertEquals("127.0.0.1", GlooAdvertisedAddress.choose("node0", resolved, 1,
                 Map.of(0, "127.0.0.1", 2, "10.77.0.1"), NODE0), "a peer that advertises this host's own address");
     }
