@@ -224,8 +224,8 @@ void ShmTransport::post() {
 }
 
 std::string ShmTransport::abandoned(const Op& op) const {
+  const uint32_t state = abort_->state.load(std::memory_order_acquire);  // before the fields it publishes
   const int r = abort_->local_rank;
-  const uint32_t state = abort_->state.load(std::memory_order_acquire);
   if (state == 3) {
     return detail::concat("shared memory: ", describe(op), " abandoned: ", who(r),
                           " exited without closing its process group (its program ended: main returned,"
