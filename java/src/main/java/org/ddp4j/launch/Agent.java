@@ -174,6 +174,17 @@ final class Agent {
                     public boolean shuttingDown() {
                         return shuttingDown;
                     }
+
+                    @Override
+                    public void hung(List<String> descriptions) {
+                        if (!descriptions.isEmpty()) {
+                            Notices.warn(cfg.err(), me + ": " + String.join("; ", descriptions)
+                                    + "; the other ranks wait for it until their collective timeout");
+                        }
+                        if (watcher != null) {
+                            watcher.reportHung(descriptions);
+                        }
+                    }
                 });
             } finally {
                 if (watcher != null) {
@@ -189,7 +200,7 @@ final class Agent {
                 return finish(store, true);
             } else if (outcome instanceof WorkerGroup.LocalFailure f) {
                 String desc = RootCause.describe(f.rank(), cfg.nodeRank(), f.localRank(), f.exitCode());
-                String cause = rootCause(store, f.exitCode(), f.exitMillis(), desc);
+                String cause = rootCause(store, f, desc);
                 List<String> consequences = new ArrayList<>();
                 if (!cause.equals(desc)) {
                     consequences.add(desc);
@@ -263,19 +274,34 @@ final class Agent {
      * The root cause of a local worker's failure: the failure itself on a single node; else as
      * agreed through the store ({@link RootCause}), or the lost node when the keep-alive lost one.
      */
-    private String rootCause(Store store, int exitCode, long exitMillis, String desc) throws InterruptedException {
+    private String rootCause(Store store, WorkerGroup.LocalFailure f, String desc) throws InterruptedException {
+        // A local worker that was stopped when another failed is the cause: it took part in nothing.
+        String hung = f.hung().isEmpty() ? null : f.hung().get(0);
         if (keepAlive == null) {
-            return desc;
+            return hung != null ? hung : desc;
         }
         if (keepAlive.storeLost()) {
             return keepAlive.lost();
         }
-        return RootCause.decide(store, exitCode, exitMillis, desc, keepAlive::lost, keepAlive::anyLate,
-                cfg.keepAliveTimeout().plus(RootCause.GRACE));
+        if (hung != null) {
+            try {
+                return RootCause.claim(store, hung);
+            } catch (RuntimeException e) {
+                LOG.warn("could not tell the other nodes that {}: {}", hung, e.toString());
+                return hung;
+            }
+        }
+        return RootCause.decide(store, f.exitCode(), f.exitMillis(), desc, cfg.nnodes(), keepAlive::lost,
+                keepAlive::selfPause, keepAlive::anyLate, cfg.keepAliveTimeout().plus(RootCause.GRACE));
     }
 
     /** The last line of a failed attempt: the root cause, then what failed because of it. */
     private void summary(String cause, List<String> consequences) {
+        String paused = keepAlive == null ? null : keepAlive.selfPause();
+        if (paused != null && !cause.contains(paused)) {
+            // Another node reported this node lost: this launcher knows why.
+            cause = cause + " (" + paused + ")";
+        }
         error(me + ": the job failed; root cause: " + cause
                 + (consequences.isEmpty() ? "" : "; failed as a consequence: " + String.join(", ", consequences)));
     }

@@ -20,9 +20,15 @@ import org.slf4j.LoggerFactory;
  *       numbered in the order the store received them).
  *   <li>A worker killed by a signal is a cause, never a consequence (a failing collective makes a
  *       worker exit, not die by a signal): its launcher claims the root-cause key at once.
+ *   <li>A worker that is stopped (state T: SIGSTOP, Ctrl-Z, a debugger) takes part in nothing while
+ *       its launcher's keep-alive goes on; its launcher publishes it under {@code hung/<node>}
+ *       while it lasts, and claims it at once when one of its own other workers fails.
+ *   <li>A launcher that was itself not running for longer than the others wait for it
+ *       ({@link KeepAlive#selfPause()}) claims that at once: what failed meanwhile is its consequence.
  *   <li>A worker that exited non-zero first waits {@link #GRACE}, and longer while another node's
  *       keep-alive is late (that node may be dying), so a signal death or a lost node elsewhere
- *       can be published first. Then the first signal death in the log is claimed, else the
+ *       can be published first. Then the first signal death in the log is claimed, else a stopped
+ *       worker published by any node, else the
  *       failure that exited first by its launcher's wall clock (a peer's collective fails only
  *       after the cause died; on hosts whose clocks differ by more than that reaction time, tens of
  *       milliseconds, the order among plain exits can be wrong).
@@ -62,6 +68,41 @@ final class RootCause {
         return who + " exited with code " + exitCode;
     }
 
+    /**
+     * Names a worker that is stopped, e.g. {@code rank 1 (node 1, local rank 0) was stopped (pid 4242 in
+     * state T: SIGSTOP, Ctrl-Z or a debugger) and took part in no collective}: its peers' collectives
+     * then time out, and their failures are its consequences.
+     */
+    static String describeHung(int rank, int nodeRank, int localRank, long pid, char state) {
+        return "rank " + rank + " (node " + nodeRank + ", local rank " + localRank + ") was stopped (pid " + pid
+                + " in state " + state + (state == 't' ? ": stopped by a debugger" : ": SIGSTOP, Ctrl-Z or a debugger")
+                + ") and took part in no collective";
+    }
+
+    /** The key under which node {@code nodeRank} publishes its stopped workers (empty: none). */
+    static String hungKey(int nodeRank) {
+        return "hung/" + nodeRank;
+    }
+
+    /** Publishes the stopped workers of node {@code nodeRank} ({@code descriptions} empty: none any more). */
+    static void publishHung(Store store, int nodeRank, List<String> descriptions) {
+        store.set(hungKey(nodeRank), bytes(String.join("; ", descriptions)));
+    }
+
+    /** The first stopped worker published by any of {@code nnodes} nodes, or null. */
+    static String hungElsewhere(Store store, int nnodes) {
+        for (int node = 0; node < nnodes; node++) {
+            String key = hungKey(node);
+            if (store.check(List.of(key))) {
+                String hung = string(store.get(key));
+                if (!hung.isEmpty()) {
+                    return hung;
+                }
+            }
+        }
+        return null;
+    }
+
     private static String signalHint(int sig) {
         return switch (sig) {
             case 6 -> " (SIGABRT)";
@@ -83,6 +124,18 @@ final class RootCause {
      */
     static String decide(Store store, int exitCode, long exitMillis, String description, Supplier<String> lost,
             BooleanSupplier late, Duration maxWait) throws InterruptedException {
+        return decide(store, exitCode, exitMillis, description, 0, lost, () -> null, late, maxWait);
+    }
+
+    /**
+     * As {@link #decide(Store, int, long, String, Supplier, BooleanSupplier, Duration)}, also naming a
+     * worker that one of the {@code nnodes} nodes published as stopped ({@link #publishHung}) before a
+     * plain exit, and claiming {@code selfPause}'s verdict at once when it has one (this launcher was
+     * not running for longer than the others wait: see {@link KeepAlive#selfPause()}).
+     */
+    static String decide(Store store, int exitCode, long exitMillis, String description, int nnodes,
+            Supplier<String> lost, Supplier<String> selfPause, BooleanSupplier late, Duration maxWait)
+            throws InterruptedException {
         boolean signal = killedBySignal(exitCode);
         long start = System.nanoTime();
         try {
@@ -95,6 +148,10 @@ final class RootCause {
                 if (store.check(List.of(FailureWatcher.FAILED_KEY))) {
                     return string(store.get(FailureWatcher.FAILED_KEY));
                 }
+                String paused = selfPause.get();
+                if (paused != null) {
+                    return claim(store, paused);
+                }
                 String gone = lost.get();
                 if (gone != null) {
                     return claim(store, gone);
@@ -105,11 +162,15 @@ final class RootCause {
                 }
                 Thread.sleep(POLL_MS);
             }
-            return claim(store, firstInLog(store, description));
+            return claim(store, firstInLog(store, nnodes, description));
         } catch (RuntimeException e) {
             // The store itself may be going away with node 0: let the keep-alive decide.
             LOG.warn("could not agree on the root cause with the other nodes: {}", e.toString());
             while (true) {
+                String paused = selfPause.get();
+                if (paused != null) {
+                    return paused;
+                }
                 String gone = lost.get();
                 if (gone != null) {
                     return gone;
@@ -129,9 +190,20 @@ final class RootCause {
         return string(won);
     }
 
-    /** The first signal death in the failure log, else the entry that exited first (then the first logged). */
-    private static String firstInLog(Store store, String fallback) {
+    /**
+     * The first signal death in the failure log, else a stopped worker of one of {@code nnodes} nodes,
+     * else the entry that exited first (then the first logged).
+     */
+    private static String firstInLog(Store store, int nnodes, String fallback) {
         long count = store.add(COUNT_KEY, 0);
+        String signal = firstSignalInLog(store, count);
+        if (signal != null) {
+            return signal;
+        }
+        String hung = hungElsewhere(store, nnodes);
+        if (hung != null) {
+            return hung;
+        }
         String first = null;
         long firstMillis = Long.MAX_VALUE;
         for (long i = 1; i <= count; i++) {
@@ -160,6 +232,20 @@ final class RootCause {
             }
         }
         return first != null ? first : fallback;
+    }
+
+    private static String firstSignalInLog(Store store, long count) {
+        for (long i = 1; i <= count; i++) {
+            String key = "failures/" + i;
+            if (store.check(List.of(key))) {
+                String entry = string(store.get(key));
+                int bar = entry.indexOf('|');
+                if (!entry.isEmpty() && bar >= 0 && entry.charAt(0) == SIGNAL) {
+                    return entry.substring(bar + 1);
+                }
+            }
+        }
+        return null;
     }
 
     private static byte[] bytes(String s) {

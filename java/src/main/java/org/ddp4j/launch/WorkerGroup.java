@@ -52,10 +52,12 @@ final class WorkerGroup {
     /**
      * A local worker exited non-zero (the first to exit, at {@code exitMillis}, wall clock);
      * {@code stopped} others were still running and were stopped; {@code alsoFailed} are the other
-     * local workers that had already exited non-zero by then, as {@code {rank, localRank, exitCode}}.
+     * local workers that had already exited non-zero by then, as {@code {rank, localRank, exitCode}};
+     * {@code hung} describes the local workers that were stopped (state T) at that moment: a peer's
+     * collective that timed out is their consequence (see {@link RootCause#describeHung}).
      */
-    record LocalFailure(int rank, int localRank, int exitCode, long exitMillis, int stopped, List<int[]> alsoFailed)
-            implements Outcome {}
+    record LocalFailure(int rank, int localRank, int exitCode, long exitMillis, int stopped, List<int[]> alsoFailed,
+            List<String> hung) implements Outcome {}
 
     /**
      * A problem elsewhere: another node's worker failed, or a node (or the store) was lost; with
@@ -79,7 +81,16 @@ final class WorkerGroup {
 
         /** Whether the launcher is shutting down. */
         boolean shuttingDown();
+
+        /**
+         * Called when the set of stopped local workers changes (see {@link #hungWorkers()}):
+         * their descriptions, empty when none is stopped any more.
+         */
+        default void hung(List<String> descriptions) {}
     }
+
+    /** How often {@link #monitor} looks for stopped workers, in monitor intervals (500 ms). */
+    private static final int HUNG_CHECK_EVERY = 10;
 
     private final List<Worker> workers;
     private final List<Thread> pumps;
@@ -158,7 +169,16 @@ final class WorkerGroup {
      */
     Outcome monitor(Watch watch) throws InterruptedException {
         Outcome outcome = null;
-        while (outcome == null) {
+        List<String> hungSeen = List.of();
+        for (int round = 0; outcome == null; round++) {
+            if (round % HUNG_CHECK_EVERY == 0) {
+                List<String> hung = hungWorkers();
+                if (!hung.equals(hungSeen)) {
+                    hungSeen = hung;
+                    LOG.debug("node {}: stopped workers now {}", nodeRank, hung);
+                    watch.hung(hung);
+                }
+            }
             boolean allDone = true;
             Worker first = null;
             List<int[]> others = new ArrayList<>();
@@ -180,9 +200,10 @@ final class WorkerGroup {
                         others.add(new int[] {w.rank(), w.localRank(), w.process().exitValue()});
                     }
                 }
+                List<String> hung = hungWorkers(); // before stop(): the stopped ones die with the rest
                 int stopped = stop();
                 outcome = new LocalFailure(first.rank(), first.localRank(), first.process().exitValue(),
-                        first.exitMillis(), stopped, List.copyOf(others));
+                        first.exitMillis(), stopped, List.copyOf(others), hung);
                 break;
             }
             if (outcome != null) {
@@ -204,6 +225,53 @@ final class WorkerGroup {
         closeLifelines();
         drain();
         return outcome;
+    }
+
+    /**
+     * The workers that are stopped now: the worker process or one of its descendants is in state
+     * {@code T} or {@code t} in {@code /proc/<pid>/stat} (SIGSTOP, Ctrl-Z, a debugger). Such a worker
+     * takes part in no collective, yet its launcher's keep-alive goes on: without this check its
+     * peers' timeouts would be blamed on them. Empty where there is no procfs.
+     */
+    List<String> hungWorkers() {
+        List<String> hung = new ArrayList<>();
+        for (Worker w : workers) {
+            ProcessHandle h = w.process().toHandle();
+            if (!h.isAlive()) {
+                continue;
+            }
+            long stoppedPid = stoppedState(h.pid()) != 0 ? h.pid() : -1;
+            char state = stoppedPid > 0 ? stoppedState(h.pid()) : 0;
+            if (stoppedPid < 0) {
+                for (ProcessHandle d : (Iterable<ProcessHandle>) h.descendants()::iterator) {
+                    char s = stoppedState(d.pid());
+                    if (s != 0) {
+                        stoppedPid = d.pid();
+                        state = s;
+                        break;
+                    }
+                }
+            }
+            if (stoppedPid > 0) {
+                hung.add(RootCause.describeHung(w.rank(), nodeRank, w.localRank(), stoppedPid, state));
+            }
+        }
+        return hung;
+    }
+
+    /** The state letter of {@code pid} when it is stopped ({@code T}) or stopped by a tracer ({@code t}), else 0. */
+    static char stoppedState(long pid) {
+        try {
+            String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc", Long.toString(pid), "stat"));
+            int close = stat.lastIndexOf(')'); // the command name may contain blanks and parentheses
+            if (close > 0 && close + 2 < stat.length()) {
+                char c = stat.charAt(close + 2);
+                return c == 'T' || c == 't' ? c : 0;
+            }
+        } catch (IOException | RuntimeException e) {
+            // no procfs, or the process just went away
+        }
+        return 0;
     }
 
     /**
