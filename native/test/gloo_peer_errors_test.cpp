@@ -68,10 +68,11 @@ void test_a_lossy_connection_names_the_peer_and_the_network() {
   const std::string m = e.what();
   std::fprintf(stderr, "message: %s\n", m.c_str());
   CHECK(e.kind() == ErrorKind::Timeout);
-  CHECK(contains(m, "the connection to peer rank 1 (" + gloo_address("10.77.0.2", 41394) + ") is losing packets"));
+  CHECK(lossy[0].host == "10.77.0.2");
+  CHECK(contains(m, "the connection to peer rank 1 (host 10.77.0.2) is losing packets"));
   CHECK(contains(m, "6 unrecovered retransmission(s)"));
   CHECK(contains(m, "backed off to 120 s"));
-  CHECK(contains(m, "network problem (packet loss) between this host and peer rank 1's host"));
+  CHECK(contains(m, "network problem (packet loss) between this host and 10.77.0.2, not a rank"));
   CHECK(!contains(m, "not every rank took part"));
 }
 

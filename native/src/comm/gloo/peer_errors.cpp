@@ -6,6 +6,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/pair.h>
 #include <gloo/transport/tcp/address.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -141,6 +142,10 @@ std::vector<PeerConnectionState> lossy_peer_connections(const std::string& table
       PeerConnectionState s;
       s.peer = static_cast<int>(peer);
       s.address = address;
+      char ip[INET6_ADDRSTRLEN] = {0};
+      const void* raw = v6 ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6&>(remote).sin6_addr)
+                           : static_cast<const void*>(&reinterpret_cast<const sockaddr_in&>(remote).sin_addr);
+      s.host = inet_ntop(family, raw, ip, sizeof(ip)) ? ip : address;
       s.unacknowledged = static_cast<long>(std::strtoul(f[4].substr(0, f[4].find(':')).c_str(), nullptr, 16));
       s.retransmits = static_cast<long>(std::strtoul(f[6].c_str(), nullptr, 16));
       s.rto_ms = std::strtol(f[12].c_str(), nullptr, 10) * 1000 / 100;  // clock ticks (USER_HZ, 100 a second)
@@ -224,7 +229,7 @@ Error translate_gloo_error(const std::string& desc, const std::string& gloo_mess
     // The peer may well be alive and calling the same collective: its packets are being lost.
     std::string evidence;
     for (const PeerConnectionState& c : lossy) {
-      evidence += detail::concat(evidence.empty() ? "" : "; ", "the connection to peer rank ", c.peer, " (", c.address,
+      evidence += detail::concat(evidence.empty() ? "" : "; ", "the connection to peer rank ", c.peer, " (host ", c.host,
                                  ") is losing packets (", c.retransmits, " unrecovered retransmission(s), retransmission"
                                  " timeout backed off to ", millis_str(c.rto_ms), ", ", c.unacknowledged,
                                  " byte(s) unacknowledged)");
@@ -233,8 +238,7 @@ Error translate_gloo_error(const std::string& desc, const std::string& gloo_mess
     return Error(ErrorKind::Timeout,
                  detail::concat(desc, " timed out after ", duration_str(timeout), " on rank ", rank, ": ", evidence,
                                 ": peer rank ", first.peer, "'s data did not arrive in time - a network problem"
-                                " (packet loss) between this host and peer rank ", first.peer, "'s host (", first.address,
-                                "), not a rank that did not take part; check the link between the two hosts (ping,"
+                                " (packet loss) between this host and ", first.host, ", not a rank that did not take part; check the link between the two hosts (ping,"
                                 " tc/netem rules, a firewall, the MTU) [gloo: ",
                                 gloo_message, "]"));
   }

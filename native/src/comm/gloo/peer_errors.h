@@ -33,6 +33,7 @@ void record_peer_addresses(gloo::rendezvous::Store& gloo_store, gloo::Context& c
 struct PeerConnectionState {
   int peer = -1;               // the peer's rank
   std::string address;         // the peer's end of the connection, as Gloo prints addresses
+  std::string host;            // the peer's IP address, e.g. 10.77.0.2
   long retransmits = 0;        // unrecovered retransmission timeouts in a row (icsk_retransmits)
   long rto_ms = 0;             // the current retransmission timeout: grows (doubles) while packets are lost
   long unacknowledged = 0;     // bytes sent and not yet acknowledged by the peer's host (tx_queue)
