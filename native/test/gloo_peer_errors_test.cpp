@@ -85,6 +85,16 @@ void test_a_healthy_connection_is_no_evidence() {
   CHECK(contains(e.what(), "not every rank took part"));
 }
 
+void test_a_read_timeout_names_the_peer_waited_for() {
+  // Gloo's read timeout names the connection by the peer's address; no socket evidence left.
+  const std::string gloo = "Read timeout " + gloo_address("10.77.0.2", 41394);
+  Error e = translate_gloo_error("allReduce(SUM) of 4 float32", gloo, std::chrono::seconds(8), 0, peers(), {});
+  const std::string m = e.what();
+  CHECK(e.kind() == ErrorKind::Timeout);
+  CHECK(contains(m, "timed out after 8 s on rank 0 waiting for peer rank 1: no data from it arrived in time"));
+  CHECK(!contains(m, "not every rank took part"));
+}
+
 void test_connections_to_others_are_ignored() {
   // The same losses on a connection to an address that is no peer's (the store, say).
   std::vector<std::vector<std::string>> others = {{}, {gloo_address("10.77.0.3", 41394)}};
@@ -96,6 +106,7 @@ void test_connections_to_others_are_ignored() {
 int main() {
   test_a_lossy_connection_names_the_peer_and_the_network();
   test_a_healthy_connection_is_no_evidence();
+  test_a_read_timeout_names_the_peer_waited_for();
   test_connections_to_others_are_ignored();
   return ddp4j::test::failure_count() == 0 ? 0 : 1;
 }

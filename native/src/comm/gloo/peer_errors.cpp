@@ -243,6 +243,19 @@ Error translate_gloo_error(const std::string& desc, const std::string& gloo_mess
                                 gloo_message, "]"));
   }
   if (is_gloo_timeout(gloo_message)) {
+    // A read timeout on one connection ("Read timeout [10.77.0.1]:63879") names the peer waited for.
+    for (size_t i = 0; i < peer_addresses.size(); i++) {
+      for (const std::string& address : peer_addresses[i]) {
+        if (address.empty() || !mentions_address(gloo_message, address)) continue;
+        return Error(ErrorKind::Timeout,
+                     detail::concat(desc, " timed out after ", duration_str(timeout), " on rank ", rank,
+                                    " waiting for peer rank ", i, ": no data from it arrived in time on their"
+                                    " connection; peer rank ", i, " may be stuck or stopped, or the network between"
+                                    " this host and its host may be losing packets (its launcher's keep-alive tells"
+                                    " which) [gloo: ",
+                                    gloo_message, "]"));
+      }
+    }
     return Error(ErrorKind::Timeout,
                  detail::concat(desc, " timed out after ", duration_str(timeout), " on rank ", rank,
                                 ": not every rank took part in time (a rank may be stuck, slower than the timeout, or"

@@ -208,6 +208,31 @@ final class KeepAlive implements AutoCloseable {
         }
     }
 
+    /**
+     * How long ago, in ms, node {@code node}'s keep-alive counter last moved, as seen here; -1 when this
+     * node does not watch it (the others watch only node 0) or watching has not begun.
+     */
+    long heardAgoMillis(int node) {
+        synchronized (lock) {
+            if (!watching || !watches(node)) {
+                return -1;
+            }
+            return Math.max(0, (System.nanoTime() - heardAt[node]) / 1_000_000);
+        }
+    }
+
+    /** How long ago, in ms, the store last answered this node's keep-alive. */
+    long storeAnsweredAgoMillis() {
+        synchronized (lock) {
+            return Math.max(0, (System.nanoTime() - lastContact) / 1_000_000);
+        }
+    }
+
+    /** The keep-alive timeout. */
+    Duration timeout() {
+        return timeout;
+    }
+
     /** The name of a node in messages: {@code node N (ADDRESS)}. */
     String name(int node) {
         synchronized (lock) {

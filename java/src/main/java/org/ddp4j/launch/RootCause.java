@@ -79,6 +79,78 @@ final class RootCause {
                 + ") and took part in no collective";
     }
 
+    /**
+     * The collective timeout a failed worker reported on stderr, from its last lines: the message of
+     * a {@code DistributedTimeoutException} (else a line saying {@code timed out after}), without
+     * Gloo's own text in brackets; null when there is none.
+     */
+    static String collectiveTimeout(List<String> errTail) {
+        String fallback = null;
+        for (int i = errTail.size() - 1; i >= 0; i--) {
+            String line = errTail.get(i);
+            int at = line.indexOf(TIMEOUT_EXCEPTION);
+            if (at >= 0) {
+                return withoutGloo(line.substring(at + TIMEOUT_EXCEPTION.length()).strip());
+            }
+            if (fallback == null && line.contains(" timed out after ")) {
+                fallback = withoutGloo(line.strip());
+            }
+        }
+        return fallback;
+    }
+
+    private static final String TIMEOUT_EXCEPTION = "DistributedTimeoutException: ";
+
+    /**
+     * The peer rank a failed worker's last distributed error names ({@code peer rank 1 may have died},
+     * {@code waiting for peer rank 0}, ...), from its last stderr lines; -1 when there is none.
+     */
+    static int peerNamedIn(List<String> errTail) {
+        for (int i = errTail.size() - 1; i >= 0; i--) {
+            String line = errTail.get(i);
+            int at = line.indexOf("Exception: ");
+            if (at >= 0 && line.contains("org.ddp4j.distributed.Distributed")) {
+                return peerRankIn(line.substring(at));
+            }
+        }
+        return -1;
+    }
+
+    private static String withoutGloo(String message) {
+        int gloo = message.indexOf(" [gloo: ");
+        return gloo > 0 ? message.substring(0, gloo) : message;
+    }
+
+    /** The peer rank a timeout message names ({@code peer rank 1}, {@code waiting for rank 1}), or -1. */
+    static int peerRankIn(String message) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?:peer rank|waiting for rank) (\\d+)").matcher(message);
+        return m.find() ? Integer.parseInt(m.group(1)) : -1;
+    }
+
+    /**
+     * The root cause of a collective timeout on {@code waiter}'s host while the peer's launcher was
+     * alive and no worker was stopped: the data did not get through between the two hosts. E.g.
+     * {@code the network between node 0 (10.77.0.1) and node 1 (10.77.0.2): rank 0 (...) exited with
+     * code 1 after its collective timed out, while the launcher of node 1 (10.77.0.2) was alive (its
+     * keep-alive arrived 0.6 s ago) and no worker was stopped: ...}.
+     *
+     * @param waiter the failed worker's description ({@link #describe})
+     * @param here this node's name, {@code node N (ADDRESS)}
+     * @param there the peer node's name, or null when the peer is not known (then "the other nodes")
+     * @param alive what shows the peer alive, e.g. {@code the launcher of node 1 (10.77.0.2) was alive (...)}
+     * @param timeout the worker's timeout message ({@link #collectiveTimeout})
+     */
+    static String describeUnreachable(String waiter, String here, String there, String alive, String timeout) {
+        boolean lossSeen = timeout.contains("is losing packets");
+        int peer = peerRankIn(timeout);
+        String between = there == null ? here + " and the other nodes" : here + " and " + there;
+        return "the network between " + between + ": " + waiter + " after its collective timed out, while " + alive
+                + " and no worker was stopped: " + (peer >= 0 ? "peer rank " + peer + "'s" : "the peers'")
+                + " data did not arrive in time - a network problem between the hosts (packet loss, a firewall, the MTU)"
+                + (lossSeen ? ", TCP retransmissions seen" : " (or a rank busy outside collectives for longer than the timeout)")
+                + ", not a rank that did not take part (" + timeout + ")";
+    }
+
     /** The key under which node {@code nodeRank} publishes its stopped workers (empty: none). */
     static String hungKey(int nodeRank) {
         return "hung/" + nodeRank;
@@ -136,6 +208,18 @@ final class RootCause {
     static String decide(Store store, int exitCode, long exitMillis, String description, int nnodes,
             Supplier<String> lost, Supplier<String> selfPause, BooleanSupplier late, Duration maxWait)
             throws InterruptedException {
+        return decide(store, exitCode, exitMillis, description, nnodes, false, lost, selfPause, late, maxWait);
+    }
+
+    /**
+     * As above; with {@code peerFirst} (the worker's error named a peer on another node: it died,
+     * closed its group, or sent nothing) the wait goes on past the grace, up to {@code maxWait},
+     * until another failure is in the log (or a stopped worker published): that node's report may be slow to come over a poor
+     * network, and it, not this consequence, may be the cause.
+     */
+    static String decide(Store store, int exitCode, long exitMillis, String description, int nnodes,
+            boolean peerFirst, Supplier<String> lost, Supplier<String> selfPause, BooleanSupplier late,
+            Duration maxWait) throws InterruptedException {
         boolean signal = killedBySignal(exitCode);
         long start = System.nanoTime();
         try {
@@ -157,7 +241,8 @@ final class RootCause {
                     return claim(store, gone);
                 }
                 long waited = System.nanoTime() - start;
-                if (waited >= maxWait.toNanos() || (waited >= GRACE.toNanos() && !late.getAsBoolean())) {
+                if (waited >= maxWait.toNanos() || (waited >= GRACE.toNanos() && !late.getAsBoolean()
+                        && (!peerFirst || store.add(COUNT_KEY, 0) > 1 || hungElsewhere(store, nnodes) != null))) {
                     break;
                 }
                 Thread.sleep(POLL_MS);

@@ -92,14 +92,26 @@ final class WorkerGroup {
     /** How often {@link #monitor} looks for stopped workers, in monitor intervals (500 ms). */
     private static final int HUNG_CHECK_EVERY = 10;
 
+    /** How many of each worker's last stderr lines are kept, so a failure can be read (its exception). */
+    private static final int ERR_TAIL = 40;
+
     private final List<Worker> workers;
     private final List<Thread> pumps;
+    private final List<OutputPump> errPumps = new ArrayList<>();
     private final int nodeRank;
 
     private WorkerGroup(List<Worker> workers, List<Thread> pumps, int nodeRank) {
         this.workers = workers;
         this.pumps = pumps;
         this.nodeRank = nodeRank;
+    }
+
+    /**
+     * The last lines the worker with local rank {@code localRank} wrote to stderr (complete once
+     * {@link #monitor} returned, which drains the output).
+     */
+    List<String> errTail(int localRank) {
+        return localRank < errPumps.size() ? errPumps.get(localRank).tail() : List.of();
     }
 
     /** A worker that could not be started, after the ones started before it were stopped. */
@@ -152,7 +164,9 @@ final class WorkerGroup {
             workers.add(new Worker(rank, local, p, exitedAt));
             String prefix = "[rank" + rank + "]: ";
             pumps.add(new OutputPump(p.getInputStream(), out, prefix, 0).start("ddp4j-run-rank" + rank + "-out"));
-            pumps.add(new OutputPump(p.getErrorStream(), err, prefix, 0).start("ddp4j-run-rank" + rank + "-err"));
+            OutputPump errPump = new OutputPump(p.getErrorStream(), err, prefix, ERR_TAIL);
+            group.errPumps.add(errPump);
+            pumps.add(errPump.start("ddp4j-run-rank" + rank + "-err"));
             LOG.debug("started worker rank {} (local rank {}, node {}) as pid {}", rank, local, nodeRank, p.pid());
         }
         return group;
