@@ -130,9 +130,10 @@ final class RootCause {
     /**
      * The root cause of a collective timeout on {@code waiter}'s host while the peer's launcher was
      * alive and no worker was stopped: the data did not get through between the two hosts. E.g.
-     * {@code the network between node 0 (10.77.0.1) and node 1 (10.77.0.2): rank 0 (...) exited with
-     * code 1 after its collective timed out, while the launcher of node 1 (10.77.0.2) was alive (its
-     * keep-alive arrived 0.6 s ago) and no worker was stopped: ...}.
+     * {@code the network between node 1 (10.77.0.2) and node 0 (10.77.0.1): rank 1 (node 1, local rank 0)
+     * timed out after 8 s waiting for peer rank 0's data in allReduce(SUM) of 1 float32 element (#615),
+     * while the launcher of node 0 (10.77.0.1) was alive (its keep-alive arrived 0.6 s ago) and no
+     * worker was stopped: the data did not get through - a network problem between the two hosts ...}.
      *
      * @param waiter the failed worker's description ({@link #describe})
      * @param here this node's name, {@code node N (ADDRESS)}
@@ -143,12 +144,23 @@ final class RootCause {
     static String describeUnreachable(String waiter, String here, String there, String alive, String timeout) {
         boolean lossSeen = timeout.contains("is losing packets");
         int peer = peerRankIn(timeout);
+        int exited = waiter.indexOf(" exited with code");
+        String who = exited > 0 ? waiter.substring(0, exited) : waiter;
+        int timedOut = timeout.indexOf(" timed out after ");
+        String op = timedOut > 0 ? timeout.substring(0, timedOut) : "a collective";
+        String after = "";
+        if (timedOut > 0) {
+            int from = timedOut + " timed out after ".length();
+            int onRank = timeout.indexOf(" on rank ", from);
+            after = " after " + (onRank > from ? timeout.substring(from, onRank) : timeout.substring(from));
+        }
         String between = there == null ? here + " and the other nodes" : here + " and " + there;
-        return "the network between " + between + ": " + waiter + " after its collective timed out, while " + alive
-                + " and no worker was stopped: " + (peer >= 0 ? "peer rank " + peer + "'s" : "the peers'")
-                + " data did not arrive in time - a network problem between the hosts (packet loss, a firewall, the MTU)"
-                + (lossSeen ? ", TCP retransmissions seen" : " (or a rank busy outside collectives for longer than the timeout)")
-                + ", not a rank that did not take part (" + timeout + ")";
+        return "the network between " + between + ": " + who + " timed out" + after + " waiting for "
+                + (peer >= 0 ? "peer rank " + peer + "'s" : "its peers'") + " data in " + op + ", while " + alive
+                + " and no worker was stopped: the data did not get through - a network problem between the "
+                + (there == null ? "hosts" : "two hosts") + " (packet loss, a firewall, the MTU"
+                + (lossSeen ? "; TCP is retransmitting" : "") + "), not a rank that did not take part"
+                + (lossSeen ? "" : " (unless one was busy outside collectives for longer than the timeout)");
     }
 
     /** The key under which node {@code nodeRank} publishes its stopped workers (empty: none). */

@@ -46,7 +46,7 @@ class ClusterLossyNetworkBlameTest {
         assertTrue(cause0.startsWith("the network between node "), job.describe());
         assertTrue(cause0.contains("node 0 (10.77.0.1)") && cause0.contains("node 1 (10.77.0.2)"), job.describe());
         assertTrue(cause0.contains("was alive (its keep-alive arrived"), job.describe());
-        assertTrue(cause0.contains("data did not arrive in time"), job.describe());
+        assertTrue(cause0.contains("data did not get through - a network problem between the two hosts"), job.describe());
         assertEquals(cause0, cause1, "both nodes must name the same root cause\n" + job.describe());
         assertFalse(job.describe().contains("root cause: rank"), job.describe());
     }
