@@ -254,16 +254,16 @@ final class WorkerGroup {
             if (!h.isAlive()) {
                 continue;
             }
-            long stoppedPid = stoppedState(h.pid()) != 0 ? h.pid() : -1;
-            char state = stoppedPid > 0 ? stoppedState(h.pid()) : 0;
-            if (stoppedPid < 0) {
-                for (ProcessHandle d : (Iterable<ProcessHandle>) h.descendants()::iterator) {
-                    char s = stoppedState(d.pid());
-                    if (s != 0) {
-                        stoppedPid = d.pid();
-                        state = s;
-                        break;
-                    }
+            long stoppedPid = -1;
+            char state = 0;
+            // The worker itself first, then its process tree (a command worker's JVM, say).
+            for (ProcessHandle p : (Iterable<ProcessHandle>) java.util.stream.Stream.concat(
+                    java.util.stream.Stream.of(h), h.descendants())::iterator) {
+                char c = stoppedState(p.pid());
+                if (c != 0) {
+                    stoppedPid = p.pid();
+                    state = c;
+                    break;
                 }
             }
             if (stoppedPid > 0) {
