@@ -6,9 +6,11 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/pair.h>
 #include <gloo/transport/tcp/address.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -96,7 +98,68 @@ bool remote_of_connection(const sockaddr_storage& local, sockaddr_storage* remot
   return false;
 }
 
+std::string read_file(const char* path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/** "120 s", "1.5 s", "400 ms". */
+std::string millis_str(long ms) {
+  if (ms < 1000) return detail::concat(ms, " ms");
+  if (ms % 1000 == 0) return detail::concat(ms / 1000, " s");
+  return detail::concat(ms / 1000, ".", (ms % 1000) / 100, " s");
+}
+
 }  // namespace
+
+std::vector<PeerConnectionState> lossy_peer_connections(const std::string& table, bool v6,
+                                                        const std::vector<std::vector<std::string>>& peer_addresses) {
+  using gloo::transport::tcp::Address;
+  const int family = v6 ? AF_INET6 : AF_INET;
+  std::vector<PeerConnectionState> worst(peer_addresses.size());
+  std::istringstream lines(table);
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) {
+    // sl local rem st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode refcnt sk rto ...
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string word; fields >> word && f.size() < 13;) f.push_back(word);
+    if (f.size() < 13 || f[3] != "01") continue;  // ESTABLISHED only
+    sockaddr_storage remote;
+    if (!parse_proc_endpoint(f[2], family, &remote)) continue;
+    std::string address;
+    try {
+      address = Address(remote).str();
+    } catch (const std::exception&) {
+      continue;
+    }
+    for (size_t peer = 0; peer < peer_addresses.size(); peer++) {
+      const auto& names = peer_addresses[peer];
+      if (std::find(names.begin(), names.end(), address) == names.end()) continue;
+      PeerConnectionState s;
+      s.peer = static_cast<int>(peer);
+      s.address = address;
+      char ip[INET6_ADDRSTRLEN] = {0};
+      const void* raw = v6 ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6&>(remote).sin6_addr)
+                           : static_cast<const void*>(&reinterpret_cast<const sockaddr_in&>(remote).sin_addr);
+      s.host = inet_ntop(family, raw, ip, sizeof(ip)) ? ip : address;
+      s.unacknowledged = static_cast<long>(std::strtoul(f[4].substr(0, f[4].find(':')).c_str(), nullptr, 16));
+      s.retransmits = static_cast<long>(std::strtoul(f[6].c_str(), nullptr, 16));
+      s.rto_ms = std::strtol(f[12].c_str(), nullptr, 10) * 1000 / 100;  // clock ticks (USER_HZ, 100 a second)
+      if (s.retransmits == 0 && s.rto_ms < 1000) continue;
+      PeerConnectionState& w = worst[peer];
+      if (w.peer < 0 || s.rto_ms > w.rto_ms || (s.rto_ms == w.rto_ms && s.retransmits > w.retransmits)) w = s;
+    }
+  }
+  std::vector<PeerConnectionState> out;
+  for (const auto& w : worst) {
+    if (w.peer >= 0) out.push_back(w);
+  }
+  return out;
+}
 
 std::string strip_location(const std::string& message) {
   std::string m = message;
@@ -148,7 +211,51 @@ void record_peer_addresses(gloo::rendezvous::Store& gloo_store, gloo::Context& c
 
 Error translate_gloo_error(const std::string& desc, const std::string& gloo_message, std::chrono::milliseconds timeout,
                            int rank, const std::vector<std::vector<std::string>>& peer_addresses) {
+  std::vector<PeerConnectionState> lossy;
   if (is_gloo_timeout(gloo_message)) {
+    for (bool v6 : {false, true}) {
+      for (auto& c : lossy_peer_connections(read_file(v6 ? "/proc/net/tcp6" : "/proc/net/tcp"), v6, peer_addresses)) {
+        lossy.push_back(c);
+      }
+    }
+  }
+  return translate_gloo_error(desc, gloo_message, timeout, rank, peer_addresses, lossy);
+}
+
+Error translate_gloo_error(const std::string& desc, const std::string& gloo_message, std::chrono::milliseconds timeout,
+                           int rank, const std::vector<std::vector<std::string>>& peer_addresses,
+                           const std::vector<PeerConnectionState>& lossy) {
+  if (is_gloo_timeout(gloo_message) && !lossy.empty()) {
+    // The peer may well be alive and calling the same collective: its packets are being lost.
+    std::string evidence;
+    for (const PeerConnectionState& c : lossy) {
+      evidence += detail::concat(evidence.empty() ? "" : "; ", "the connection to peer rank ", c.peer, " (host ", c.host,
+                                 ") is losing packets (", c.retransmits, " unrecovered retransmission(s), retransmission"
+                                 " timeout backed off to ", millis_str(c.rto_ms), ", ", c.unacknowledged,
+                                 " byte(s) unacknowledged)");
+    }
+    const PeerConnectionState& first = lossy.front();
+    return Error(ErrorKind::Timeout,
+                 detail::concat(desc, " timed out after ", duration_str(timeout), " on rank ", rank, ": ", evidence,
+                                ": peer rank ", first.peer, "'s data did not arrive in time - a network problem"
+                                " (packet loss) between this host and ", first.host, ", not a rank that did not take part; check the link between the two hosts (ping,"
+                                " tc/netem rules, a firewall, the MTU) [gloo: ",
+                                gloo_message, "]"));
+  }
+  if (is_gloo_timeout(gloo_message)) {
+    // A read timeout on one connection ("Read timeout [10.77.0.1]:63879") names the peer waited for.
+    for (size_t i = 0; i < peer_addresses.size(); i++) {
+      for (const std::string& address : peer_addresses[i]) {
+        if (address.empty() || !mentions_address(gloo_message, address)) continue;
+        return Error(ErrorKind::Timeout,
+                     detail::concat(desc, " timed out after ", duration_str(timeout), " on rank ", rank,
+                                    " waiting for peer rank ", i, ": no data from it arrived in time on their"
+                                    " connection; peer rank ", i, " may be stuck or stopped, or the network between"
+                                    " this host and its host may be losing packets (its launcher's keep-alive tells"
+                                    " which) [gloo: ",
+                                    gloo_message, "]"));
+      }
+    }
     return Error(ErrorKind::Timeout,
                  detail::concat(desc, " timed out after ", duration_str(timeout), " on rank ", rank,
                                 ": not every rank took part in time (a rank may be stuck, slower than the timeout, or"

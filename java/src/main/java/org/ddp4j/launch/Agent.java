@@ -174,6 +174,17 @@ final class Agent {
                     public boolean shuttingDown() {
                         return shuttingDown;
                     }
+
+                    @Override
+                    public void hung(List<String> descriptions) {
+                        if (!descriptions.isEmpty()) {
+                            Notices.warn(cfg.err(), me + ": " + String.join("; ", descriptions)
+                                    + "; the other ranks wait for it until their collective timeout");
+                        }
+                        if (watcher != null) {
+                            watcher.reportHung(descriptions);
+                        }
+                    }
                 });
             } finally {
                 if (watcher != null) {
@@ -189,9 +200,13 @@ final class Agent {
                 return finish(store, true);
             } else if (outcome instanceof WorkerGroup.LocalFailure f) {
                 String desc = RootCause.describe(f.rank(), cfg.nodeRank(), f.localRank(), f.exitCode());
-                String cause = rootCause(store, f.exitCode(), f.exitMillis(), desc);
+                List<String> errTail = group.errTail(f.localRank());
+                String candidate = unreachable(store, f, desc, errTail, r);
+                int peer = RootCause.peerNamedIn(errTail);
+                boolean peerFirst = peer >= 0 && nodeOf(peer, r.nprocByNode()) != cfg.nodeRank();
+                String cause = rootCause(store, f, candidate, peerFirst);
                 List<String> consequences = new ArrayList<>();
-                if (!cause.equals(desc)) {
+                if (!cause.equals(candidate)) {
                     consequences.add(desc);
                 }
                 for (int[] other : f.alsoFailed()) {
@@ -201,6 +216,8 @@ final class Agent {
                         : "stopped the other " + f.stopped() + " running worker(s)";
                 if (cause.equals(desc)) {
                     error(desc + "; " + stopped);
+                } else if (cause.equals(candidate)) {
+                    error(me + ": " + cause + "; " + stopped);
                 } else {
                     error(me + ": " + desc + ", a consequence of: " + cause + "; " + stopped);
                 }
@@ -263,19 +280,95 @@ final class Agent {
      * The root cause of a local worker's failure: the failure itself on a single node; else as
      * agreed through the store ({@link RootCause}), or the lost node when the keep-alive lost one.
      */
-    private String rootCause(Store store, int exitCode, long exitMillis, String desc) throws InterruptedException {
+    private String rootCause(Store store, WorkerGroup.LocalFailure f, String desc, boolean peerFirst)
+            throws InterruptedException {
+        // A local worker that was stopped when another failed is the cause: it took part in nothing.
+        String hung = f.hung().isEmpty() ? null : f.hung().get(0);
         if (keepAlive == null) {
-            return desc;
+            return hung != null ? hung : desc;
         }
         if (keepAlive.storeLost()) {
             return keepAlive.lost();
         }
-        return RootCause.decide(store, exitCode, exitMillis, desc, keepAlive::lost, keepAlive::anyLate,
-                cfg.keepAliveTimeout().plus(RootCause.GRACE));
+        if (hung != null) {
+            try {
+                return RootCause.claim(store, hung);
+            } catch (RuntimeException e) {
+                LOG.warn("could not tell the other nodes that {}: {}", hung, e.toString());
+                return hung;
+            }
+        }
+        return RootCause.decide(store, f.exitCode(), f.exitMillis(), desc, cfg.nnodes(), peerFirst, keepAlive::lost,
+                keepAlive::selfPause, keepAlive::anyLate, cfg.keepAliveTimeout().plus(RootCause.GRACE));
+    }
+
+    /**
+     * What to name as the cause of a local worker's failure when it was a collective timeout with the
+     * peer's launcher alive and no worker stopped anywhere: the network between this node and the
+     * peer's ({@link RootCause#describeUnreachable}); else {@code desc}. The peer is the rank the
+     * timeout message names (on another node), else the other node of a two-node job.
+     */
+    private String unreachable(Store store, WorkerGroup.LocalFailure f, String desc, List<String> errTail,
+            NodeRendezvous.NodeRanks r) {
+        if (keepAlive == null || keepAlive.lost() != null || !f.hung().isEmpty() || RootCause.killedBySignal(f.exitCode())) {
+            return desc;
+        }
+        String timeout = RootCause.collectiveTimeout(errTail);
+        if (timeout == null) {
+            return desc;
+        }
+        int peerRank = RootCause.peerRankIn(timeout);
+        int peerNode = peerRank >= 0 ? nodeOf(peerRank, r.nprocByNode()) : cfg.nnodes() == 2 ? 1 - cfg.nodeRank() : -1;
+        if (peerNode == cfg.nodeRank()) {
+            return desc; // a peer on this host: no network between them
+        }
+        long half = keepAlive.timeout().toMillis() / 2;
+        String alive;
+        long ago = peerNode >= 0 ? keepAlive.heardAgoMillis(peerNode) : -1;
+        if (ago >= 0) {
+            if (ago > half) {
+                return desc;
+            }
+            alive = "the launcher of " + keepAlive.name(peerNode) + " was alive (its keep-alive arrived "
+                    + KeepAlive.seconds(java.time.Duration.ofMillis(ago / 100 * 100)) + " s ago)";
+        } else {
+            long storeAgo = keepAlive.storeAnsweredAgoMillis();
+            if (storeAgo > half) {
+                return desc;
+            }
+            alive = "the launchers' keep-alive kept arriving (the store answered "
+                    + KeepAlive.seconds(java.time.Duration.ofMillis(storeAgo / 100 * 100)) + " s ago)";
+        }
+        try {
+            if (RootCause.hungElsewhere(store, cfg.nnodes()) != null) {
+                return desc;
+            }
+        } catch (RuntimeException e) {
+            return desc;
+        }
+        return RootCause.describeUnreachable(desc, keepAlive.name(cfg.nodeRank()),
+                peerNode >= 0 ? keepAlive.name(peerNode) : null, alive, timeout);
+    }
+
+    /** The node holding global rank {@code rank}, or -1. */
+    private static int nodeOf(int rank, int[] nprocByNode) {
+        int first = 0;
+        for (int node = 0; node < nprocByNode.length; node++) {
+            if (rank < first + nprocByNode[node]) {
+                return node;
+            }
+            first += nprocByNode[node];
+        }
+        return -1;
     }
 
     /** The last line of a failed attempt: the root cause, then what failed because of it. */
     private void summary(String cause, List<String> consequences) {
+        String paused = keepAlive == null ? null : keepAlive.selfPause();
+        if (paused != null && !cause.contains(paused)) {
+            // Another node reported this node lost: this launcher knows why.
+            cause = cause + " (" + paused + ")";
+        }
         error(me + ": the job failed; root cause: " + cause
                 + (consequences.isEmpty() ? "" : "; failed as a consequence: " + String.join(", ", consequences)));
     }

@@ -24,6 +24,9 @@ final class FailureWatcher implements AutoCloseable {
 
     private final Store store;
     private final String endpoint;
+    private final int nodeRank;
+    private volatile List<String> hung = List.of();
+    private List<String> hungPublished = List.of();
     private final Thread thread;
     private volatile String failure;
     private final Object sleeper = new Object();
@@ -33,6 +36,7 @@ final class FailureWatcher implements AutoCloseable {
     FailureWatcher(Store store, String endpoint, int nodeRank) {
         this.store = store;
         this.endpoint = endpoint;
+        this.nodeRank = nodeRank;
         this.thread = new Thread(this::loop, "ddp4j-run-node" + nodeRank + "-watcher");
         thread.setDaemon(true);
         thread.start();
@@ -43,9 +47,25 @@ final class FailureWatcher implements AutoCloseable {
         return failure;
     }
 
+    /**
+     * Publishes, from the polling thread, the stopped local workers ({@link RootCause#publishHung}), so
+     * that a launcher deciding a root cause elsewhere names them rather than the ranks that waited.
+     */
+    void reportHung(List<String> descriptions) {
+        hung = List.copyOf(descriptions);
+        synchronized (sleeper) {
+            sleeper.notifyAll();
+        }
+    }
+
     private void loop() {
         while (!closed && failure == null) {
             try {
+                List<String> now = hung;
+                if (!now.equals(hungPublished)) {
+                    RootCause.publishHung(store, nodeRank, now);
+                    hungPublished = now;
+                }
                 if (store.check(List.of(FAILED_KEY))) {
                     failure = NodeRendezvous.string(store.get(FAILED_KEY));
                 }

@@ -25,6 +25,9 @@ import org.ddp4j.internal.Setting;
  *
  * <p>Time during which this launcher itself did not run (SIGSTOP, a long GC pause, a starved CPU)
  * is not counted against the others: a judge thread notices such gaps and moves every deadline on.
+ * A gap long enough for the others to have given this node up ({@link #selfPause()}) is this
+ * launcher's own fault: it becomes the root cause here, and the loss of a node that follows is
+ * reported as its consequence, so a paused launcher never blames the nodes it left behind.
  * A node that finished its part of the job marks itself left (its counter jumps by
  * {@link #LEFT_MARK}) and is no longer watched.
  *
@@ -73,6 +76,8 @@ final class KeepAlive implements AutoCloseable {
     private long lastContact;
     private boolean watching;
     private int lostNode = -1;
+    private long pauseNanos;
+    private long pauseEndedAt;
     private volatile String lost;
     private volatile boolean leaving;
     private volatile boolean closed;
@@ -135,6 +140,30 @@ final class KeepAlive implements AutoCloseable {
         return lost;
     }
 
+    /**
+     * Why this launcher itself is to blame, or null: it was not running (SIGSTOP, a long GC pause, a
+     * starved or swapping machine) for so long that the other nodes could have declared it lost
+     * (the pause plus two intervals reaches the keep-alive timeout), and that was recent (within
+     * two timeouts and 30 s). E.g. {@code the launcher of node 0 (10.77.0.1) was not running for
+     * 25.1 s (...), longer than the keep-alive timeout of 20 s: the other nodes could give it up as lost}.
+     */
+    String selfPause() {
+        synchronized (lock) {
+            return selfPauseLocked(System.nanoTime());
+        }
+    }
+
+    private String selfPauseLocked(long now) {
+        if (pauseNanos == 0 || pauseNanos + 2 * interval.toNanos() < timeout.toNanos()
+                || now - pauseEndedAt > 2 * timeout.toNanos() + 30_000_000_000L) {
+            return null;
+        }
+        return "the launcher of " + nameLocked(nodeRank) + " was not running for "
+                + seconds(Duration.ofMillis(pauseNanos / 100_000_000 * 100))
+                + " s (stopped with SIGSTOP or Ctrl-Z, or starved of CPU or memory), longer than the keep-alive timeout of "
+                + seconds(timeout) + " s: the other nodes could give it up as lost";
+    }
+
     /** Whether the lost node is node 0 as seen from another node: the store is gone, so no more store calls. */
     boolean storeLost() {
         synchronized (lock) {
@@ -177,6 +206,31 @@ final class KeepAlive implements AutoCloseable {
             }
             return false;
         }
+    }
+
+    /**
+     * How long ago, in ms, node {@code node}'s keep-alive counter last moved, as seen here; -1 when this
+     * node does not watch it (the others watch only node 0) or watching has not begun.
+     */
+    long heardAgoMillis(int node) {
+        synchronized (lock) {
+            if (!watching || !watches(node)) {
+                return -1;
+            }
+            return Math.max(0, (System.nanoTime() - heardAt[node]) / 1_000_000);
+        }
+    }
+
+    /** How long ago, in ms, the store last answered this node's keep-alive. */
+    long storeAnsweredAgoMillis() {
+        synchronized (lock) {
+            return Math.max(0, (System.nanoTime() - lastContact) / 1_000_000);
+        }
+    }
+
+    /** The keep-alive timeout. */
+    Duration timeout() {
+        return timeout;
     }
 
     /** The name of a node in messages: {@code node N (ADDRESS)}. */
@@ -302,6 +356,8 @@ final class KeepAlive implements AutoCloseable {
                     long shift = gap - PAUSE_NANOS;
                     LOG.debug("node {}: this launcher was paused for {} ms; keep-alive deadlines move on",
                             nodeRank, gap / 1_000_000);
+                    pauseNanos = gap;
+                    pauseEndedAt = now;
                     lastContact += shift;
                     for (int n = 0; n < nnodes; n++) {
                         heardAt[n] += shift;
@@ -333,6 +389,11 @@ final class KeepAlive implements AutoCloseable {
             if (watches(n) && !left[n] && lastContact - heardAt[n] > limit) {
                 lostNode = n;
                 lost = "lost " + nameLocked(n) + ": no keep-alive for " + seconds(timeout) + " s";
+                String paused = selfPauseLocked(now);
+                if (paused != null) {
+                    // It gave this node up while this launcher stood still, and left: our fault, not its.
+                    lost = paused + "; " + lost + " after that";
+                }
                 return;
             }
         }

@@ -20,9 +20,15 @@ import org.slf4j.LoggerFactory;
  *       numbered in the order the store received them).
  *   <li>A worker killed by a signal is a cause, never a consequence (a failing collective makes a
  *       worker exit, not die by a signal): its launcher claims the root-cause key at once.
+ *   <li>A worker that is stopped (state T: SIGSTOP, Ctrl-Z, a debugger) takes part in nothing while
+ *       its launcher's keep-alive goes on; its launcher publishes it under {@code hung/<node>}
+ *       while it lasts, and claims it at once when one of its own other workers fails.
+ *   <li>A launcher that was itself not running for longer than the others wait for it
+ *       ({@link KeepAlive#selfPause()}) claims that at once: what failed meanwhile is its consequence.
  *   <li>A worker that exited non-zero first waits {@link #GRACE}, and longer while another node's
  *       keep-alive is late (that node may be dying), so a signal death or a lost node elsewhere
- *       can be published first. Then the first signal death in the log is claimed, else the
+ *       can be published first. Then the first signal death in the log is claimed, else a stopped
+ *       worker published by any node, else the
  *       failure that exited first by its launcher's wall clock (a peer's collective fails only
  *       after the cause died; on hosts whose clocks differ by more than that reaction time, tens of
  *       milliseconds, the order among plain exits can be wrong).
@@ -62,6 +68,125 @@ final class RootCause {
         return who + " exited with code " + exitCode;
     }
 
+    /**
+     * Names a worker that is stopped, e.g. {@code rank 1 (node 1, local rank 0) was stopped (pid 4242 in
+     * state T: SIGSTOP, Ctrl-Z or a debugger) and took part in no collective}: its peers' collectives
+     * then time out, and their failures are its consequences.
+     */
+    static String describeHung(int rank, int nodeRank, int localRank, long pid, char state) {
+        return "rank " + rank + " (node " + nodeRank + ", local rank " + localRank + ") was stopped (pid " + pid
+                + " in state " + state + (state == 't' ? ": stopped by a debugger" : ": SIGSTOP, Ctrl-Z or a debugger")
+                + ") and took part in no collective";
+    }
+
+    /**
+     * The collective timeout a failed worker reported on stderr, from its last lines: the message of
+     * a {@code DistributedTimeoutException} (else a line saying {@code timed out after}), without
+     * Gloo's own text in brackets; null when there is none.
+     */
+    static String collectiveTimeout(List<String> errTail) {
+        String fallback = null;
+        for (int i = errTail.size() - 1; i >= 0; i--) {
+            String line = errTail.get(i);
+            int at = line.indexOf(TIMEOUT_EXCEPTION);
+            if (at >= 0) {
+                return withoutGloo(line.substring(at + TIMEOUT_EXCEPTION.length()).strip());
+            }
+            if (fallback == null && line.contains(" timed out after ")) {
+                fallback = withoutGloo(line.strip());
+            }
+        }
+        return fallback;
+    }
+
+    private static final String TIMEOUT_EXCEPTION = "DistributedTimeoutException: ";
+
+    /**
+     * The peer rank a failed worker's last distributed error names ({@code peer rank 1 may have died},
+     * {@code waiting for peer rank 0}, ...), from its last stderr lines; -1 when there is none.
+     */
+    static int peerNamedIn(List<String> errTail) {
+        for (int i = errTail.size() - 1; i >= 0; i--) {
+            String line = errTail.get(i);
+            int at = line.indexOf("Exception: ");
+            if (at >= 0 && line.contains("org.ddp4j.distributed.Distributed")) {
+                return peerRankIn(line.substring(at));
+            }
+        }
+        return -1;
+    }
+
+    private static String withoutGloo(String message) {
+        int gloo = message.indexOf(" [gloo: ");
+        return gloo > 0 ? message.substring(0, gloo) : message;
+    }
+
+    /** The peer rank a timeout message names ({@code peer rank 1}, {@code waiting for rank 1}), or -1. */
+    static int peerRankIn(String message) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?:peer rank|waiting for rank) (\\d+)").matcher(message);
+        return m.find() ? Integer.parseInt(m.group(1)) : -1;
+    }
+
+    /**
+     * The root cause of a collective timeout on {@code waiter}'s host while the peer's launcher was
+     * alive and no worker was stopped: the data did not get through between the two hosts. E.g.
+     * {@code the network between node 1 (10.77.0.2) and node 0 (10.77.0.1): rank 1 (node 1, local rank 0)
+     * timed out after 8 s waiting for peer rank 0's data in allReduce(SUM) of 1 float32 element (#615),
+     * while the launcher of node 0 (10.77.0.1) was alive (its keep-alive arrived 0.6 s ago) and no
+     * worker was stopped: the data did not get through - a network problem between the two hosts ...}.
+     *
+     * @param waiter the failed worker's description ({@link #describe})
+     * @param here this node's name, {@code node N (ADDRESS)}
+     * @param there the peer node's name, or null when the peer is not known (then "the other nodes")
+     * @param alive what shows the peer alive, e.g. {@code the launcher of node 1 (10.77.0.2) was alive (...)}
+     * @param timeout the worker's timeout message ({@link #collectiveTimeout})
+     */
+    static String describeUnreachable(String waiter, String here, String there, String alive, String timeout) {
+        boolean lossSeen = timeout.contains("is losing packets");
+        int peer = peerRankIn(timeout);
+        int exited = waiter.indexOf(" exited with code");
+        String who = exited > 0 ? waiter.substring(0, exited) : waiter;
+        int timedOut = timeout.indexOf(" timed out after ");
+        String op = timedOut > 0 ? timeout.substring(0, timedOut) : "a collective";
+        String after = "";
+        if (timedOut > 0) {
+            int from = timedOut + " timed out after ".length();
+            int onRank = timeout.indexOf(" on rank ", from);
+            after = " after " + (onRank > from ? timeout.substring(from, onRank) : timeout.substring(from));
+        }
+        String between = there == null ? here + " and the other nodes" : here + " and " + there;
+        return "the network between " + between + ": " + who + " timed out" + after + " waiting for "
+                + (peer >= 0 ? "peer rank " + peer + "'s" : "its peers'") + " data in " + op + ", while " + alive
+                + " and no worker was stopped: the data did not get through - a network problem between the "
+                + (there == null ? "hosts" : "two hosts") + " (packet loss, a firewall, the MTU"
+                + (lossSeen ? "; TCP is retransmitting" : "") + "), not a rank that did not take part"
+                + (lossSeen ? "" : " (unless one was busy outside collectives for longer than the timeout)");
+    }
+
+    /** The key under which node {@code nodeRank} publishes its stopped workers (empty: none). */
+    static String hungKey(int nodeRank) {
+        return "hung/" + nodeRank;
+    }
+
+    /** Publishes the stopped workers of node {@code nodeRank} ({@code descriptions} empty: none any more). */
+    static void publishHung(Store store, int nodeRank, List<String> descriptions) {
+        store.set(hungKey(nodeRank), bytes(String.join("; ", descriptions)));
+    }
+
+    /** The first stopped worker published by any of {@code nnodes} nodes, or null. */
+    static String hungElsewhere(Store store, int nnodes) {
+        for (int node = 0; node < nnodes; node++) {
+            String key = hungKey(node);
+            if (store.check(List.of(key))) {
+                String hung = string(store.get(key));
+                if (!hung.isEmpty()) {
+                    return hung;
+                }
+            }
+        }
+        return null;
+    }
+
     private static String signalHint(int sig) {
         return switch (sig) {
             case 6 -> " (SIGABRT)";
@@ -83,6 +208,30 @@ final class RootCause {
      */
     static String decide(Store store, int exitCode, long exitMillis, String description, Supplier<String> lost,
             BooleanSupplier late, Duration maxWait) throws InterruptedException {
+        return decide(store, exitCode, exitMillis, description, 0, lost, () -> null, late, maxWait);
+    }
+
+    /**
+     * As {@link #decide(Store, int, long, String, Supplier, BooleanSupplier, Duration)}, also naming a
+     * worker that one of the {@code nnodes} nodes published as stopped ({@link #publishHung}) before a
+     * plain exit, and claiming {@code selfPause}'s verdict at once when it has one (this launcher was
+     * not running for longer than the others wait: see {@link KeepAlive#selfPause()}).
+     */
+    static String decide(Store store, int exitCode, long exitMillis, String description, int nnodes,
+            Supplier<String> lost, Supplier<String> selfPause, BooleanSupplier late, Duration maxWait)
+            throws InterruptedException {
+        return decide(store, exitCode, exitMillis, description, nnodes, false, lost, selfPause, late, maxWait);
+    }
+
+    /**
+     * As above; with {@code peerFirst} (the worker's error named a peer on another node: it died,
+     * closed its group, or sent nothing) the wait goes on past the grace, up to {@code maxWait},
+     * until another failure is in the log (or a stopped worker published): that node's report may be slow to come over a poor
+     * network, and it, not this consequence, may be the cause.
+     */
+    static String decide(Store store, int exitCode, long exitMillis, String description, int nnodes,
+            boolean peerFirst, Supplier<String> lost, Supplier<String> selfPause, BooleanSupplier late,
+            Duration maxWait) throws InterruptedException {
         boolean signal = killedBySignal(exitCode);
         long start = System.nanoTime();
         try {
@@ -95,21 +244,30 @@ final class RootCause {
                 if (store.check(List.of(FailureWatcher.FAILED_KEY))) {
                     return string(store.get(FailureWatcher.FAILED_KEY));
                 }
+                String paused = selfPause.get();
+                if (paused != null) {
+                    return claim(store, paused);
+                }
                 String gone = lost.get();
                 if (gone != null) {
                     return claim(store, gone);
                 }
                 long waited = System.nanoTime() - start;
-                if (waited >= maxWait.toNanos() || (waited >= GRACE.toNanos() && !late.getAsBoolean())) {
+                if (waited >= maxWait.toNanos() || (waited >= GRACE.toNanos() && !late.getAsBoolean()
+                        && (!peerFirst || store.add(COUNT_KEY, 0) > 1 || hungElsewhere(store, nnodes) != null))) {
                     break;
                 }
                 Thread.sleep(POLL_MS);
             }
-            return claim(store, firstInLog(store, description));
+            return claim(store, firstInLog(store, nnodes, description));
         } catch (RuntimeException e) {
             // The store itself may be going away with node 0: let the keep-alive decide.
             LOG.warn("could not agree on the root cause with the other nodes: {}", e.toString());
             while (true) {
+                String paused = selfPause.get();
+                if (paused != null) {
+                    return paused;
+                }
                 String gone = lost.get();
                 if (gone != null) {
                     return gone;
@@ -129,9 +287,20 @@ final class RootCause {
         return string(won);
     }
 
-    /** The first signal death in the failure log, else the entry that exited first (then the first logged). */
-    private static String firstInLog(Store store, String fallback) {
+    /**
+     * The first signal death in the failure log, else a stopped worker of one of {@code nnodes} nodes,
+     * else the entry that exited first (then the first logged).
+     */
+    private static String firstInLog(Store store, int nnodes, String fallback) {
         long count = store.add(COUNT_KEY, 0);
+        String signal = firstSignalInLog(store, count);
+        if (signal != null) {
+            return signal;
+        }
+        String hung = hungElsewhere(store, nnodes);
+        if (hung != null) {
+            return hung;
+        }
         String first = null;
         long firstMillis = Long.MAX_VALUE;
         for (long i = 1; i <= count; i++) {
@@ -160,6 +329,20 @@ final class RootCause {
             }
         }
         return first != null ? first : fallback;
+    }
+
+    private static String firstSignalInLog(Store store, long count) {
+        for (long i = 1; i <= count; i++) {
+            String key = "failures/" + i;
+            if (store.check(List.of(key))) {
+                String entry = string(store.get(key));
+                int bar = entry.indexOf('|');
+                if (!entry.isEmpty() && bar >= 0 && entry.charAt(0) == SIGNAL) {
+                    return entry.substring(bar + 1);
+                }
+            }
+        }
+        return null;
     }
 
     private static byte[] bytes(String s) {

@@ -52,10 +52,12 @@ final class WorkerGroup {
     /**
      * A local worker exited non-zero (the first to exit, at {@code exitMillis}, wall clock);
      * {@code stopped} others were still running and were stopped; {@code alsoFailed} are the other
-     * local workers that had already exited non-zero by then, as {@code {rank, localRank, exitCode}}.
+     * local workers that had already exited non-zero by then, as {@code {rank, localRank, exitCode}};
+     * {@code hung} describes the local workers that were stopped (state T) at that moment: a peer's
+     * collective that timed out is their consequence (see {@link RootCause#describeHung}).
      */
-    record LocalFailure(int rank, int localRank, int exitCode, long exitMillis, int stopped, List<int[]> alsoFailed)
-            implements Outcome {}
+    record LocalFailure(int rank, int localRank, int exitCode, long exitMillis, int stopped, List<int[]> alsoFailed,
+            List<String> hung) implements Outcome {}
 
     /**
      * A problem elsewhere: another node's worker failed, or a node (or the store) was lost; with
@@ -79,16 +81,37 @@ final class WorkerGroup {
 
         /** Whether the launcher is shutting down. */
         boolean shuttingDown();
+
+        /**
+         * Called when the set of stopped local workers changes (see {@link #hungWorkers()}):
+         * their descriptions, empty when none is stopped any more.
+         */
+        default void hung(List<String> descriptions) {}
     }
+
+    /** How often {@link #monitor} looks for stopped workers, in monitor intervals (500 ms). */
+    private static final int HUNG_CHECK_EVERY = 10;
+
+    /** How many of each worker's last stderr lines are kept, so a failure can be read (its exception). */
+    private static final int ERR_TAIL = 40;
 
     private final List<Worker> workers;
     private final List<Thread> pumps;
+    private final List<OutputPump> errPumps = new ArrayList<>();
     private final int nodeRank;
 
     private WorkerGroup(List<Worker> workers, List<Thread> pumps, int nodeRank) {
         this.workers = workers;
         this.pumps = pumps;
         this.nodeRank = nodeRank;
+    }
+
+    /**
+     * The last lines the worker with local rank {@code localRank} wrote to stderr (complete once
+     * {@link #monitor} returned, which drains the output).
+     */
+    List<String> errTail(int localRank) {
+        return localRank < errPumps.size() ? errPumps.get(localRank).tail() : List.of();
     }
 
     /** A worker that could not be started, after the ones started before it were stopped. */
@@ -141,7 +164,9 @@ final class WorkerGroup {
             workers.add(new Worker(rank, local, p, exitedAt));
             String prefix = "[rank" + rank + "]: ";
             pumps.add(new OutputPump(p.getInputStream(), out, prefix, 0).start("ddp4j-run-rank" + rank + "-out"));
-            pumps.add(new OutputPump(p.getErrorStream(), err, prefix, 0).start("ddp4j-run-rank" + rank + "-err"));
+            OutputPump errPump = new OutputPump(p.getErrorStream(), err, prefix, ERR_TAIL);
+            group.errPumps.add(errPump);
+            pumps.add(errPump.start("ddp4j-run-rank" + rank + "-err"));
             LOG.debug("started worker rank {} (local rank {}, node {}) as pid {}", rank, local, nodeRank, p.pid());
         }
         return group;
@@ -158,7 +183,16 @@ final class WorkerGroup {
      */
     Outcome monitor(Watch watch) throws InterruptedException {
         Outcome outcome = null;
-        while (outcome == null) {
+        List<String> hungSeen = List.of();
+        for (int round = 0; outcome == null; round++) {
+            if (round % HUNG_CHECK_EVERY == 0) {
+                List<String> hung = hungWorkers();
+                if (!hung.equals(hungSeen)) {
+                    hungSeen = hung;
+                    LOG.debug("node {}: stopped workers now {}", nodeRank, hung);
+                    watch.hung(hung);
+                }
+            }
             boolean allDone = true;
             Worker first = null;
             List<int[]> others = new ArrayList<>();
@@ -180,9 +214,10 @@ final class WorkerGroup {
                         others.add(new int[] {w.rank(), w.localRank(), w.process().exitValue()});
                     }
                 }
+                List<String> hung = hungWorkers(); // before stop(): the stopped ones die with the rest
                 int stopped = stop();
                 outcome = new LocalFailure(first.rank(), first.localRank(), first.process().exitValue(),
-                        first.exitMillis(), stopped, List.copyOf(others));
+                        first.exitMillis(), stopped, List.copyOf(others), hung);
                 break;
             }
             if (outcome != null) {
@@ -204,6 +239,53 @@ final class WorkerGroup {
         closeLifelines();
         drain();
         return outcome;
+    }
+
+    /**
+     * The workers that are stopped now: the worker process or one of its descendants is in state
+     * {@code T} or {@code t} in {@code /proc/<pid>/stat} (SIGSTOP, Ctrl-Z, a debugger). Such a worker
+     * takes part in no collective, yet its launcher's keep-alive goes on: without this check its
+     * peers' timeouts would be blamed on them. Empty where there is no procfs.
+     */
+    List<String> hungWorkers() {
+        List<String> hung = new ArrayList<>();
+        for (Worker w : workers) {
+            ProcessHandle h = w.process().toHandle();
+            if (!h.isAlive()) {
+                continue;
+            }
+            long stoppedPid = -1;
+            char state = 0;
+            // The worker itself first, then its process tree (a command worker's JVM, say).
+            for (ProcessHandle p : (Iterable<ProcessHandle>) java.util.stream.Stream.concat(
+                    java.util.stream.Stream.of(h), h.descendants())::iterator) {
+                char c = stoppedState(p.pid());
+                if (c != 0) {
+                    stoppedPid = p.pid();
+                    state = c;
+                    break;
+                }
+            }
+            if (stoppedPid > 0) {
+                hung.add(RootCause.describeHung(w.rank(), nodeRank, w.localRank(), stoppedPid, state));
+            }
+        }
+        return hung;
+    }
+
+    /** The state letter of {@code pid} when it is stopped ({@code T}) or stopped by a tracer ({@code t}), else 0. */
+    static char stoppedState(long pid) {
+        try {
+            String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc", Long.toString(pid), "stat"));
+            int close = stat.lastIndexOf(')'); // the command name may contain blanks and parentheses
+            if (close > 0 && close + 2 < stat.length()) {
+                char c = stat.charAt(close + 2);
+                return c == 'T' || c == 't' ? c : 0;
+            }
+        } catch (IOException | RuntimeException e) {
+            // no procfs, or the process just went away
+        }
+        return 0;
     }
 
     /**

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.distributed.store.HashStore;
@@ -66,6 +67,66 @@ class RootCauseTest {
                 () -> System.nanoTime() - t0 > TimeUnit.SECONDS.toNanos(5) ? lost : null, () -> true, MAX_WAIT);
         assertEquals(lost, got);
         assertTrue(System.nanoTime() - t0 >= TimeUnit.SECONDS.toNanos(5));
+    }
+
+    @Test
+    void aStoppedWorkerPublishedElsewhereWinsOverThePlainExitOfTheRankThatWaited() throws Exception {
+        HashStore store = new HashStore();
+        String hung = RootCause.describeHung(1, 1, 0, 4242, 'T');
+        RootCause.publishHung(store, 1, List.of(hung));
+        assertEquals(hung, RootCause.decide(store, 1, System.currentTimeMillis(),
+                "rank 0 (node 0, local rank 0) exited with code 1", 2, () -> null, () -> null, () -> false, MAX_WAIT));
+    }
+
+    @Test
+    void aLauncherThatStoodStillClaimsItsOwnPause() throws Exception {
+        HashStore store = new HashStore();
+        String paused = "the launcher of node 0 (10.77.0.1) was not running for 25 s";
+        assertEquals(paused, RootCause.decide(store, 1, System.currentTimeMillis(),
+                "rank 0 (node 0, local rank 0) exited with code 1", 2, () -> "lost node 1 (10.77.0.2)", () -> paused,
+                () -> true, MAX_WAIT));
+    }
+
+    @Test
+    void aFailureNamingARemotePeerWaitsPastTheGraceForThatNodesSlowReport() throws Exception {
+        HashStore store = new HashStore();
+        long t = System.currentTimeMillis();
+        String cause = "the network between node 1 (10.77.0.2) and node 0 (10.77.0.1): ...";
+        // Node 0's rank saw its connection closed; node 1's report of the timeout before it comes 6 s later.
+        CompletableFuture<String> node0 = CompletableFuture.supplyAsync(() -> {
+            try {
+                return RootCause.decide(store, 1, t + 50, "rank 0 (node 0, local rank 0) exited with code 1", 2, true,
+                        () -> null, () -> null, () -> false, MAX_WAIT);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        Thread.sleep(6000);
+        assertFalse(node0.isDone(), "node 0 gave up waiting for node 1's report");
+        assertEquals(cause, RootCause.decide(store, 1, t, cause, 2, true, () -> null, () -> null, () -> false, MAX_WAIT));
+        assertEquals(cause, node0.get(20, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void readsTheCollectiveTimeoutAndThePeerFromAWorkersLastLines() {
+        List<String> tail = List.of("Exception in thread \"main\" org.ddp4j.distributed.DistributedTimeoutException:"
+                + " allReduce(SUM) of 1 float32 element (#615) timed out after 8 s on rank 1 waiting for peer rank 0:"
+                + " no data from it arrived [gloo: Read timeout [10.77.0.1]:56738]",
+                "\tat org.ddp4j.internal.WorkNatives.synchronize(Native Method)");
+        String timeout = RootCause.collectiveTimeout(tail);
+        assertEquals("allReduce(SUM) of 1 float32 element (#615) timed out after 8 s on rank 1 waiting for peer rank 0:"
+                + " no data from it arrived", timeout);
+        assertEquals(0, RootCause.peerNamedIn(tail));
+        assertEquals(null, RootCause.collectiveTimeout(List.of("rank 1 fails now")));
+        assertEquals("the network between node 1 (10.77.0.2) and node 0 (10.77.0.1): rank 1 (node 1, local rank 0)"
+                + " timed out after 8 s waiting for peer rank 0's data in allReduce(SUM) of 1 float32 element (#615),"
+                + " while the launcher of node 0 (10.77.0.1) was alive (its keep-alive arrived 0.5 s ago) and no worker"
+                + " was stopped: the data did not get through - a network problem between the two hosts (packet loss,"
+                + " a firewall, the MTU), not a rank that did not take part (unless one was busy outside collectives"
+                + " for longer than the timeout)",
+                RootCause.describeUnreachable("rank 1 (node 1, local rank 0) exited with code 1", "node 1 (10.77.0.2)",
+                        "node 0 (10.77.0.1)", "the launcher of node 0 (10.77.0.1) was alive (its keep-alive arrived 0.5 s ago)",
+                        timeout));
     }
 
     @Test
