@@ -15,7 +15,8 @@
 #     exec I CMD...               run CMD in host I
 #     link I down|up              take host I's link down or up (ip link set eth0 down|up)
 #     loss I PERCENT [in|out|both]  drop PERCENT % of host I's packets at random (default both)
-#     drop I [in|out|both]        drop all of host I's packets in that direction (default both)
+#     drop I [in|out|both] [PORT] drop all of host I's packets in that direction (default both),
+#                                 except TCP packets from or to PORT when given
 #     cap I RATE [in|out|both]    cap host I's bandwidth (tc tbf; RATE as tc writes it: 1mbit, 500kbit)
 #     clear I                     remove host I's loss, drop and cap rules and bring its link up
 #     counters I                  print what the faults did: dropped_in/out PACKETS, capped_in/out
@@ -206,18 +207,32 @@ EOF
   fi
 }
 
-# Drops PERCENT % (1..100) of eth0's packets in direction dir at random.
+# Drops PERCENT % (1..100) of eth0's packets in direction dir at random; TCP packets from or to
+# port `spare` (when given) pass untouched.
 filter_loss() {
-  local ns="$1" dir="$2" percent="$3"
+  local ns="$1" dir="$2" percent="$3" spare="${4:-}"
   filter_reset "$ns" "$dir"
   if have_nft; then
     local cond=""
     ((percent < 100)) && cond="numgen random mod 100 < $percent"
+    if [[ -n "$spare" ]]; then
+      [[ "$dir" == out ]] || ip netns exec "$ns" nft add rule inet d4c input iifname eth0 tcp sport "$spare" accept
+      [[ "$dir" == out ]] || ip netns exec "$ns" nft add rule inet d4c input iifname eth0 tcp dport "$spare" accept
+      [[ "$dir" == in ]] || ip netns exec "$ns" nft add rule inet d4c output oifname eth0 tcp sport "$spare" accept
+      [[ "$dir" == in ]] || ip netns exec "$ns" nft add rule inet d4c output oifname eth0 tcp dport "$spare" accept
+    fi
     [[ "$dir" == out ]] || ip netns exec "$ns" nft add rule inet d4c input iifname eth0 $cond counter drop
     [[ "$dir" == in ]] || ip netns exec "$ns" nft add rule inet d4c output oifname eth0 $cond counter drop
   else
     local match=()
     ((percent < 100)) && match=(-m statistic --mode random --probability "$(awk "BEGIN{print $percent/100}")")
+    if [[ -n "$spare" ]]; then
+      local flag
+      for flag in --sport --dport; do
+        [[ "$dir" == out ]] || ip netns exec "$ns" iptables -A INPUT -i eth0 -p tcp "$flag" "$spare" -j ACCEPT
+        [[ "$dir" == in ]] || ip netns exec "$ns" iptables -A OUTPUT -o eth0 -p tcp "$flag" "$spare" -j ACCEPT
+      done
+    fi
     [[ "$dir" == out ]] || ip netns exec "$ns" iptables -A INPUT -i eth0 "${match[@]}" -j DROP
     [[ "$dir" == in ]] || ip netns exec "$ns" iptables -A OUTPUT -o eth0 "${match[@]}" -j DROP
   fi
@@ -336,9 +351,10 @@ case "$cmd" in
     filter_loss "$ns" "$dir" "$1"
     ;;
   drop)
-    (($# <= 1)) || usage
+    (($# <= 2)) || usage
     dir="$(direction "${1:-both}")"
-    filter_loss "$ns" "$dir" 100
+    [[ -z "${2:-}" || "$2" =~ ^[0-9]+$ ]] || die "drop I DIR PORT: PORT must be a TCP port number, got '$2'"
+    filter_loss "$ns" "$dir" 100 "${2:-}"
     ;;
   cap)
     (($# == 1 || $# == 2)) || usage

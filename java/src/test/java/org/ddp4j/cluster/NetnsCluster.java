@@ -283,6 +283,11 @@ public final class NetnsCluster implements BeforeAllCallback, BeforeEachCallback
         script("drop", Integer.toString(host), direction);
     }
 
+    /** Drops every packet of host {@code host} in {@code direction} except TCP packets from or to {@code sparedPort}. */
+    public void dropAllBut(int host, String direction, int sparedPort) {
+        script("drop", Integer.toString(host), direction, Integer.toString(sparedPort));
+    }
+
     /** Caps host {@code host}'s bandwidth, e.g. "2mbit", in {@code direction} (in, out or both). */
     public void cap(int host, String rate, String direction) {
         script("cap", Integer.toString(host), rate, direction);
