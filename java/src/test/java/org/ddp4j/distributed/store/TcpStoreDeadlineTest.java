@@ -46,9 +46,11 @@ class TcpStoreDeadlineTest {
             // the kernel accepts the connection; nobody reads or answers
             DistributedTimeoutException e = timesOut(() -> TcpStore.client(HOST, port, Duration.ofSeconds(1), OPTIONS),
                     900, 15_000);
-            assertEquals("Connected to " + HOST + ":" + port + " but it did not complete the TcpStore handshake within"
-                    + " 5000 ms: the store's process (rank 0, or node 0's launcher) may be stopped or hung, or another"
-                    + " program holds that port (check --master-port / MASTER_PORT)", e.getMessage());
+            assertEquals("Could not connect to the TcpStore at " + HOST + ":" + port + " within 1000 ms: the store at " + HOST
+                    + ":" + port + " accepted the connection but did not answer the handshake within 5000 ms. The store's"
+                    + " process (rank 0, or node 0's launcher) may be stopped or hung, or flooded with connections that"
+                    + " never authenticate (its log names them), or another program holds that port (check"
+                    + " --master-port / MASTER_PORT)", e.getMessage());
         }
     }
 
