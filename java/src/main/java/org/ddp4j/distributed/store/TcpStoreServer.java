@@ -245,7 +245,7 @@ final class TcpStoreServer implements AutoCloseable {
         }
     }
 
-    /** Ends a connection's handshake: true if it may go on (it was not pushed out meanwhile). */
+    /** Takes a connection out of the pending set: true if it was still there (not pushed out meanwhile). */
     private boolean leavePending(Pending p) {
         synchronized (pending) {
             return pending.remove(p.socket) != null;
@@ -300,8 +300,7 @@ final class TcpStoreServer implements AutoCloseable {
             socket.setTcpNoDelay(true);
             DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
             DataOutputStream out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
-            boolean ok = authenticate(socket, peer, in, out, p);
-            if (!leavePending(p) || !ok) {
+            if (!authenticate(socket, peer, in, out, p)) {
                 return;
             }
             authenticated.incrementAndGet();
@@ -369,9 +368,12 @@ final class TcpStoreServer implements AutoCloseable {
                             + ", this server " + VERSION + " (another ddp4j version)");
                     return false;
                 }
-                StoreHandshake.Verdict v = StoreHandshake.server(in, out, secret, limits);
+                // Leaving the pending set before the client hears it is in: a connection is never pushed out after that.
+                StoreHandshake.Verdict v = StoreHandshake.server(in, out, secret, limits, () -> leavePending(p));
                 if (!v.accepted()) {
-                    refusals.refused("refused a connection from", peer, v.refusal());
+                    if (!p.evicted) {
+                        refusals.refused("refused a connection from", peer, v.refusal());
+                    }
                     return false;
                 }
                 return !deadline.expired();
