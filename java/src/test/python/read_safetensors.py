@@ -4,7 +4,7 @@ safetensors library's own loader does (header length within the file, a JSON obj
 dtypes, shapes that match data_offsets, offsets that tile the data with no overlap, gap or
 trailing byte) plus ddp4j's promise that the data starts 8-byte aligned. Prints one JSON object:
 {"metadata": {...}, "tensors": [{"name", "dtype", "shape", "sha256" (of the little-endian bytes),
-"head" (the first values)}, ...]} in data order. Exits 1 with a message on any violation.
+"crc32" (zlib's, of the same bytes, as 8 hex digits), "head" (the first values)}, ...]} in data order. Exits 1 with a message on any violation.
 
 Usage: /usr/bin/python3 read_safetensors.py FILE
 """
@@ -12,6 +12,7 @@ import hashlib
 import json
 import struct
 import sys
+import zlib
 
 import numpy as np
 
@@ -65,6 +66,7 @@ def read(path):
         expected = end
         out.append({"name": name, "dtype": info["dtype"], "shape": list(array.shape),
                     "sha256": hashlib.sha256(array.astype(dtype).tobytes()).hexdigest(),
+                    "crc32": "%08x" % zlib.crc32(body[begin:end]),
                     "head": [v.item() for v in array.reshape(-1)[:3]]})
     if expected != len(body):
         fail("data ends at %d but the file holds %d data bytes" % (expected, len(body)))

@@ -17,7 +17,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "comm/host/shm/shm_reduce.h"
@@ -55,7 +57,7 @@ struct alignas(kLineBytes) ShmTransport::Line {
 };
 
 struct ShmTransport::AbortArea {
-  std::atomic<uint32_t> state;  // 0 fine, 1 being written, 2 written
+  std::atomic<uint32_t> state;  // 0 fine, 1 being written, 2 written, 3 local_rank's process exited (no message)
   int32_t local_rank;
   char message[1024];
 };
@@ -109,9 +111,58 @@ ShmTransport::ShmTransport(gloo::rendezvous::Store& store, const std::string& pr
     if (r != local_rank) watched[r] = pids_[r];
   }
   peers_ = PeerWatch(watched);
+  register_for_exit();
 }
 
-ShmTransport::~ShmTransport() = default;
+namespace {
+/**
+ * The transports of this process that are open, for the exit handler. Never destroyed: exit()
+ * runs the handler while static objects are being torn down.
+ */
+struct OpenTransports {
+  std::mutex mutex;
+  std::vector<ShmTransport*> all;
+};
+
+OpenTransports& open_transports() {
+  static auto* open = new OpenTransports;
+  return *open;
+}
+}  // namespace
+
+void ShmTransport::on_process_exit() {
+  OpenTransports& open = open_transports();
+  std::lock_guard<std::mutex> lock(open.mutex);
+  for (ShmTransport* t : open.all) t->mark_exited();
+}
+
+void ShmTransport::mark_exited() {
+  // Only the abort area and the futex words: another thread may still be inside a call.
+  uint32_t expected = 0;
+  if (abort_->state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    abort_->local_rank = local_rank_;
+    abort_->message[0] = '\0';
+    abort_->state.store(3, std::memory_order_release);
+  }
+  for (int r = 0; r < local_size_; r++) futex_wake_all(&lines_[r].seq);
+}
+
+void ShmTransport::register_for_exit() {
+  // exit() (System.exit, main returning, SIGTERM) runs atexit handlers; kill -9 and crashes do
+  // not. So peers can tell a rank that ended its program without closing its group (often one
+  // that ran out of data: uneven inputs) from one that was killed or crashed.
+  static std::once_flag registered;
+  std::call_once(registered, [] { std::atexit(&ShmTransport::on_process_exit); });
+  OpenTransports& open = open_transports();
+  std::lock_guard<std::mutex> lock(open.mutex);
+  open.all.push_back(this);
+}
+
+ShmTransport::~ShmTransport() {
+  OpenTransports& open = open_transports();
+  std::lock_guard<std::mutex> lock(open.mutex);
+  open.all.erase(std::remove(open.all.begin(), open.all.end(), this), open.all.end());
+}
 
 char* ShmTransport::slot_data(int rank, int slot) const {
   return slots_ + (static_cast<size_t>(rank) * 2 + slot) * chunk_bytes_;
@@ -172,6 +223,18 @@ void ShmTransport::post() {
   if (me.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(&me.seq);
 }
 
+std::string ShmTransport::abandoned(const Op& op) const {
+  const uint32_t state = abort_->state.load(std::memory_order_acquire);  // before the fields it publishes
+  const int r = abort_->local_rank;
+  if (state == 3) {
+    return detail::concat("shared memory: ", describe(op), " abandoned: ", who(r),
+                          " exited without closing its process group (its program ended: main returned,"
+                          " System.exit, or a SIGTERM)");
+  }
+  return detail::concat("shared memory: ", describe(op), " abandoned: ",
+                        state == 2 ? who(r) + " failed: " + std::string(abort_->message) : "a peer failed");
+}
+
 void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
   Line& l = lines_[peer];
   if (reached(l.seq.load(std::memory_order_acquire), target)) return;
@@ -199,15 +262,18 @@ void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
       // did before it aborted, so a peer that posted this step and then closed its group (the last
       // barrier before destroyProcessGroup) has done its part; the first read may predate its post.
       if (reached(l.seq.load(std::memory_order_acquire), target)) return;
-      const int r = abort_->local_rank;
-      const bool written = abort_->state.load(std::memory_order_acquire) == 2;
-      fail(op, ErrorKind::Distributed,
-           detail::concat("shared memory: ", describe(op), " abandoned: ",
-                          written ? who(r) + " failed: " + std::string(abort_->message) : "a peer failed"));
+      fail(op, ErrorKind::Distributed, abandoned(op));
     }
     const int dead = peers_.first_dead();
     if (dead >= 0 && !reached(l.seq.load(std::memory_order_acquire), target)) {
-      fail(op, ErrorKind::Distributed, detail::concat(who(dead), " died during ", describe(op), " (shared memory)"));
+      // A peer that exited marked the segment before it went: read the mark after seeing it gone.
+      if (abort_->state.load(std::memory_order_acquire) != 0) fail(op, ErrorKind::Distributed, abandoned(op));
+      fail(op, ErrorKind::Distributed,
+           detail::concat(who(dead), " died during ",
+                          op.caller != nullptr && op.caller->present() ? ddp4j::describe(*op.caller) : describe(op),
+                          " (shared memory): its process ", kPeerKilled,
+                          " (killed, e.g. by kill -9 or the out-of-memory killer, or crashed); its own output, or"
+                          " the launcher's, says why"));
     }
     const auto now = Clock::now();
     if (now >= op.deadline) {

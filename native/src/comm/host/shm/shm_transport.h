@@ -144,12 +144,19 @@ class ShmStoreChoice {
  * threads must still agree on the order across ranks.
  *
  * Failures: every wait is bounded by `timeout` (Error(Timeout) naming the op, its size, the
- * timeout and the rank waited for) and notices a peer that exited (Error(Distributed): "rank 1
- * (pid 1234) died during allReduce of 8388608 float32 elements"). A failing rank marks the segment
+ * timeout and the rank waited for) and notices a peer that is gone: one whose process ended
+ * without exiting (Error(Distributed): "rank 1 (pid 1234) died during allReduce of 8388608 float32
+ * elements (shared memory): its process ended without exiting (killed ... or crashed)"), and one
+ * that exited (exit(): main returned, System.exit, SIGTERM) with the transport still open, which
+ * marks the segment from an exit handler ("... abandoned: rank 1 (pid 1234) exited without closing
+ * its process group ..."). A failing rank marks the segment
  * aborted, so peers waiting on it fail at once (Error(Distributed) quoting its message) instead of
  * running into the timeout. After any failure the transport is broken: every later call throws
  * Error(Distributed) at once.
  */
+/** In the message for a peer whose process ended without exiting (kill -9, a crash); Java's Reducer looks for it. */
+inline constexpr const char* kPeerKilled = "ended without exiting";
+
 class ShmTransport {
  public:
   /**
@@ -237,6 +244,13 @@ class ShmTransport {
   char* slot_data(int rank, int slot) const;
   std::string describe(const Op& op) const;
   std::string who(int local) const;
+  /** The message of a call that stops because the abort area is set (a peer failed, closed or exited). */
+  std::string abandoned(const Op& op) const;
+  /** Adds this transport to those the exit handler marks; registers the handler once per process. */
+  void register_for_exit();
+  /** Marks the segment: this rank's process is exiting with the transport still open. */
+  void mark_exited();
+  static void on_process_exit();
 
   void reduce_any(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root);
   // root < 0: every rank receives the result (allreduce); otherwise only local rank root (reduce).

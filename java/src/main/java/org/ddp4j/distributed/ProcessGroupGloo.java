@@ -61,6 +61,10 @@ import org.ddp4j.tensor.Tensor;
  * {@code DDP4J_GLOO_HOSTNAME}; the first IPv4 address of the interface named by
  * {@code GLOO_SOCKET_IFNAME}; 127.0.0.1 when the master address is a loopback address; the local
  * address of the route to the master; this host's resolved address if it can be bound; 127.0.0.1.
+ * Through {@code initProcessGroup}, a master <em>name</em> that resolves to loopback only on its own host
+ * (Debian's {@code /etc/hosts} line {@code 127.0.1.1 <hostname>}) is settled with the peers through the
+ * store: a rank on that host advertises its address on the route to a rank on another host, or
+ * 127.0.0.1 when every rank runs there.
  */
 public final class ProcessGroupGloo extends NativeProcessGroup {
     /** PyTorch's default process-group timeout: 30 minutes. */

@@ -38,6 +38,8 @@ record World(ProcessGroup group, Subgroups subgroups) {
             } else {
                 GlooOptions options = GlooOptions.fromEnvironment(env);
                 String hostname = ProcessGroupGloo.defaultHostname(r.masterAddr(), options);
+                // A master name that is loopback only here (Debian's 127.0.1.1): agree with the peers on one that reaches them.
+                hostname = GlooAdvertisedAddress.agree(store, r.rank(), r.worldSize(), r.masterAddr(), options, hostname);
                 group = new ProcessGroupGloo(store, r.rank(), r.worldSize(), t, hostname, r.owned(), options);
             }
             return new World(group, new Subgroups(group, store, r.masterAddr(), env));

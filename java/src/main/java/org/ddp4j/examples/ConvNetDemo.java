@@ -82,7 +82,8 @@ public class ConvNetDemo implements Callable<Integer> {
 
     @Option(names = "--save", paramLabel = "FILE",
             description = "After each epoch, rank 0 writes the model's state dict to FILE (safetensors, PyTorch's names without"
-                    + " DDP's module. prefix) and the optimizer's state to FILE with .optim before the extension.")
+                    + " DDP's module. prefix) and the optimizer's state to FILE with .optim before the extension; a save that"
+                    + " fails or is killed leaves the previous checkpoint resumable.")
     Path save;
 
     @Option(names = "--resume", paramLabel = "FILE",

@@ -20,12 +20,15 @@ public final class CosineAnnealingLR extends LRScheduler {
 
     /**
      * @param tMax epochs of half a period, {@code >= 1}
-     * @param etaMin the minimum lr
-     * @throws IllegalArgumentException "CosineAnnealingLR: T_max must be at least 1, got 0"
+     * @param etaMin the minimum lr, finite and {@code >= 0}
+     * @throws IllegalArgumentException "CosineAnnealingLR: T_max must be at least 1, got 0"; "CosineAnnealingLR:
+     *     eta_min must be a finite number >= 0 ..., got -0.1 ..." (PyTorch takes any eta_min, and the lr then turns
+     *     negative or NaN later)
      */
     public CosineAnnealingLR(Optimizer optimizer, int tMax, double etaMin) {
         super(optimizer);
         check(tMax);
+        checkEtaMin("CosineAnnealingLR", etaMin);
         this.tMax = tMax;
         this.etaMin = etaMin;
         initialStep();
@@ -34,6 +37,14 @@ public final class CosineAnnealingLR extends LRScheduler {
     private static void check(int tMax) {
         if (tMax < 1) {
             throw new IllegalArgumentException("CosineAnnealingLR: T_max must be at least 1, got " + tMax);
+        }
+    }
+
+    private static void checkEtaMin(String where, double etaMin) {
+        if (!(etaMin >= 0) || Double.isInfinite(etaMin)) {
+            throw new IllegalArgumentException(where + ": eta_min must be a finite number >= 0 (the lr the schedule"
+                    + " anneals to), got " + etaMin + ", which would make the lr " + (Double.isNaN(etaMin) ? "NaN"
+                    : etaMin < 0 ? "negative" : "infinite") + " as it nears eta_min; pass eta_min 0 to anneal to 0");
         }
     }
 
@@ -60,6 +71,7 @@ public final class CosineAnnealingLR extends LRScheduler {
         int newTMax = (int) number(state, "T_max");
         double newEtaMin = number(state, "eta_min");
         check(newTMax);
+        checkEtaMin("CosineAnnealingLR.loadStateDict", newEtaMin);
         tMax = newTMax;
         etaMin = newEtaMin;
     }

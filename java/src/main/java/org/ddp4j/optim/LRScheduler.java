@@ -133,6 +133,24 @@ public abstract class LRScheduler {
     /** Validates, then takes the subclass's hyper-parameters from a state dict. */
     protected abstract void loadHyperParameters(Map<String, ?> state);
 
+    /**
+     * Refuses a decay factor that would make a later {@link #step()} set an invalid lr: PyTorch takes any
+     * gamma and fails (or trains on NaN) only later, naming neither the scheduler nor gamma. Gamma 0
+     * (the lr drops to 0) and gamma above 1 (the lr grows) are accepted, as in PyTorch.
+     *
+     * @param where e.g. "StepLR" or "StepLR.loadStateDict"
+     * @throws IllegalArgumentException "StepLR: gamma must be a finite number >= 0 ..., got -0.5 ..." if gamma is
+     *     negative, NaN or infinite
+     */
+    protected static void checkGamma(String where, double gamma) {
+        if (!(gamma >= 0) || Double.isInfinite(gamma)) {
+            String lr = Double.isNaN(gamma) ? "NaN" : gamma < 0 ? "negative" : "infinite";
+            throw new IllegalArgumentException(where + ": gamma must be a finite number >= 0 (the factor each decay"
+                    + " multiplies the lr by), got " + gamma + ", which would make the lr " + lr + " at the first decay;"
+                    + " pass a gamma in [0, 1) to decay the lr, e.g. 0.1 to divide it by 10");
+        }
+    }
+
     /** {@code state[key]} as a number, or an error naming the key. */
     protected final double number(Map<String, ?> state, String key) {
         if (!(state.get(key) instanceof Number n)) {

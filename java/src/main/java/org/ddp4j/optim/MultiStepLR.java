@@ -22,10 +22,13 @@ public final class MultiStepLR extends LRScheduler {
 
     /**
      * @param milestones epochs at which to decay (any order; negative ones never trigger, as in PyTorch)
-     * @param gamma multiplicative factor of the decay
+     * @param gamma multiplicative factor of the decay, finite and {@code >= 0} (0 sets the lr to 0 at the first milestone)
+     * @throws IllegalArgumentException "MultiStepLR: gamma must be a finite number >= 0 ..., got -0.5 ..." for a
+     *     negative, NaN or infinite gamma (PyTorch takes any gamma)
      */
     public MultiStepLR(Optimizer optimizer, List<Integer> milestones, double gamma) {
         super(optimizer);
+        checkGamma("MultiStepLR", gamma);
         this.milestones = count(milestones);
         this.gamma = gamma;
         initialStep();
@@ -69,6 +72,7 @@ public final class MultiStepLR extends LRScheduler {
                     + " numbers (a state dict of another scheduler?)");
         }
         double newGamma = number(state, "gamma");
+        checkGamma("MultiStepLR.loadStateDict", newGamma);
         List<Number> numbers = new ArrayList<>();
         list.forEach(m -> numbers.add((Number) m));
         milestones = count(numbers);

@@ -19,12 +19,14 @@ public final class StepLR extends LRScheduler {
 
     /**
      * @param stepSize period of the decay in epochs, {@code >= 1}
-     * @param gamma multiplicative factor of the decay
-     * @throws IllegalArgumentException "StepLR: step_size must be at least 1, got 0"
+     * @param gamma multiplicative factor of the decay, finite and {@code >= 0} (0 sets the lr to 0 at the first decay)
+     * @throws IllegalArgumentException "StepLR: step_size must be at least 1, got 0"; "StepLR: gamma must be a
+     *     finite number >= 0 ..., got -0.5 ..." for a negative, NaN or infinite gamma (PyTorch takes any gamma)
      */
     public StepLR(Optimizer optimizer, int stepSize, double gamma) {
         super(optimizer);
         check(stepSize);
+        checkGamma("StepLR", gamma);
         this.stepSize = stepSize;
         this.gamma = gamma;
         initialStep();
@@ -53,6 +55,7 @@ public final class StepLR extends LRScheduler {
         int newStepSize = (int) number(state, "step_size");
         double newGamma = number(state, "gamma");
         check(newStepSize);
+        checkGamma("StepLR.loadStateDict", newGamma);
         stepSize = newStepSize;
         gamma = newGamma;
     }

@@ -63,6 +63,72 @@ public final class AtomicFiles {
         }
     }
 
+    /**
+     * Renames {@code from} to {@code to} in one step, replacing {@code to} ({@code rename(2)}), and
+     * flushes the folder so that the rename survives a power cut: {@code to} is the old file or the
+     * new one, never neither. Used to make a file written beforehand (by {@link #write}) visible
+     * under its real name at a moment of the caller's choosing. Both must be in one file system.
+     *
+     * @throws UncheckedIOException naming both files when the rename or the flush fails
+     */
+    public static void rename(Path from, Path to) {
+        try {
+            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            forceDirectory(to.toAbsolutePath().getParent());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot rename " + from + " to " + to + ": " + e, e);
+        }
+    }
+
+    /**
+     * Makes {@code target} a second name for the content of {@code source}, atomically replacing
+     * what {@code target} held: a hard link where the file system has them (no bytes copied, no
+     * space needed), else a copy written as {@link #write} does. Later renames over
+     * {@code source} leave {@code target} as it was.
+     *
+     * @throws UncheckedIOException naming both files when neither a link nor a copy can be made
+     */
+    public static void linkOrCopy(Path source, Path target) {
+        Path dir = target.toAbsolutePath().getParent();
+        Path temp = dir.resolve("." + target.getFileName() + ".link.tmp");
+        try {
+            if (Files.exists(target) && Files.isSameFile(source, target)) {
+                return; // already a second name for it (rename(2) would leave the temporary link behind)
+            }
+            Files.deleteIfExists(temp);
+            Files.createLink(temp, source);
+        } catch (IOException | UnsupportedOperationException e) {
+            try {
+                Files.deleteIfExists(temp);
+            } catch (IOException ignored) {
+                // the copy below is what counts
+            }
+            write(target, channel -> {
+                try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ)) {
+                    long size = in.size();
+                    for (long done = 0; done < size; ) {
+                        long n = in.transferTo(done, size - done, channel);
+                        if (n <= 0) {
+                            throw new IOException(source + " shrank to " + in.size() + " bytes while being copied");
+                        }
+                        done += n;
+                    }
+                }
+            });
+            return;
+        }
+        try {
+            rename(temp, target);
+        } catch (UncheckedIOException e) {
+            try {
+                Files.deleteIfExists(temp);
+            } catch (IOException ignored) {
+                // the rename's failure is what the caller needs to see
+            }
+            throw e;
+        }
+    }
+
     /** Flushes a folder's entries (the rename) to disk; Linux allows fsync on a folder opened for reading. */
     private static void forceDirectory(Path dir) throws IOException {
         try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {

@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.zip.CRC32;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Tensor;
 
@@ -24,6 +25,11 @@ import org.ddp4j.tensor.Tensor;
  * of 8 bytes; then each tensor's elements, row-major, little-endian, back to back in the order of
  * the map, the file ending exactly where the last tensor ends. Offsets count from the start of
  * the data.
+ *
+ * <p>Integrity, beyond PyTorch: ddp4j also writes the CRC-32 of each tensor's bytes into the
+ * metadata (key {@code ddp4j.crc32}, a JSON object as a string, so other readers still read the
+ * file) and {@link #loadFile} checks it, so a bit that flipped on disk or in a copy is reported
+ * by tensor instead of loading as a wrong value. Files without it (PyTorch's) load unchecked.
  *
  * <p>A checkpoint of a module and back, as {@code torch.save(model.state_dict(), f)} and
  * {@code model.load_state_dict(torch.load(f))}:
@@ -46,22 +52,48 @@ public final class SafeTensors {
     /**
      * Writes {@code tensors} (float32 or int64, on any device) and {@code metadata} to {@code file}
      * in the safetensors format, atomically (see {@link AtomicFiles}): a crash or failure leaves
-     * the previous file, or none, never part of one. Mirrors {@code safetensors.torch.save_file}.
+     * the previous file, or none, never part of one. Each tensor's CRC-32 goes into the metadata
+     * too (see the class comment). Mirrors {@code safetensors.torch.save_file}.
      *
      * @param tensors name to tensor; the data is laid out in the map's iteration order
-     * @param metadata strings stored in the header's {@code __metadata__} (omitted when empty)
-     * @throws IllegalArgumentException if a name is {@code __metadata__} or a key or value is null
+     * @param metadata strings stored in the header's {@code __metadata__}
+     * @throws IllegalArgumentException if a name is {@code __metadata__}, a metadata key is
+     *     {@code ddp4j.crc32}, a key or value is null, or the header would exceed the format's
+     *     100,000,000 bytes
      * @throws IllegalStateException if a tensor is closed (nothing is written)
      * @throws UncheckedIOException naming the file when it cannot be written
      */
     public static void saveFile(Map<String, Tensor> tensors, Path file, Map<String, String> metadata) {
         SafeTensorsHeader header = SafeTensorsHeader.forTensors(tensors, metadata);
+        Map<String, Long> zeros = new LinkedHashMap<>();
+        tensors.keySet().forEach(name -> zeros.put(name, 0L));
+        int headerBytes = header.encode(zeros).length; // the same with the real checksums: 8 hex digits each
         AtomicFiles.write(file, channel -> {
-            writeFully(channel, ByteBuffer.wrap(header.encode()));
-            for (Tensor t : tensors.values()) {
-                writeFully(channel, littleEndianBytes(t));
+            // the data first, each tensor's checksum taken from the bytes written; then the header in front of it
+            channel.position(headerBytes);
+            Map<String, Long> checksums = new LinkedHashMap<>();
+            for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
+                ByteBuffer bytes = littleEndianBytes(e.getValue());
+                checksums.put(e.getKey(), crc32(bytes));
+                writeFully(channel, bytes);
+            }
+            byte[] encoded = header.encode(checksums);
+            if (encoded.length != headerBytes) {
+                throw new IllegalStateException("safetensors: the header changed length (" + headerBytes + " to "
+                        + encoded.length + " bytes) between encodings");
+            }
+            ByteBuffer head = ByteBuffer.wrap(encoded);
+            while (head.hasRemaining()) {
+                channel.write(head, head.position());
             }
         });
+    }
+
+    /** The CRC-32 of a buffer's remaining bytes, as java.util.zip and Python's zlib.crc32 compute it. */
+    private static long crc32(ByteBuffer bytes) {
+        CRC32 crc = new CRC32();
+        crc.update(bytes.duplicate());
+        return crc.getValue();
     }
 
     private static ByteBuffer littleEndianBytes(Tensor t) {
@@ -84,12 +116,14 @@ public final class SafeTensors {
      * Reads every tensor of a safetensors file into new CPU tensors (float32 or int64), which join
      * the current {@link org.ddp4j.tensor.Tensors#scope()} if there is one. Mirrors
      * {@code safetensors.torch.load_file}. The whole file is validated first (see
-     * {@link #loadMetadata}).
+     * {@link #loadMetadata}), and each tensor whose CRC-32 the file records (ddp4j's files do,
+     * PyTorch's do not) is checked against it.
      *
      * @return name to tensor, in the order of the data in the file
      * @throws UncheckedIOException naming the file when it is missing or unreadable, or, with a
      *     {@link SafeTensorsFormatException} as cause, naming the file, the tensor and the problem
-     *     when it is not a valid safetensors file or holds a dtype other than F32 and I64
+     *     when it is not a valid safetensors file, holds a dtype other than F32 and I64, or a
+     *     tensor's bytes do not match its recorded checksum
      */
     public static Map<String, Tensor> loadFile(Path file) {
         try (FileChannel channel = open(file)) {
@@ -105,6 +139,13 @@ public final class SafeTensors {
                 ByteBuffer data = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
                 readFully(file, channel, data, dataStart + e.begin());
                 data.flip();
+                Long recorded = header.checksums().get(e.name());
+                long actual = recorded == null ? 0 : crc32(data);
+                if (recorded != null && recorded != actual) {
+                    throw new SafeTensorsFormatException(String.format("%s: tensor '%s' does not match its CRC-32 checksum"
+                            + " (recorded %08x, its bytes give %08x): the file changed after it was written (a disk or"
+                            + " copy error, or an edit); use an intact copy", file, e.name(), recorded, actual));
+                }
                 if (e.dtype() == DType.FLOAT32) {
                     float[] values = new float[(int) e.numel()];
                     data.asFloatBuffer().get(values);

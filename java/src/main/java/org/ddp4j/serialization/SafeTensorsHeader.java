@@ -1,7 +1,9 @@
 package org.ddp4j.serialization;
 
-import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -25,14 +27,32 @@ import org.ddp4j.tensor.Tensor;
  * The header of a safetensors file: for each tensor its dtype, shape and byte range in the data
  * section, plus the optional string-to-string {@code __metadata__}. Builds the header for a
  * writer and parses and validates one for a reader, as the safetensors library does.
+ *
+ * <p>ddp4j adds one metadata entry of its own, {@value #CHECKSUMS_KEY}: a JSON object, as a
+ * string, from each tensor's name to the CRC-32 (zlib's, as 8 lower-case hex digits) of its bytes
+ * in the file. Readers that do not know it see one more metadata string; ddp4j's reader checks
+ * it and keeps it out of the metadata it returns.
  */
 final class SafeTensorsHeader {
     /** The key of the metadata object in the header. */
     static final String METADATA_KEY = "__metadata__";
+    /** The metadata key of ddp4j's per-tensor checksums (see the class comment). */
+    static final String CHECKSUMS_KEY = "ddp4j.crc32";
     /** The largest header accepted (the safetensors library's limit, 100 MB). */
     static final long MAX_HEADER_BYTES = 100_000_000L;
 
-    private static final ObjectMapper JSON = new ObjectMapper().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
+    /**
+     * Jackson's default limits (strings of 20 MB, names of 50,000 characters) are below what the
+     * format allows; the only limit that applies is the header's length, checked before parsing.
+     */
+    private static final ObjectMapper JSON = new ObjectMapper(JsonFactory.builder()
+            .streamReadConstraints(StreamReadConstraints.builder()
+                    .maxDocumentLength(MAX_HEADER_BYTES)
+                    .maxStringLength((int) MAX_HEADER_BYTES)
+                    .maxNameLength((int) MAX_HEADER_BYTES)
+                    .build())
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .build());
 
     /** One tensor's entry: its bytes are data section [begin, end). */
     record Entry(String name, DType dtype, long[] shape, long begin, long end) {
@@ -47,10 +67,12 @@ final class SafeTensorsHeader {
 
     private final List<Entry> entries;
     private final Map<String, String> metadata;
+    private final Map<String, Long> checksums;
 
-    private SafeTensorsHeader(List<Entry> entries, Map<String, String> metadata) {
+    private SafeTensorsHeader(List<Entry> entries, Map<String, String> metadata, Map<String, Long> checksums) {
         this.entries = entries;
         this.metadata = metadata;
+        this.checksums = checksums;
     }
 
     /** The entries in data order. */
@@ -58,9 +80,14 @@ final class SafeTensorsHeader {
         return entries;
     }
 
-    /** The metadata (empty when the file has none). */
+    /** The metadata (empty when the file has none), without ddp4j's {@value #CHECKSUMS_KEY}. */
     Map<String, String> metadata() {
         return metadata;
+    }
+
+    /** Each tensor's CRC-32 as the file records it; empty for a file written without checksums (PyTorch's). */
+    Map<String, Long> checksums() {
+        return checksums;
     }
 
     /** The size of the data section: where the last tensor ends. */
@@ -79,7 +106,8 @@ final class SafeTensorsHeader {
     /**
      * The header for writing {@code tensors} in iteration order, back to back.
      *
-     * @throws IllegalArgumentException on the reserved name {@code __metadata__} or a null key or value
+     * @throws IllegalArgumentException on the reserved name {@code __metadata__}, the reserved
+     *     metadata key {@value #CHECKSUMS_KEY} or a null key or value
      */
     static SafeTensorsHeader forTensors(Map<String, Tensor> tensors, Map<String, String> metadata) {
         List<Entry> entries = new ArrayList<>();
@@ -102,19 +130,37 @@ final class SafeTensorsHeader {
                 throw new IllegalArgumentException("safetensors: metadata keys and values must not be null, got "
                         + m.getKey() + "=" + m.getValue());
             }
+            if (m.getKey().equals(CHECKSUMS_KEY)) {
+                throw new IllegalArgumentException("safetensors: the metadata key '" + CHECKSUMS_KEY + "' is reserved for"
+                        + " the checksums ddp4j writes itself; use another key");
+            }
         }
-        return new SafeTensorsHeader(List.copyOf(entries), Collections.unmodifiableMap(new LinkedHashMap<>(metadata)));
+        return new SafeTensorsHeader(List.copyOf(entries), Collections.unmodifiableMap(new LinkedHashMap<>(metadata)),
+                Map.of());
     }
 
     /**
      * The 8-byte little-endian length followed by the JSON header, padded with spaces so that the
-     * data section starts at a multiple of 8 bytes (as the safetensors library writes it).
+     * data section starts at a multiple of 8 bytes (as the safetensors library writes it), with
+     * {@code checksums} (name to CRC-32, one per entry) under {@value #CHECKSUMS_KEY}. Its length
+     * does not depend on the checksums' values (each is 8 hex digits), so a writer can encode it
+     * with zeros, write the data, and write it again with the real values in the same bytes.
+     *
+     * @throws IllegalArgumentException when the header would exceed {@link #MAX_HEADER_BYTES},
+     *     which readers refuse
      */
-    byte[] encode() {
+    byte[] encode(Map<String, Long> checksums) {
         ObjectNode root = JSON.createObjectNode();
-        if (!metadata.isEmpty()) {
+        if (!metadata.isEmpty() || !entries.isEmpty()) {
             ObjectNode meta = root.putObject(METADATA_KEY);
             metadata.forEach(meta::put);
+            if (!entries.isEmpty()) {
+                ObjectNode sums = JSON.createObjectNode();
+                for (Entry e : entries) {
+                    sums.put(e.name(), String.format("%08x", checksums.get(e.name())));
+                }
+                meta.put(CHECKSUMS_KEY, sums.toString());
+            }
         }
         for (Entry e : entries) {
             ObjectNode node = root.putObject(e.name());
@@ -132,6 +178,11 @@ final class SafeTensorsHeader {
             throw new IllegalStateException("cannot encode a safetensors header", e);
         }
         int padded = (json.length + 7) / 8 * 8;
+        if (padded > MAX_HEADER_BYTES) {
+            throw new IllegalArgumentException("safetensors: the header would be " + padded + " bytes, which exceeds the"
+                    + " safetensors limit of " + MAX_HEADER_BYTES + " bytes (readers refuse it): store less metadata or"
+                    + " fewer, shorter tensor names in one file");
+        }
         ByteBuffer out = ByteBuffer.allocate(8 + padded).order(ByteOrder.LITTLE_ENDIAN);
         out.putLong(padded).put(json);
         while (out.hasRemaining()) {
@@ -197,7 +248,34 @@ final class SafeTensorsHeader {
             throw new SafeTensorsFormatException(file + ": the tensors end at data offset " + expected + " but the data"
                     + " section holds " + dataBytes + " bytes: the file has trailing bytes after the last tensor");
         }
-        return new SafeTensorsHeader(List.copyOf(entries), Collections.unmodifiableMap(metadata));
+        String sums = metadata.remove(CHECKSUMS_KEY);
+        Map<String, Long> checksums = sums == null ? Map.of() : readChecksums(file, sums);
+        return new SafeTensorsHeader(List.copyOf(entries), Collections.unmodifiableMap(metadata), checksums);
+    }
+
+    /** The value of {@value #CHECKSUMS_KEY}: a JSON object of tensor name to 8 hex digits. */
+    private static Map<String, Long> readChecksums(Path file, String text) throws SafeTensorsFormatException {
+        String where = file + ": metadata '" + CHECKSUMS_KEY + "'";
+        JsonNode node;
+        try {
+            node = JSON.readTree(text);
+        } catch (JsonProcessingException e) {
+            throw new SafeTensorsFormatException(where + " is not valid JSON (" + e.getOriginalMessage() + ")", e);
+        }
+        if (node == null || !node.isObject()) {
+            throw new SafeTensorsFormatException(where + " must be a JSON object of tensor name to CRC-32, got " + text);
+        }
+        Map<String, Long> out = new LinkedHashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> m = it.next();
+            String hex = m.getValue().isTextual() ? m.getValue().textValue() : "";
+            if (!hex.matches("[0-9a-fA-F]{8}")) {
+                throw new SafeTensorsFormatException(where + ": the checksum of tensor '" + m.getKey() + "' must be a CRC-32"
+                        + " as 8 hex digits, got " + m.getValue());
+            }
+            out.put(m.getKey(), Long.parseLong(hex, 16));
+        }
+        return Collections.unmodifiableMap(out);
     }
 
     private static void readMetadata(Path file, JsonNode node, Map<String, String> out) throws SafeTensorsFormatException {

@@ -79,7 +79,10 @@ class ConvNetDemoResumeTest {
         assertSameBits(TrainingCheckpoint.optimizerFile(straight), TrainingCheckpoint.optimizerFile(resumed));
         assertEquals(dir.resolve("resumed.optim.safetensors"), TrainingCheckpoint.optimizerFile(resumed));
 
-        assertEquals(Map.of("format", "pt", "epoch", "2"), SafeTensors.loadMetadata(resumed));
+        Map<String, String> metadata = SafeTensors.loadMetadata(resumed);
+        assertEquals(Map.of("format", "pt", "epoch", "2", "checkpoint", metadata.get("checkpoint")), metadata);
+        assertEquals(metadata.get("checkpoint"), SafeTensors.loadMetadata(TrainingCheckpoint.optimizerFile(resumed))
+                .get("checkpoint"), "one save's two files carry one id");
         assertEquals("1", SafeTensors.loadMetadata(TrainingCheckpoint.optimizerFile(half)).get("epoch"));
         try (var scope = Tensors.scope()) {
             List<String> names = List.copyOf(SafeTensors.loadFile(resumed).keySet());

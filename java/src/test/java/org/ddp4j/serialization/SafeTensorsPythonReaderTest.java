@@ -31,7 +31,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A file ddp4j writes is read by an independent reader, src/test/python/read_safetensors.py
  * (struct, json and numpy, with the safetensors loader's checks), which finds the same names,
- * dtypes, shapes, values (SHA-256 of the bytes) and metadata.
+ * dtypes, shapes, values (SHA-256 of the bytes) and metadata, and computes with zlib the same
+ * CRC-32 of each tensor as ddp4j records in the metadata.
  */
 class SafeTensorsPythonReaderTest {
     static final Path PYTHON = Path.of("/usr/bin/python3");
@@ -86,7 +87,10 @@ class SafeTensorsPythonReaderTest {
             SafeTensors.saveFile(state, file, Map.of("format", "pt", "epoch", "1"));
 
             JsonNode read = readWithPython(file);
-            assertEquals(Map.of("format", "pt", "epoch", "1"), new ObjectMapper().convertValue(read.get("metadata"), Map.class));
+            Map<?, ?> metadata = new ObjectMapper().convertValue(read.get("metadata"), Map.class);
+            JsonNode checksums = new ObjectMapper().readTree((String) metadata.get(SafeTensorsHeader.CHECKSUMS_KEY));
+            assertEquals(Map.of("format", "pt", "epoch", "1", SafeTensorsHeader.CHECKSUMS_KEY, metadata.get(
+                    SafeTensorsHeader.CHECKSUMS_KEY)), metadata, "the user's metadata and ddp4j's checksums, all strings");
             List<String> names = new ArrayList<>();
             for (JsonNode t : read.get("tensors")) {
                 String name = t.get("name").asText();
@@ -97,6 +101,7 @@ class SafeTensorsPythonReaderTest {
                 t.get("shape").forEach(s -> shape.add(s.asLong()));
                 assertEquals(java.util.Arrays.stream(expected.shape()).boxed().toList(), shape, name);
                 assertEquals(sha256(expected), t.get("sha256").asText(), name + ": values differ");
+                assertEquals(t.get("crc32").asText(), checksums.get(name).asText(), name + ": zlib.crc32 disagrees");
                 JsonNode head = t.get("head");
                 if (expected.dtype() == DType.FLOAT32) {
                     assertEquals(expected.toFloatArray()[0], (float) head.get(0).asDouble(), name);

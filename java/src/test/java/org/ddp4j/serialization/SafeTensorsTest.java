@@ -78,7 +78,10 @@ class SafeTensorsTest {
         long n = buf.getLong(0);
         assertEquals(0, (8 + n) % 8, "data must start 8-byte aligned");
         String json = new String(bytes, 8, (int) n, StandardCharsets.UTF_8);
-        assertEquals("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+        // ddp4j's checksums (CRC-32 of [1f, 2f] and of 258L, little-endian) ride in the metadata
+        assertEquals("{\"__metadata__\":{\"ddp4j.crc32\":\"{\\\"a\\\":\\\"" + crc32(buf, 0, 8) + "\\\",\\\"b\\\":\\\""
+                + crc32(buf, 8, 16) + "\\\"}\"},"
+                + "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                 + "\"b\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[8,16]}}", json.stripTrailing());
         assertTrue(json.substring(json.stripTrailing().length()).chars().allMatch(c -> c == ' '), "padding is spaces");
         assertEquals(8 + n + 16, bytes.length, "the file ends exactly at the last tensor");
@@ -88,6 +91,14 @@ class SafeTensorsTest {
         assertEquals(258L, buf.getLong(data + 8));
         assertEquals((byte) 0x02, bytes[data + 8], "little-endian: least significant byte first");
         assertEquals((byte) 0x01, bytes[data + 9]);
+    }
+
+    /** The CRC-32 of data bytes [begin, end) of the file in buf, as 8 hex digits. */
+    private static String crc32(ByteBuffer buf, int begin, int end) {
+        int data = (int) (8 + buf.getLong(0));
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update(buf.array(), data + begin, end - begin);
+        return String.format("%08x", crc.getValue());
     }
 
     /** Writes a file with the given JSON header (unpadded) and data bytes. */

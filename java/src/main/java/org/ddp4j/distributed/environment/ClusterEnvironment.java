@@ -86,6 +86,30 @@ public final class ClusterEnvironment {
         return "";
     }
 
+    /**
+     * Where {@code resolve(processEnv).get(name)} came from, for messages that must say it: {@code "RANK=5"} when the
+     * variable itself is set, {@code "SLURM_PROCID=5"} when a SLURM job step supplied it (RANK from SLURM_PROCID,
+     * WORLD_SIZE from SLURM_STEP_NUM_TASKS, SLURM_NTASKS or SLURM_NPROCS, LOCAL_RANK from SLURM_LOCALID), else null.
+     *
+     * @param processEnv the environment as given to {@link #resolve} (not its result)
+     * @param name RANK, WORLD_SIZE or LOCAL_RANK (any other name is named only when it is set itself)
+     */
+    public static String origin(Map<String, String> processEnv, String name) {
+        if (isSet(processEnv, name)) {
+            return name + "=" + processEnv.get(name).trim();
+        }
+        if (!SlurmEnvironment.isStep(processEnv)) {
+            return null;
+        }
+        String slurm = switch (name) {
+            case "RANK" -> "SLURM_PROCID";
+            case "WORLD_SIZE" -> SlurmEnvironment.numTasksVariable(processEnv);
+            case "LOCAL_RANK" -> "SLURM_LOCALID";
+            default -> null;
+        };
+        return slurm == null || !isSet(processEnv, slurm) ? null : slurm + "=" + processEnv.get(slurm).trim();
+    }
+
     /** Each torch variable and how a SLURM step supplies it, in the order errors name them. */
     private static final Map<String, Function<Map<String, String>, Object>> SLURM = slurmSources();
 

@@ -58,8 +58,18 @@ public final class SlurmEnvironment {
      * @throws IllegalStateException when none is set, or the first set is not a number &gt;= 1
      */
     public static int numTasks(Map<String, String> env) {
-        return number(env, 1, "set WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS");
+        return number(env, 1, "set WORLD_SIZE", NUM_TASKS);
     }
+
+    /**
+     * The variable that {@link #numTasks} reads: the first of SLURM_STEP_NUM_TASKS, SLURM_NTASKS and
+     * SLURM_NPROCS that is set, or null when none is (for messages that name where the world size came from).
+     */
+    public static String numTasksVariable(Map<String, String> env) {
+        return firstPresent(env, NUM_TASKS);
+    }
+
+    private static final String[] NUM_TASKS = {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"};
 
     /**
      * This task's index on its node: SLURM_LOCALID.

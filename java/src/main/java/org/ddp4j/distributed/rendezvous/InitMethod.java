@@ -54,7 +54,7 @@ public final class InitMethod {
         Map<String, String> env = ClusterEnvironment.resolve(processEnv); // srun's tasks: RANK etc. from SLURM
         String method = initMethod == null || initMethod.isBlank() ? "env://" : initMethod.trim();
         if (method.equals("env://") || method.equals("env:")) {
-            return env(worldSize, rank, timeout, env, worldSource(worldSize, null, processEnv, env));
+            return env(worldSize, rank, timeout, env, processEnv, worldSource(worldSize, null, processEnv, env));
         }
         URI uri;
         try {
@@ -78,7 +78,8 @@ public final class InitMethod {
                 }
                 int world = worldOrRank(worldSize, query.get("world_size"), "WORLD_SIZE", "worldSize", method, env);
                 int r = worldOrRank(rank, query.get("rank"), "RANK", "rank", method, env);
-                checkRank(r, world);
+                checkRank(r, world, origin(rank, query, "rank", "RANK", method, processEnv),
+                        origin(worldSize, query, "world_size", "WORLD_SIZE", method, processEnv));
                 return tcp(host, port, world, r, timeout, env, worldSource(worldSize, query.get("world_size"), processEnv, env));
             }
             case "file": {
@@ -88,7 +89,8 @@ public final class InitMethod {
                 }
                 int world = worldOrRank(worldSize, query.get("world_size"), "WORLD_SIZE", "worldSize", method, env);
                 int r = worldOrRank(rank, query.get("rank"), "RANK", "rank", method, env);
-                checkRank(r, world);
+                checkRank(r, world, origin(rank, query, "rank", "RANK", method, processEnv),
+                        origin(worldSize, query, "world_size", "WORLD_SIZE", method, processEnv));
                 FileStore store = new FileStore(Path.of(path), timeout);
                 return new Membership(store, r, world, null, store, null,
                         worldSource(worldSize, query.get("world_size"), processEnv, env));
@@ -112,10 +114,12 @@ public final class InitMethod {
             return "1".equals(Setting.AGENT_STORE.raw(env)) ? "from WORLD_SIZE, set by the launcher"
                     : "from the environment variable WORLD_SIZE";
         }
-        return "from the SLURM job step's task count";
+        String slurm = ClusterEnvironment.origin(processEnv, "WORLD_SIZE"); // e.g. SLURM_NTASKS=4
+        return slurm == null ? "from the environment" : "from " + slurm + ", the SLURM job step's task count";
     }
 
-    private static Membership env(int worldSize, int rank, Duration timeout, Map<String, String> env, String worldSource) {
+    private static Membership env(int worldSize, int rank, Duration timeout, Map<String, String> env,
+            Map<String, String> processEnv, String worldSource) {
         List<String> missing = new ArrayList<>();
         for (String name : List.of("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")) {
             boolean given = (name.equals("WORLD_SIZE") && worldSize >= 0) || (name.equals("RANK") && rank >= 0);
@@ -135,7 +139,8 @@ public final class InitMethod {
         int port = parseEnvInt(env, "MASTER_PORT", 1, 65535);
         int world = worldSize >= 0 ? worldSize : parseEnvInt(env, "WORLD_SIZE", 1, Integer.MAX_VALUE);
         int r = rank >= 0 ? rank : parseEnvInt(env, "RANK", 0, Integer.MAX_VALUE);
-        checkRank(r, world);
+        checkRank(r, world, rank >= 0 ? null : ClusterEnvironment.origin(processEnv, "RANK"),
+                worldSize >= 0 ? null : ClusterEnvironment.origin(processEnv, "WORLD_SIZE"));
         return tcp(addr, port, world, r, timeout, env, worldSource);
     }
 
@@ -274,13 +279,50 @@ public final class InitMethod {
         }
     }
 
-    private static void checkRank(int rank, int world) {
+    /**
+     * Where a rank or world size that was not passed to initProcessGroup came from: the init method's query
+     * ({@code "rank=5 in tcp://..."}), else the environment ({@link ClusterEnvironment#origin}); null when passed.
+     */
+    private static String origin(int given, Map<String, String> query, String queryKey, String envName, String method,
+            Map<String, String> processEnv) {
+        if (given >= 0) {
+            return null;
+        }
+        return query.get(queryKey) != null ? queryKey + "=" + query.get(queryKey) + " in " + method
+                : ClusterEnvironment.origin(processEnv, envName);
+    }
+
+    /**
+     * @param rankFrom where the rank came from (e.g. "SLURM_PROCID=5", "RANK=5"), null when it was passed as an argument
+     * @param worldFrom where the world size came from, likewise
+     */
+    private static void checkRank(int rank, int world, String rankFrom, String worldFrom) {
         if (world < 1) {
             throw new IllegalArgumentException("world size must be at least 1, got " + world);
         }
-        if (rank < 0 || rank >= world) {
-            throw new IllegalArgumentException("rank " + rank + " is not in [0, " + world + ") (world size " + world + ")");
+        if (rank >= 0 && rank < world) {
+            return;
         }
+        String msg = "rank " + rank + " is not in [0, " + world + ") (world size " + world + ")";
+        if (rankFrom != null || worldFrom != null) {
+            msg += ": the rank came from " + (rankFrom == null ? "initProcessGroup's rank argument" : rankFrom)
+                    + " and the world size from " + (worldFrom == null ? "initProcessGroup's worldSize argument" : worldFrom);
+        }
+        boolean rankFromSlurm = rankFrom != null && rankFrom.startsWith("SLURM_");
+        boolean worldFromSlurm = worldFrom != null && worldFrom.startsWith("SLURM_");
+        if (rankFromSlurm && worldFromSlurm) {
+            msg += "; srun numbers the tasks of a job step 0 to its task count - 1, so these two were not set by one"
+                    + " srun (set or exported by hand, or left from another step?): start each task with srun, which"
+                    + " sets both, or set RANK and WORLD_SIZE yourself";
+        } else if (rankFromSlurm) {
+            msg += "; srun numbers the tasks of this step by SLURM_PROCID, so the world size must be the step's task"
+                    + " count: start srun with -n " + world + ", or take the world size from SLURM too (leave WORLD_SIZE"
+                    + " unset and pass -1)";
+        } else if (worldFromSlurm) {
+            msg += "; the rank must be below the step's task count: take it from SLURM too (leave RANK unset and pass"
+                    + " -1: srun numbers its tasks 0 to " + (world - 1) + "), or set WORLD_SIZE yourself";
+        }
+        throw new IllegalArgumentException(msg);
     }
 
     private static Map<String, String> query(String raw) {

@@ -319,7 +319,8 @@ final class Reducer implements AutoCloseable {
     /**
      * End of backward: launch buckets whose parameters got no gradient, await all, then take the
      * gradient away from parameters that no rank used. A failed all-reduce is rethrown with a
-     * hint at {@link DistributedDataParallel#join()}, the usual cause of a rank missing.
+     * hint at {@link DistributedDataParallel#join()}, the usual cause of a rank missing, unless the
+     * peer's process was killed or crashed.
      */
     private void finishBackward() {
         try {
@@ -350,11 +351,19 @@ final class Reducer implements AutoCloseable {
             + " gradient all-reduces";
 
     /**
+     * In the message of a peer whose process ended without exiting: killed (kill -9, the out-of-memory
+     * killer) or crashed, which uneven inputs never cause (native/src/comm/host/shm/shm_transport.h, kPeerKilled).
+     */
+    static final String PEER_KILLED = "ended without exiting";
+
+    /**
      * A failed bucket all-reduce, its message ending with {@link #JOIN_HINT} (once; the native
-     * fingerprint message already carries it); other exceptions unchanged.
+     * fingerprint message already carries it); other exceptions, and a peer that was killed or
+     * crashed ({@link #PEER_KILLED}), unchanged.
      */
     private static RuntimeException withJoinHint(RuntimeException e) {
-        if (!(e instanceof DistributedException) || String.valueOf(e.getMessage()).contains("ddp.join()")) {
+        String message = String.valueOf(e.getMessage());
+        if (!(e instanceof DistributedException) || message.contains("ddp.join()") || message.contains(PEER_KILLED)) {
             return e;
         }
         if (e instanceof DistributedTimeoutException) {

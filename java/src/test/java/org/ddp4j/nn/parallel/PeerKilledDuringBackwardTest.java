@@ -1,0 +1,40 @@
+package org.ddp4j.nn.parallel;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.ddp4j.testing.RankProcesses;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Rank 1 of a 2-rank DDP job is killed with SIGKILL in the middle of its backward, while rank 0 waits in the
+ * gradient all-reduce: rank 0's error says that rank 1's process died (naming its pid) and does not suggest
+ * {@code ddp.join()}, which is for uneven inputs, not for a peer that was killed.
+ */
+@Timeout(value = 150, unit = TimeUnit.SECONDS)
+class PeerKilledDuringBackwardTest {
+    @Test
+    void theSurvivorSaysThePeerDiedAndDoesNotSuggestJoin() throws Exception {
+        List<String> outputs = RankProcesses.run(PeerKilledMain.class, 2,
+                Map.of("DDP4J_TIMEOUT_SECONDS", "60", "DDP4J_SHM", "1"), Duration.ofSeconds(90),
+                rank -> rank == 0 ? 3 : 128 + 9, "");
+        String pid = line(outputs.get(1), "pid rank=1 ").substring("pid rank=1 ".length()).trim();
+        assertTrue(outputs.get(0).contains("step rank=0 0"), "the first step completed: " + outputs.get(0));
+        String failed = line(outputs.get(0), "failed rank=0: ");
+        assertTrue(failed.contains("rank 1 (pid " + pid + ") died during allReduce(AVG)"), failed);
+        assertTrue(failed.contains("DDP bucket 1 of 1"), failed);
+        assertTrue(failed.contains("its process ended without exiting (killed"), failed);
+        assertFalse(failed.contains("ddp.join()"), failed);
+        assertFalse(failed.contains("uneven inputs"), failed);
+    }
+
+    private static String line(String out, String prefix) {
+        return out.lines().filter(l -> l.startsWith(prefix)).findFirst()
+                .orElseThrow(() -> new AssertionError("no line starting with \"" + prefix + "\" in:\n" + out));
+    }
+}
