@@ -30,7 +30,7 @@ record World(ProcessGroup group, Subgroups subgroups) {
         }
         InitMethod.Membership r = InitMethod.rendezvous(initMethod, worldSize, rank, t, env);
         try {
-            Store store = InitKeySpace.enter(r.store(), r.rank(), r.worldSize(), t,
+            Store store = InitKeySpace.enter(r.store(), r.rank(), r.worldSize(), r.worldSource(), t,
                     ProcessIdentity.current(r.localAddress()));
             ProcessGroup group;
             if (nccl) {

@@ -123,6 +123,9 @@ final class Agent {
                 error(e.getMessage());
                 return 1;
             }
+            if (cfg.nodeRank() == 0) {
+                NodeRendezvous.publish(root, attempt, r); // for processes that join without a launcher
+            }
             if (keepAlive != null) {
                 keepAlive.watchAll();
             }

@@ -97,6 +97,11 @@ final class DeadlineStore implements Store {
     }
 
     @Override
+    public byte[] claimWhileConnected(String key, byte[] value) {
+        return call("claimWhileConnected(" + key + ")", Duration.ZERO, () -> delegate.claimWhileConnected(key, value));
+    }
+
+    @Override
     public Duration timeout() {
         return delegate.timeout();
     }

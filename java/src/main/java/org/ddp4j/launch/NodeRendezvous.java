@@ -9,6 +9,8 @@ import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.DistributedTimeoutException;
+import org.ddp4j.distributed.rendezvous.LauncherJob;
+import org.ddp4j.distributed.rendezvous.ProcessIdentity;
 import org.ddp4j.distributed.store.Store;
 
 /**
@@ -107,6 +109,20 @@ final class NodeRendezvous {
             world += counts[node];
         }
         return new NodeRanks(offset, world, counts);
+    }
+
+    /**
+     * Tells processes that join the store without a launcher which attempt runs and its world size
+     * ({@link LauncherJob}), so that one with another WORLD_SIZE or a duplicated RANK is told at once.
+     *
+     * @param root the store's root key space (not an attempt's)
+     */
+    static void publish(Store root, int attempt, NodeRanks r) {
+        int nnodes = r.nprocByNode().length;
+        String layout = "--nnodes " + nnodes + ", " + (nnodes == 1 ? r.nprocByNode()[0] + " worker(s)"
+                : "workers per node " + Arrays.toString(r.nprocByNode()));
+        new LauncherJob(attempt, r.worldSize(), layout, "node 0's launcher, " + ProcessIdentity.current(null).description())
+                .publish(root);
     }
 
     /** Waits for {@code keys} in slices of at most {@link #SLICE}, asking {@code abort} between slices. */

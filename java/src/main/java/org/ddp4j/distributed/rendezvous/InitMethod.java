@@ -32,9 +32,11 @@ public final class InitMethod {
 
     /**
      * What a rendezvous produced. {@code store} is the one to hand to the process group; {@code owned} closes what was
-     * opened; {@code localAddress} is this process's address as the store sees it (null for file://).
+     * opened; {@code localAddress} is this process's address as the store sees it (null for file://);
+     * {@code worldSource} says where the world size came from ("from the environment variable WORLD_SIZE").
      */
-    public record Membership(Store store, int rank, int worldSize, String masterAddr, AutoCloseable owned, String localAddress) {}
+    public record Membership(Store store, int rank, int worldSize, String masterAddr, AutoCloseable owned, String localAddress,
+            String worldSource) {}
 
     private InitMethod() {}
 
@@ -52,7 +54,7 @@ public final class InitMethod {
         Map<String, String> env = ClusterEnvironment.resolve(processEnv); // srun's tasks: RANK etc. from SLURM
         String method = initMethod == null || initMethod.isBlank() ? "env://" : initMethod.trim();
         if (method.equals("env://") || method.equals("env:")) {
-            return env(worldSize, rank, timeout, env, processEnv);
+            return env(worldSize, rank, timeout, env, processEnv, worldSource(worldSize, null, processEnv, env));
         }
         URI uri;
         try {
@@ -78,7 +80,7 @@ public final class InitMethod {
                 int r = worldOrRank(rank, query.get("rank"), "RANK", "rank", method, env);
                 checkRank(r, world, origin(rank, query, "rank", "RANK", method, processEnv),
                         origin(worldSize, query, "world_size", "WORLD_SIZE", method, processEnv));
-                return tcp(host, port, world, r, timeout, env);
+                return tcp(host, port, world, r, timeout, env, worldSource(worldSize, query.get("world_size"), processEnv, env));
             }
             case "file": {
                 String path = uri.getPath();
@@ -90,7 +92,8 @@ public final class InitMethod {
                 checkRank(r, world, origin(rank, query, "rank", "RANK", method, processEnv),
                         origin(worldSize, query, "world_size", "WORLD_SIZE", method, processEnv));
                 FileStore store = new FileStore(Path.of(path), timeout);
-                return new Membership(store, r, world, null, store, null);
+                return new Membership(store, r, world, null, store, null,
+                        worldSource(worldSize, query.get("world_size"), processEnv, env));
             }
             default:
                 throw new IllegalArgumentException("unsupported init method \"" + method
@@ -98,8 +101,25 @@ public final class InitMethod {
         }
     }
 
+    /** Where the world size came from, for messages: "from the environment variable WORLD_SIZE" and the like. */
+    private static String worldSource(int given, String fromQuery, Map<String, String> processEnv, Map<String, String> env) {
+        if (given >= 0) {
+            return "from initProcessGroup's worldSize argument";
+        }
+        if (fromQuery != null) {
+            return "from world_size in the init method";
+        }
+        String v = processEnv.get("WORLD_SIZE");
+        if (v != null && !v.isBlank()) {
+            return "1".equals(Setting.AGENT_STORE.raw(env)) ? "from WORLD_SIZE, set by the launcher"
+                    : "from the environment variable WORLD_SIZE";
+        }
+        String slurm = ClusterEnvironment.origin(processEnv, "WORLD_SIZE"); // e.g. SLURM_NTASKS=4
+        return slurm == null ? "from the environment" : "from " + slurm + ", the SLURM job step's task count";
+    }
+
     private static Membership env(int worldSize, int rank, Duration timeout, Map<String, String> env,
-            Map<String, String> processEnv) {
+            Map<String, String> processEnv, String worldSource) {
         List<String> missing = new ArrayList<>();
         for (String name : List.of("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")) {
             boolean given = (name.equals("WORLD_SIZE") && worldSize >= 0) || (name.equals("RANK") && rank >= 0);
@@ -121,34 +141,84 @@ public final class InitMethod {
         int r = rank >= 0 ? rank : parseEnvInt(env, "RANK", 0, Integer.MAX_VALUE);
         checkRank(r, world, rank >= 0 ? null : ClusterEnvironment.origin(processEnv, "RANK"),
                 worldSize >= 0 ? null : ClusterEnvironment.origin(processEnv, "WORLD_SIZE"));
-        return tcp(addr, port, world, r, timeout, env);
+        return tcp(addr, port, world, r, timeout, env, worldSource);
     }
 
     /** A TcpStore at host:port: the launcher's (DDP4J_AGENT_STORE=1), or hosted by rank 0. */
-    private static Membership tcp(String host, int port, int world, int rank, Duration timeout, Map<String, String> env) {
+    private static Membership tcp(String host, int port, int world, int rank, Duration timeout, Map<String, String> env,
+            String worldSource) {
         if ("1".equals(Setting.AGENT_STORE.raw(env)) && isLaunchersStore(host, port, env)) {
             // The launcher hosts the store; each restart of the workers uses a fresh namespace.
-            String restart = Setting.RESTART_COUNT.raw(env);
             TcpStore client = TcpStore.client(host, port, timeout);
-            return new Membership(new PrefixStore("ddp4j/worker/" + (restart == null || restart.isEmpty() ? "0" : restart),
-                    client), rank, world, host, client, client.localAddress());
+            return new Membership(new PrefixStore(LauncherJob.workerPrefix(Setting.RESTART_COUNT.raw(env)), client), rank,
+                    world, host, client, client.localAddress(), worldSource);
         }
         // Rank 0 listens on the master address only (see StoreBindAddress for the exceptions).
         TcpStore store;
         try {
             store = rank == 0 ? TcpStore.server(host, port, timeout) : TcpStore.client(host, port, timeout);
         } catch (DistributedException e) {
-            throw rank == 0 && String.valueOf(e.getMessage()).contains("already in use") ? secondRankZero(host, port, e) : e;
+            throw rank == 0 && String.valueOf(e.getMessage()).contains("already in use")
+                    ? secondRankZero(host, port, world, worldSource, e) : e;
         }
-        return new Membership(store, rank, world, host, store, store.localAddress());
+        if (rank != 0) {
+            try {
+                LauncherJob job = LauncherJob.read(store);
+                if (job != null) {
+                    // A process started without the launcher, joining a launcher's job: meet its workers' claims.
+                    checkLaunchersWorld(job, host, port, world, rank, worldSource, store.localAddress());
+                    return new Membership(new PrefixStore(LauncherJob.workerPrefix(Integer.toString(job.attempt())), store),
+                            rank, world, host, store, store.localAddress(), worldSource);
+                }
+            } catch (RuntimeException e) {
+                store.close();
+                throw e;
+            }
+        }
+        return new Membership(store, rank, world, host, store, store.localAddress(), worldSource);
+    }
+
+    /**
+     * Fails a process started without the launcher whose world size is not that of the launcher's job it joins.
+     *
+     * @throws DistributedException "WORLD_SIZE mismatch: rank 1 (pid ...) started with WORLD_SIZE=3 (from the
+     *     environment variable WORLD_SIZE), but the store at H:P serves a job of ddp4j-run (...) whose world size is 2 ..."
+     */
+    private static void checkLaunchersWorld(LauncherJob job, String host, int port, int world, int rank,
+            String worldSource, String localAddress) {
+        if (job.worldSize() != world) {
+            throw new DistributedException("WORLD_SIZE mismatch: rank " + rank + " (" + ProcessIdentity.current(localAddress)
+                    .description() + ") started with WORLD_SIZE=" + world + " (" + worldSource + "), but the store at "
+                    + host + ":" + port + " serves a job of the launcher (" + job.launcher() + ") whose world size is "
+                    + job.worldSize() + " (the launcher's ranks: " + job.layout() + "); start every process of the job"
+                    + " with the same WORLD_SIZE, or let the launcher start them all (it sets WORLD_SIZE and RANK)");
+        }
     }
 
     /**
      * Rank 0 could not listen on the master port. If a store of this job already serves it and
      * holds a rank 0 claim, this process is a second RANK 0: say so, naming both claims.
      */
-    private static DistributedException secondRankZero(String host, int port, DistributedException portInUse) {
+    private static DistributedException secondRankZero(String host, int port, int world, String worldSource,
+            DistributedException portInUse) {
         try (TcpStore other = TcpStore.client(host, port, Duration.ofSeconds(2))) {
+            LauncherJob job = LauncherJob.read(other);
+            if (job != null) {
+                // The launcher serves this store: its worker rank 0 holds the claim, not the store's host.
+                try {
+                    checkLaunchersWorld(job, host, port, world, 0, worldSource, other.localAddress());
+                } catch (DistributedException mismatch) {
+                    mismatch.addSuppressed(portInUse);
+                    return mismatch;
+                }
+                ProcessIdentity holder = InitKeySpace.holder(
+                        new PrefixStore(LauncherJob.workerPrefix(Integer.toString(job.attempt())), other), 0);
+                if (holder != null) {
+                    return new DistributedException(InitKeySpace.claimedTwice(0, world, holder.description(),
+                            ProcessIdentity.current(other.localAddress()).description()), portInUse);
+                }
+                return portInUse;
+            }
             long init = other.add(InitKeySpace.countKey(0), 0);
             String key = InitKeySpace.claimKey(init, 0);
             if (init > 0 && other.check(List.of(key))) {

@@ -205,6 +205,20 @@ public final class HashStore implements Store {
         }
     }
 
+    /** Deletes {@code key} if it still holds {@code value} (a connection's claim, as it closes); false after shutdown. */
+    boolean deleteIfEquals(String key, byte[] value) {
+        lock.lock();
+        try {
+            if (shutDown || !Arrays.equals(map.get(key), value)) {
+                return false;
+            }
+            map.remove(key);
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The number of keys in the store. Mirrors {@code Store.num_keys}. */
     public int numKeys() {
         lock.lock();

@@ -95,6 +95,11 @@ public final class PrefixStore implements Store {
         return inner.deleteKey(k(key));
     }
 
+    @Override
+    public byte[] claimWhileConnected(String key, byte[] value) {
+        return inner.claimWhileConnected(k(key), value);
+    }
+
     /** The inner store's timeout. */
     @Override
     public Duration timeout() {

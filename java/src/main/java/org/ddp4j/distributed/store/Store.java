@@ -59,6 +59,22 @@ public interface Store extends AutoCloseable {
     /** The timeout for blocking calls. */
     Duration timeout();
 
+    /**
+     * Claims {@code key} for as long as this client stays connected: atomically, if the key is
+     * absent (or already holds {@code value}), sets it to {@code value} and ties it to this
+     * client's connection, so that the server deletes it when the connection closes (the client
+     * closed it, or its process exited or was killed); otherwise leaves it as it is. ZooKeeper's
+     * ephemeral node, which PyTorch's stores lack; ddp4j uses it to tell a rank's live process from
+     * one that has gone.
+     *
+     * @return the value the key now holds: {@code value} itself when the claim holds, the other
+     *     claimant's value when it does not; null when this store has no connections to tie a key
+     *     to (the default: {@link HashStore}, {@link FileStore}), and nothing was written
+     */
+    default byte[] claimWhileConnected(String key, byte[] value) {
+        return null;
+    }
+
     /** Releases connections or files; the default does nothing. */
     @Override
     default void close() {}

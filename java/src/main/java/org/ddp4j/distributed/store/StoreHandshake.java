@@ -115,6 +115,16 @@ final class StoreHandshake {
      */
     static Verdict server(DataInputStream in, DataOutputStream out, StoreSecret secret, Limits limits)
             throws IOException {
+        return server(in, out, secret, limits, () -> true);
+    }
+
+    /**
+     * As {@link #server(DataInputStream, DataOutputStream, StoreSecret, Limits)}, asking {@code admit}
+     * once the client's proof is verified and before telling the client it is in: false (the
+     * server pushed this connection out meanwhile) ends the handshake without an answer.
+     */
+    static Verdict server(DataInputStream in, DataOutputStream out, StoreSecret secret, Limits limits,
+            java.util.function.BooleanSupplier admit) throws IOException {
         byte[] clientNonce = new byte[NONCE_BYTES];
         in.readFully(clientNonce);
         byte[] serverNonce = nonce();
@@ -131,6 +141,9 @@ final class StoreHandshake {
             out.flush();
             return new Verdict("it does not know this store's secret (a host with a different "
                     + StoreSecret.SECRET_ENV + " / ~/" + StoreSecret.DEFAULT_FILE + ", or not a ddp4j process)");
+        }
+        if (!admit.getAsBoolean()) {
+            return new Verdict("it was pushed out by newer connections before it completed the handshake");
         }
         out.writeByte(OK);
         out.write(secret.hmac(SERVER_LABEL, clientNonce, serverNonce));

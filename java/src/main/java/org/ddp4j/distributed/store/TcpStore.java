@@ -12,6 +12,7 @@ import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
 import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.DistributedTimeoutException;
 
@@ -70,8 +71,10 @@ public final class TcpStore implements Store {
      * port 0 picks a free port, see {@link #port()}; {@code DDP4J_STORE_BIND_ADDR} overrides the
      * address, and a host name that resolves to loopback here listens everywhere, see
      * {@link StoreBindAddress}) and serves from daemon threads until {@link #close()}. As a client
-     * it retries refused connections until {@code timeout} passes, since the server may start
-     * after its clients. Both read the secret and limits from the environment
+     * it retries, with a growing jittered pause (at most 0.5 s), until {@code timeout} passes:
+     * refused connections, since the server may start after its clients, and connections the
+     * server accepted but dropped or did not answer during the handshake (a server flooded with
+     * connections that never authenticate drops the oldest of them). Both read the secret and limits from the environment
      * ({@link TcpStoreOptions#fromEnvironment()}).
      *
      * @param host the master's address (MASTER_ADDR); for a server, an address of this machine
@@ -179,12 +182,25 @@ public final class TcpStore implements Store {
         return server != null;
     }
 
+    /** The most one connection attempt waits for the server's half of the handshake before trying again. */
+    private static final long MAX_HANDSHAKE_ATTEMPT_MS = 15_000;
+    /** The longest pause between connection attempts. */
+    private static final long MAX_RETRY_PAUSE_MS = 500;
+
+    /**
+     * Connects and authenticates, retrying until the timeout whatever may pass: a server not yet
+     * listening, one that refuses for now (too many connections), and one that accepted but
+     * dropped or did not answer the handshake (a store flooded with connections that never
+     * authenticate drops the oldest of them). A foreign protocol or a wrong secret fails at once.
+     */
     private void connect() {
         String target = connectTarget();
         long deadline = StoreSupport.deadlineNanos(timeout);
         long sleepMs = 10;
         Exception last = null;
         Exception refusal = null; // the server's own reason outranks a later connect timeout
+        String unanswered = null; // how the last accepted but unfinished handshake ended
+        int accepted = 0; // connections the server accepted whose handshake did not finish
         while (true) {
             Socket s = new Socket();
             try {
@@ -195,7 +211,7 @@ public final class TcpStore implements Store {
                 }
                 s.connect(address, (int) Math.min(remainingMs, 5_000));
                 s.setTcpNoDelay(true);
-                long handshakeMs = Math.max(remainingMs, MIN_ANSWER_MS);
+                long handshakeMs = Math.max(Math.min(remainingMs, MAX_HANDSHAKE_ATTEMPT_MS), MIN_ANSWER_MS);
                 s.setSoTimeout((int) Math.min(handshakeMs, Integer.MAX_VALUE));
                 DataInputStream din = new DataInputStream(new BufferedInputStream(s.getInputStream()));
                 DataOutputStream dout = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
@@ -204,15 +220,12 @@ public final class TcpStore implements Store {
                         limits = StoreHandshake.client(din, dout, secret, host + ":" + port);
                     } catch (StoreHandshake.NotAStoreException e) {
                         throw new DistributedException(e.getMessage());
-                    } catch (SocketTimeoutException e) {
-                        throw handshakeTimeout(handshakeMs);
                     } catch (IOException e) {
-                        if (d.expired()) {
-                            throw handshakeTimeout(handshakeMs);
-                        }
-                        throw new DistributedException("Connected to " + host + ":" + port + " but it did not answer as a"
-                                + " ddp4j TcpStore (" + e + "); another program may hold that port: check --master-port /"
-                                + " MASTER_PORT", e);
+                        accepted++;
+                        unanswered = d.expired() || e instanceof SocketTimeoutException
+                                ? "did not answer the handshake within " + handshakeMs + " ms"
+                                : "closed it during the handshake (" + e + ")";
+                        throw e;
                     }
                 }
                 socket = s;
@@ -224,7 +237,7 @@ public final class TcpStore implements Store {
                 refusal = e;
                 last = e;
             } catch (IOException e) {
-                StoreSupport.closeQuietly(s); // not listening yet: the server may come up soon
+                StoreSupport.closeQuietly(s); // not listening yet, or the handshake was cut: try again
                 last = e;
             } catch (RuntimeException e) {
                 StoreSupport.closeQuietly(s);
@@ -232,22 +245,32 @@ public final class TcpStore implements Store {
             }
             long left = deadline - System.nanoTime();
             if (left <= 0) {
-                String why = refusal == null ? "last error: " + last
-                        : refusal.getMessage() + (last == refusal ? "" : "; last error: " + last);
-                throw new DistributedTimeoutException("Could not connect to the TcpStore at " + host + ":" + port
-                        + " within " + StoreSupport.formatDuration(timeout) + " (" + why
-                        + "): the master (rank 0, or node 0's launcher) may not be up, or --master-addr/MASTER_ADDR"
-                        + " and --master-port/MASTER_PORT may not point at it");
+                throw connectFailed(refusal, last, unanswered, accepted);
             }
-            sleep(Math.min(sleepMs, Math.max(1, left / 1_000_000)));
-            sleepMs = Math.min(sleepMs * 2, 250);
+            long pause = Math.min(sleepMs, Math.max(1, left / 1_000_000));
+            sleep(pause / 2 + ThreadLocalRandom.current().nextLong(pause / 2 + 1)); // jittered, so that retries spread
+            sleepMs = Math.min(sleepMs * 2, MAX_RETRY_PAUSE_MS);
         }
     }
 
-    private DistributedTimeoutException handshakeTimeout(long ms) {
-        return new DistributedTimeoutException("Connected to " + host + ":" + port + " but it did not complete the"
-                + " TcpStore handshake within " + ms + " ms: the store's process (rank 0, or node 0's launcher) may be"
-                + " stopped or hung, or another program holds that port (check --master-port / MASTER_PORT)");
+    /** Why connecting failed for the whole timeout: the server's refusal, else its unfinished handshakes, else the last error. */
+    private DistributedTimeoutException connectFailed(Exception refusal, Exception last, String unanswered, int accepted) {
+        String base = "Could not connect to the TcpStore at " + host + ":" + port + " within "
+                + StoreSupport.formatDuration(timeout);
+        String notUp = "the master (rank 0, or node 0's launcher) may not be up, or --master-addr/MASTER_ADDR and"
+                + " --master-port/MASTER_PORT may not point at it";
+        if (refusal != null) {
+            return new DistributedTimeoutException(base + " (" + refusal.getMessage() + (last == refusal ? ""
+                    : "; last error: " + last) + "): " + notUp);
+        }
+        if (unanswered != null) {
+            return new DistributedTimeoutException(base + ": the store at " + host + ":" + port + " accepted "
+                    + (accepted == 1 ? "the connection but " : accepted + " connections but the last time it ")
+                    + unanswered + ". The store's process (rank 0, or node 0's launcher) may be stopped or hung, or"
+                    + " flooded with connections that never authenticate (its log names them), or another program"
+                    + " holds that port (check --master-port / MASTER_PORT)");
+        }
+        return new DistributedTimeoutException(base + " (last error: " + last + "): " + notUp);
     }
 
     /** Where this instance's own connection goes: a wildcard-bound server is reached through its master address or loopback. */
@@ -470,6 +493,26 @@ public final class TcpStore implements Store {
             out.flush();
             expectOk(in, timeout);
             return in.readBoolean();
+        });
+    }
+
+    /**
+     * {@inheritDoc} The server deletes the key when this instance's connection closes.
+     *
+     * @throws DistributedException if the connection to the server is lost
+     */
+    @Override
+    public byte[] claimWhileConnected(String key, byte[] value) {
+        checkKey("claimWhileConnected", key);
+        Objects.requireNonNull(value, "value");
+        checkValue("claimWhileConnected", key, value);
+        return call("claimWhileConnected(\"" + key + "\")", 0, (in, out) -> {
+            out.writeByte(CLAIM);
+            writeString(out, key);
+            writeBytes(out, value);
+            out.flush();
+            expectOk(in, timeout);
+            return readBytes(in);
         });
     }
 

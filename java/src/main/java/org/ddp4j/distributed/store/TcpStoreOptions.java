@@ -33,7 +33,7 @@ public final class TcpStoreOptions {
     public static final int DEFAULT_MAX_VALUE_BYTES = 16 << 20;
     public static final int DEFAULT_MAX_CONNECTIONS = 1024;
     /** How long a new connection may take to authenticate before the server drops it. */
-    public static final Duration DEFAULT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
+    public static final Duration DEFAULT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(5);
 
     private final Supplier<StoreSecret> secret;
     private final int maxKeyBytes;

@@ -36,7 +36,7 @@ final class TcpStoreProtocol {
     private TcpStoreProtocol() {}
 
     static final int MAGIC = 0x44445034; // "DDP4"
-    static final int VERSION = 2;
+    static final int VERSION = 3; // 3: CLAIM
 
     static final int NONCE_BYTES = 32;
     static final byte[] CLIENT_LABEL = "ddp4j-store client".getBytes(StandardCharsets.US_ASCII);
@@ -50,6 +50,7 @@ final class TcpStoreProtocol {
     static final byte CHECK = 6; // keys -> boolean
     static final byte DELETE = 7; // key -> boolean
     static final byte NUM_KEYS = 8; // -> int
+    static final byte CLAIM = 9; // key, value -> value now stored; when it is this value, deleted as this connection closes
 
     static final byte OK = 0;
     static final byte TIMEOUT = 1;

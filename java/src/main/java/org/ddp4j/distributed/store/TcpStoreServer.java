@@ -13,7 +13,10 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -30,8 +33,16 @@ import org.ddp4j.distributed.DistributedException;
  * address, see {@link RefusalLog}): a connection must authenticate ({@link StoreHandshake})
  * within the handshake timeout before any request is read; key and value lengths above the
  * limits, negative lengths and unknown opcodes close the connection before anything is
- * allocated; connections beyond {@link TcpStoreOptions#maxConnections()} are refused with a
- * reason the client reports.
+ * allocated; a connection beyond {@link TcpStoreOptions#maxConnections()} authenticated ones is
+ * refused with a reason the client reports.
+ *
+ * <p>A flood of connections that never authenticate cannot starve the job's peers: at most
+ * {@link #MAX_PENDING} connections (and never more than the free slots) may be in their
+ * handshake at once, and a new one beyond that pushes out the oldest pending one that has not
+ * sent a byte (else the oldest pending one). A real client sends its hello at once and
+ * authenticates within a round trip or two, so it is never the oldest silent one for long; a
+ * client whose handshake was cut all the same tries again ({@link TcpStore}). Authenticated
+ * connections are never pushed out.
  */
 final class TcpStoreServer implements AutoCloseable {
     private static final AtomicInteger SERVERS = new AtomicInteger();
@@ -39,6 +50,8 @@ final class TcpStoreServer implements AutoCloseable {
     private static final int MAX_LINGERING = 256;
     /** How long a refused connection stays open after its refusal was sent. */
     private static final long LINGER_MS = 1_000;
+    /** The most connections in their handshake at once; beyond it the oldest silent one is dropped. */
+    static final int MAX_PENDING = 256;
 
     private final ServerSocket serverSocket;
     private final String where;
@@ -48,6 +61,10 @@ final class TcpStoreServer implements AutoCloseable {
     private final StoreHandshake.Limits limits;
     private final RefusalLog refusals;
     private final AtomicInteger open = new AtomicInteger();
+    /** Connections that completed the handshake and are still open. */
+    private final AtomicInteger authenticated = new AtomicInteger();
+    /** Connections still in their handshake, oldest first; guarded by itself. */
+    private final Map<Socket, Pending> pending = new LinkedHashMap<>();
     private final ScheduledThreadPoolExecutor closer;
     private final AtomicInteger lingering = new AtomicInteger();
     private final Set<Socket> connections = ConcurrentHashMap.newKeySet();
@@ -137,6 +154,27 @@ final class TcpStoreServer implements AutoCloseable {
         return open.get();
     }
 
+    /** Connections that completed the handshake and are still open. */
+    int authenticatedConnections() {
+        return authenticated.get();
+    }
+
+    /** A key a connection claimed ({@link Store#claimWhileConnected}), with the value it set. */
+    private record Claim(String key, byte[] value) {}
+
+    /** A connection in its handshake. */
+    private static final class Pending {
+        final Socket socket;
+        /** Whether the client has sent its first bytes (a real client sends its hello at once). */
+        volatile boolean spoke;
+        /** Whether a newer connection pushed this one out (already logged). */
+        volatile boolean evicted;
+
+        Pending(Socket socket) {
+            this.socket = socket;
+        }
+    }
+
     private void acceptLoop() {
         int n = 0;
         while (!closed) {
@@ -147,13 +185,14 @@ final class TcpStoreServer implements AutoCloseable {
                 if (closed) {
                     return;
                 }
-                continue; // e.g. too many open files; keep serving the connections we have
+                pause(); // e.g. too many open files; keep serving the connections we have, without spinning
+                continue;
             }
             if (closed) {
                 StoreSupport.closeQuietly(s);
                 return;
             }
-            if (open.get() >= options.maxConnections()) {
+            if (authenticated.get() >= options.maxConnections()) {
                 String reason = "it already serves " + options.maxConnections() + " connections, its limit ("
                         + TcpStoreOptions.MAX_CONNECTIONS_ENV + "=" + options.maxConnections()
                         + " on the store's host): raise it there if the job needs more";
@@ -161,12 +200,63 @@ final class TcpStoreServer implements AutoCloseable {
                 refuse(s, reason);
                 continue;
             }
+            Pending p = new Pending(s);
+            Pending victim = admit(p);
+            if (victim != null) {
+                victim.evicted = true;
+                StoreSupport.closeQuietly(victim.socket);
+                refusals.refused("dropped a connection from", victim.socket.getRemoteSocketAddress(), "it had not"
+                        + (victim.spoke ? " completed" : " begun") + " the handshake when a new connection came, and at"
+                        + " most " + pendingLimit() + " may be in their handshake at once (a flood of connections that"
+                        + " never authenticate?)");
+            }
             open.incrementAndGet();
             connections.add(s);
-            Thread t = new Thread(() -> serve(s), acceptThread.getName().replace("accept", "conn-" + (++n)));
+            Thread t = new Thread(() -> serve(s, p), acceptThread.getName().replace("accept", "conn-" + (++n)));
             t.setDaemon(true);
             threads.add(t);
             t.start();
+        }
+    }
+
+    /** How many connections may be in their handshake at once: {@link #MAX_PENDING}, and no more than the free slots. */
+    private int pendingLimit() {
+        return Math.max(1, Math.min(MAX_PENDING, options.maxConnections() - authenticated.get()));
+    }
+
+    /** Registers a new connection in its handshake; returns the pending one it pushes out, or null. */
+    private Pending admit(Pending p) {
+        synchronized (pending) {
+            Pending victim = null;
+            if (pending.size() >= pendingLimit()) {
+                for (Pending q : pending.values()) {
+                    if (!q.spoke) {
+                        victim = q; // the oldest that never spoke: no real client waits that long to send its hello
+                        break;
+                    }
+                }
+                if (victim == null) {
+                    victim = pending.values().iterator().next();
+                }
+                pending.remove(victim.socket);
+            }
+            pending.put(p.socket, p);
+            return victim;
+        }
+    }
+
+    /** Takes a connection out of the pending set: true if it was still there (not pushed out meanwhile). */
+    private boolean leavePending(Pending p) {
+        synchronized (pending) {
+            return pending.remove(p.socket) != null;
+        }
+    }
+
+    private static void pause() {
+        try {
+            Thread.sleep(20);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -202,15 +292,19 @@ final class TcpStoreServer implements AutoCloseable {
         lingering.decrementAndGet();
     }
 
-    private void serve(Socket socket) {
+    private void serve(Socket socket, Pending p) {
         Object peer = socket.getRemoteSocketAddress();
+        boolean counted = false; // whether this connection counts as authenticated
+        List<Claim> claims = new ArrayList<>(); // the keys this connection claimed, deleted as it closes
         try (socket) {
             socket.setTcpNoDelay(true);
             DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
             DataOutputStream out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
-            if (!authenticate(socket, peer, in, out)) {
+            if (!authenticate(socket, peer, in, out, p)) {
                 return;
             }
+            authenticated.incrementAndGet();
+            counted = true;
             socket.setSoTimeout(0); // clients may stay idle between calls for as long as they like
             while (!closed) {
                 int op;
@@ -220,7 +314,7 @@ final class TcpStoreServer implements AutoCloseable {
                     return; // client closed its end
                 }
                 try {
-                    if (!handle((byte) op, in, out)) {
+                    if (!handle((byte) op, in, out, claims)) {
                         refusals.refused("closed the connection from", peer, "it sent an unknown request (opcode "
                                 + op + ")");
                         return;
@@ -234,14 +328,21 @@ final class TcpStoreServer implements AutoCloseable {
         } catch (IOException e) {
             // connection reset or the server is closing: nothing to tell anyone
         } finally {
+            leavePending(p);
+            for (Claim c : claims) {
+                state.deleteIfEquals(c.key(), c.value());
+            }
             connections.remove(socket);
             threads.remove(Thread.currentThread());
+            if (counted) {
+                authenticated.decrementAndGet();
+            }
             open.decrementAndGet();
         }
     }
 
     /** Runs the server's half of the handshake within the handshake timeout; logs and returns false on refusal. */
-    private boolean authenticate(Socket socket, Object peer, DataInputStream in, DataOutputStream out) {
+    private boolean authenticate(Socket socket, Object peer, DataInputStream in, DataOutputStream out, Pending p) {
         long ms = StoreSupport.toMillisSaturated(options.handshakeTimeout());
         try (CallDeadline deadline = CallDeadline.arm(socket, ms)) {
             try {
@@ -252,6 +353,7 @@ final class TcpStoreServer implements AutoCloseable {
                 } catch (EOFException e) {
                     return false; // a port probe: connected and left
                 }
+                p.spoke = true;
                 if (magic != MAGIC) {
                     refusals.refused("refused a connection from", peer, String.format(java.util.Locale.ROOT,
                             "it sent a request without the TcpStore handshake (no secret; first bytes 0x%08x)", magic));
@@ -266,14 +368,17 @@ final class TcpStoreServer implements AutoCloseable {
                             + ", this server " + VERSION + " (another ddp4j version)");
                     return false;
                 }
-                StoreHandshake.Verdict v = StoreHandshake.server(in, out, secret, limits);
+                // Leaving the pending set before the client hears it is in: a connection is never pushed out after that.
+                StoreHandshake.Verdict v = StoreHandshake.server(in, out, secret, limits, () -> leavePending(p));
                 if (!v.accepted()) {
-                    refusals.refused("refused a connection from", peer, v.refusal());
+                    if (!p.evicted) {
+                        refusals.refused("refused a connection from", peer, v.refusal());
+                    }
                     return false;
                 }
                 return !deadline.expired();
             } catch (IOException e) {
-                if (!closed) {
+                if (!closed && !p.evicted) {
                     refusals.refused("dropped a connection from", peer, deadline.expired() || e instanceof
                             java.net.SocketTimeoutException ? "it did not complete the handshake within "
                             + StoreSupport.formatDuration(options.handshakeTimeout())
@@ -285,7 +390,7 @@ final class TcpStoreServer implements AutoCloseable {
     }
 
     /** Reads and answers one request; false for an unknown opcode (nothing read, nothing answered). */
-    private boolean handle(byte op, DataInputStream in, DataOutputStream out) throws IOException {
+    private boolean handle(byte op, DataInputStream in, DataOutputStream out, List<Claim> claims) throws IOException {
         try {
             switch (op) {
                 case SET -> {
@@ -343,6 +448,16 @@ final class TcpStoreServer implements AutoCloseable {
                     boolean existed = state.deleteKey(key);
                     out.writeByte(OK);
                     out.writeBoolean(existed);
+                }
+                case CLAIM -> {
+                    String key = key(in);
+                    byte[] value = value(in);
+                    byte[] now = state.compareSet(key, new byte[0], value); // absent: set; equal: kept
+                    if (java.util.Arrays.equals(now, value)) {
+                        claims.add(new Claim(key, value));
+                    }
+                    out.writeByte(OK);
+                    writeBytes(out, now);
                 }
                 case NUM_KEYS -> {
                     out.writeByte(OK);

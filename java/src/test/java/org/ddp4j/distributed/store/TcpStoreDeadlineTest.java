@@ -46,9 +46,80 @@ class TcpStoreDeadlineTest {
             // the kernel accepts the connection; nobody reads or answers
             DistributedTimeoutException e = timesOut(() -> TcpStore.client(HOST, port, Duration.ofSeconds(1), OPTIONS),
                     900, 15_000);
-            assertEquals("Connected to " + HOST + ":" + port + " but it did not complete the TcpStore handshake within"
-                    + " 5000 ms: the store's process (rank 0, or node 0's launcher) may be stopped or hung, or another"
-                    + " program holds that port (check --master-port / MASTER_PORT)", e.getMessage());
+            assertEquals("Could not connect to the TcpStore at " + HOST + ":" + port + " within 1000 ms: the store at " + HOST
+                    + ":" + port + " accepted the connection but did not answer the handshake within 5000 ms. The store's"
+                    + " process (rank 0, or node 0's launcher) may be stopped or hung, or flooded with connections that"
+                    + " never authenticate (its log names them), or another program holds that port (check"
+                    + " --master-port / MASTER_PORT)", e.getMessage());
+        }
+    }
+
+    /**
+     * A store that closes its first {@code cut} connections as soon as their hello arrives (as a
+     * flooded store pushes out a connection), then authenticates and answers one {@code add}.
+     */
+    private static final class CuttingStore implements AutoCloseable {
+        final ServerSocket ss;
+        final ExecutorService pool = Executors.newCachedThreadPool();
+        final java.util.concurrent.atomic.AtomicInteger accepted = new java.util.concurrent.atomic.AtomicInteger();
+
+        CuttingStore(int cut) throws Exception {
+            ss = new ServerSocket(0, 50, InetAddress.getByName(HOST));
+            pool.submit(() -> {
+                while (true) {
+                    Socket s = ss.accept();
+                    DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
+                    DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
+                    in.readInt(); // the hello has arrived
+                    if (accepted.incrementAndGet() <= cut) {
+                        s.close();
+                        continue;
+                    }
+                    in.readInt();
+                    StoreHandshake.server(in, out, SECRET, new StoreHandshake.Limits(1 << 16, 64 << 20));
+                    in.readByte(); // ADD
+                    readString(in, 1 << 16, "key", "-");
+                    long delta = in.readLong();
+                    out.writeByte(OK);
+                    out.writeLong(delta);
+                    out.flush();
+                }
+            });
+        }
+
+        int port() {
+            return ss.getLocalPort();
+        }
+
+        @Override
+        public void close() throws Exception {
+            pool.shutdownNow();
+            ss.close();
+        }
+    }
+
+    @Test
+    void aHandshakeTheStoreCutsIsTriedAgain() throws Exception {
+        try (CuttingStore store = new CuttingStore(3);
+                TcpStore client = TcpStore.client(HOST, store.port(), Duration.ofSeconds(20), OPTIONS)) {
+            assertEquals(7, client.add("k", 7));
+            assertEquals(4, store.accepted.get());
+        }
+    }
+
+    @Test
+    void aStoreThatCutsEveryHandshakeIsNamedWhenTheClientGivesUp() throws Exception {
+        try (CuttingStore store = new CuttingStore(Integer.MAX_VALUE)) {
+            DistributedTimeoutException e = timesOut(() -> TcpStore.client(HOST, store.port(), Duration.ofSeconds(1),
+                    OPTIONS), 900, 10_000);
+            String m = e.getMessage();
+            assertTrue(m.startsWith("Could not connect to the TcpStore at " + HOST + ":" + store.port() + " within 1000 ms:"
+                    + " the store at " + HOST + ":" + store.port() + " accepted " + store.accepted.get() + " connections"
+                    + " but the last time it closed it during the handshake ("), m);
+            assertTrue(m.endsWith("). The store's process (rank 0, or node 0's launcher) may be stopped or hung, or"
+                    + " flooded with connections that never authenticate (its log names them), or another program"
+                    + " holds that port (check --master-port / MASTER_PORT)"), m);
+            assertTrue(store.accepted.get() > 1, "never tried again");
         }
     }
 

@@ -15,7 +15,7 @@ class TcpStoreOptionsTest {
         assertEquals(1024, o.maxConnections());
         assertNull(o.bindAddress());
         assertNull(o.requestTimeout());
-        assertEquals(Duration.ofSeconds(10), o.handshakeTimeout());
+        assertEquals(Duration.ofSeconds(5), o.handshakeTimeout());
     }
 
     @Test

@@ -91,6 +91,16 @@ class TcpStoreSecurityTest {
         return null;
     }
 
+    /** Waits up to 10 s for the server to count {@code n} authenticated connections. */
+    static void awaitAuthenticated(TcpStoreServer server, int n) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (server.authenticatedConnections() != n) {
+            assertTrue(System.nanoTime() < end, "authenticated connections: " + server.authenticatedConnections()
+                    + ", expected " + n);
+            Thread.sleep(5);
+        }
+    }
+
     @Test
     void clientsThatShareTheSecretWork() {
         try (TcpStore server = TcpStore.server(HOST, 0, TIMEOUT, with(SECRET));
@@ -329,8 +339,39 @@ class TcpStoreSecurityTest {
         TcpStoreOptions o = with(SECRET).withMaxConnections(4);
         try (TcpStore server = TcpStore.server(HOST, 0, TIMEOUT, o);
                 TcpStore a = TcpStore.client(HOST, server.port(), TIMEOUT, with(SECRET));
+                TcpStore b = TcpStore.client(HOST, server.port(), TIMEOUT, with(SECRET));
+                TcpStore c = TcpStore.client(HOST, server.port(), TIMEOUT, with(SECRET))) {
+            awaitAuthenticated(server.serverForTests(), 4); // the server counts each just after its client is in
+            a.set("x", b("1"));
+            // a real client over the cap learns why
+            DistributedTimeoutException e = assertThrows(DistributedTimeoutException.class,
+                    () -> TcpStore.client(HOST, server.port(), Duration.ofMillis(500), with(SECRET)));
+            assertTrue(e.getMessage().contains("The TcpStore at " + HOST + ":" + server.port() + " refused the"
+                    + " connection: it already serves 4 connections, its limit (DDP4J_STORE_MAX_CONNECTIONS=4 on the"
+                    + " store's host)"), e.getMessage());
+            String line = awaitRefusal(server.serverForTests(), l -> l.contains("already serves 4 connections"));
+            assertTrue(line.endsWith(": it already serves 4 connections, its limit (DDP4J_STORE_MAX_CONNECTIONS=4"
+                    + " on the store's host): raise it there if the job needs more"), line);
+            assertEquals("1", new String(b.get("x"), StandardCharsets.UTF_8));
+            c.close();
+            // once one leaves, a new client gets in again
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (server.serverForTests().authenticatedConnections() > 3 && System.nanoTime() < end) {
+                Thread.sleep(10);
+            }
+            try (TcpStore d = TcpStore.client(HOST, server.port(), TIMEOUT, with(SECRET))) {
+                assertEquals("1", new String(d.get("x"), StandardCharsets.UTF_8));
+            }
+        }
+    }
+
+    @Test
+    void silentConnectionsCannotTakeTheLastSlotFromARealClient() throws Exception {
+        // Three of four slots are taken by real clients; fifty connections that never speak compete for the last one.
+        TcpStoreOptions o = with(SECRET).withMaxConnections(4);
+        try (TcpStore server = TcpStore.server(HOST, 0, TIMEOUT, o);
+                TcpStore a = TcpStore.client(HOST, server.port(), TIMEOUT, with(SECRET));
                 TcpStore b = TcpStore.client(HOST, server.port(), TIMEOUT, with(SECRET))) {
-            assertEquals(3, server.serverForTests().openConnections());
             List<Socket> flood = new ArrayList<>();
             try {
                 for (int i = 0; i < 50; i++) {
@@ -338,29 +379,18 @@ class TcpStoreSecurityTest {
                     s.connect(new InetSocketAddress(HOST, server.port()), 5000);
                     flood.add(s);
                 }
-                // the flood holds at most the one free slot; the rest were refused
-                long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-                while (server.serverForTests().openConnections() < 4 && System.nanoTime() < end) {
-                    Thread.sleep(10);
+                String line = awaitRefusal(server.serverForTests(), l -> l.contains("it had not begun the handshake"));
+                assertTrue(line.contains(": dropped a connection from /127.0.0.1:"), line);
+                assertTrue(line.endsWith("it had not begun the handshake when a new connection came, and at most 1 may"
+                        + " be in their handshake at once (a flood of connections that never authenticate?)"), line);
+                // the silent ones made room: a real client gets the last slot at once
+                try (TcpStore c = TcpStore.client(HOST, server.port(), TIMEOUT, with(SECRET))) {
+                    c.set("x", b("1"));
+                    assertEquals("1", new String(a.get("x"), StandardCharsets.UTF_8));
+                    awaitAuthenticated(server.serverForTests(), 4);
                 }
-                assertEquals(4, server.serverForTests().openConnections());
-                String line = awaitRefusal(server.serverForTests(), l -> l.contains("already serves 4 connections"));
-                assertTrue(line.endsWith(": it already serves 4 connections, its limit (DDP4J_STORE_MAX_CONNECTIONS=4"
-                        + " on the store's host): raise it there if the job needs more"), line);
-                a.set("x", b("1"));
-                assertEquals("1", new String(b.get("x"), StandardCharsets.UTF_8));
-                // a real client over the cap learns why
-                DistributedTimeoutException e = assertThrows(DistributedTimeoutException.class,
-                        () -> TcpStore.client(HOST, server.port(), Duration.ofMillis(500), with(SECRET)));
-                assertTrue(e.getMessage().contains("The TcpStore at " + HOST + ":" + server.port() + " refused the"
-                        + " connection: it already serves 4 connections, its limit (DDP4J_STORE_MAX_CONNECTIONS=4 on the"
-                        + " store's host)"), e.getMessage());
             } finally {
                 flood.forEach(StoreSupport::closeQuietly);
-            }
-            // once the flood is gone, new clients get in again
-            try (TcpStore c = TcpStore.client(HOST, server.port(), TIMEOUT, with(SECRET))) {
-                assertEquals("1", new String(c.get("x"), StandardCharsets.UTF_8));
             }
         }
     }
