@@ -88,6 +88,7 @@ final class NativeWork extends Work {
         }
         boolean finished = false;
         boolean threw = true;
+        DistributedException failed = null;
         try {
             finished = wait.run(handle);
             threw = false;
@@ -101,11 +102,15 @@ final class NativeWork extends Work {
                         // The work's own outcome, read once it has finished; never the wait's: a wait
                         // that timed out just before the collective finished is not its result.
                         recordOutcome(handle);
+                        failed = state.error;
                     }
                 }
                 if (state.done) {
                     state.run(); // frees the handle once no other thread is inside a native call with it
                 }
+            }
+            if (failed != null) {
+                FlightRecorderMonitor.onFailure(failed); // before the caller (and maybe the process) goes on
             }
         }
     }
@@ -123,6 +128,7 @@ final class NativeWork extends Work {
 
     @Override
     public boolean isCompleted() {
+        DistributedException failed;
         synchronized (state) {
             if (state.done) {
                 return true;
@@ -131,9 +137,13 @@ final class NativeWork extends Work {
                 return false;
             }
             recordOutcome(state.handle);
+            failed = state.error;
             state.run();
-            return true;
         }
+        if (failed != null) {
+            FlightRecorderMonitor.onFailure(failed);
+        }
+        return true;
     }
 
     /** Throws the recorded error again (a fresh exception of the same type, with the first as its cause). */

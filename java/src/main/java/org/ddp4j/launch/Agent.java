@@ -6,6 +6,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
+import org.ddp4j.debug.FlightRecorderDump;
+import org.ddp4j.debug.FlightRecorderReport;
 import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.store.PrefixStore;
 import org.ddp4j.distributed.store.Store;
@@ -113,6 +115,7 @@ final class Agent {
 
     private int attempts(Store root, List<String> argv) throws InterruptedException {
         for (int attempt = 0; ; attempt++) {
+            long attemptStart = System.currentTimeMillis() - 1000; // slack for file systems with coarse times
             Store store = new PrefixStore(ATTEMPT_PREFIX + attempt, root);
             currentStore = store;
             NodeRendezvous.NodeRanks r;
@@ -217,6 +220,7 @@ final class Agent {
             } else {
                 return 1;
             }
+            flightRecorderSummary(attemptStart);
             if (attempt >= cfg.maxRestarts()) {
                 finish(store, false);
                 return 1;
@@ -275,6 +279,18 @@ final class Agent {
     }
 
     /** The last line of a failed attempt: the root cause, then what failed because of it. */
+    /** After a failed attempt: where the ranks parted, when this node's workers left flight-recorder dumps. */
+    private void flightRecorderSummary(long sinceMillis) {
+        try {
+            List<java.nio.file.Path> dumps = FlightRecorderDump.find(FlightRecorderDump.directory(cfg.env()), sinceMillis);
+            if (!dumps.isEmpty()) {
+                error(FlightRecorderReport.summarize(dumps).replace("\n", "\nddp4j-run: "));
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            error("flight recorder: " + e.getMessage());
+        }
+    }
+
     private void summary(String cause, List<String> consequences) {
         error(me + ": the job failed; root cause: " + cause
                 + (consequences.isEmpty() ? "" : "; failed as a consequence: " + String.join(", ", consequences)));
