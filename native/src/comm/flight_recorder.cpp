@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <time.h>
 
 #include "ddp4j/errors.h"
 
@@ -36,8 +37,17 @@ FlightRecorder::FlightRecorder(size_t capacity)
     : capacity_(capacity), slots_(capacity > 0 ? new Slot[capacity] : nullptr) {}
 
 int64_t FlightRecorder::now_ns() {
+#ifdef CLOCK_MONOTONIC_COARSE
+  // The kernel's last tick of CLOCK_MONOTONIC (steady_clock's base): ~7 ns a read against ~40 ns
+  // for the exact clock on a busy VM, twice per collective; a few ms resolution is plenty for
+  // stalls of seconds and for ordering (the record ids order the ops exactly).
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+#else
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+#endif
 }
 
 // Writers of one slot are ordered by the group, so the version moves by plain stores; the fences

@@ -22,7 +22,8 @@ enum class FlightState : uint32_t { kQueued = 0, kStarted = 1, kCompleted = 2, k
 
 /**
  * A preallocated ring of the group's last `capacity` ops. Recording costs a few plain stores and
- * one monotonic clock read per state change: no allocation, no lock, no atomic read-modify-write.
+ * one coarse monotonic clock read (now_ns) per state change, and one relaxed fetch_add per op: no
+ * allocation, no lock.
  * Each slot is a seqlock: writers of one slot are ordered by the group (an op is recorded before
  * it is started, and started before it finishes), readers (snapshot) retry a slot that changed
  * under them. Only when more than `capacity` ops are in flight at once can an old op's late update
@@ -60,7 +61,7 @@ class FlightRecorder {
   /** The op `id` finished, successfully or not (now). */
   void finished(uint64_t id, bool failed);
 
-  /** One op as snapshot reads it. Times are steady-clock nanoseconds (now_ns), 0 until reached. */
+  /** One op as snapshot reads it. Times are now_ns() values, 0 until reached. */
   struct Entry {
     uint64_t id = 0;
     Fingerprint fp;
@@ -77,7 +78,11 @@ class FlightRecorder {
   /** The highest collective number (Fingerprint::seq of a collective, not a transfer) that started; 0: none. */
   uint64_t last_started_seq() const { return last_started_seq_.load(std::memory_order_relaxed); }
 
-  /** The clock of the records: std::chrono::steady_clock in nanoseconds. */
+  /**
+   * The clock of the records, in nanoseconds: CLOCK_MONOTONIC_COARSE on Linux (steady_clock's base,
+   * read at the kernel's last tick: a few ms resolution, so a microsecond op shows 0 ms), else
+   * steady_clock.
+   */
   static int64_t now_ns();
 
  private:

@@ -42,6 +42,8 @@ import org.ddp4j.serialization.AtomicFiles;
 final class FlightRecorderMonitor {
     /** The longest the inspector or a dump waits for the store. */
     static final Duration STORE_WAIT = Duration.ofSeconds(2);
+    /** The same for a dump, which a failing rank writes before it goes on: the peers' numbers are a bonus there. */
+    private static final Duration DUMP_STORE_WAIT = Duration.ofMillis(500);
     /** Store key (in the group's store) of group rank r's highest started collective number: this prefix and r. */
     static final String PROGRESS_KEY = "ddp4j/flight-recorder/last-started/";
     private static final int FIELDS = 14;
@@ -239,7 +241,7 @@ final class FlightRecorderMonitor {
             m.append("; rank ").append(globalRank(g, peer)).append(" has not taken part yet (it may not have called the matching ")
                     .append(kind == 7 ? "recv" : "send").append(")");
         } else {
-            Map<Integer, Long> peers = readPeers(t);
+            Map<Integer, Long> peers = readPeers(t, STORE_WAIT);
             if (peers == null) {
                 m.append("; the store did not answer within ").append(STORE_WAIT.toSeconds())
                         .append(" s, so which ranks have not started it is unknown");
@@ -269,7 +271,7 @@ final class FlightRecorderMonitor {
     }
 
     /** The peers' published numbers by group rank, or null when the store did not answer in time. */
-    private static Map<Integer, Long> readPeers(Tracked t) {
+    private static Map<Integer, Long> readPeers(Tracked t, Duration wait) {
         int size = t.group.size();
         int self = t.group.rank();
         Future<Map<Integer, Long>> read = storeCalls.submit(() -> {
@@ -282,7 +284,7 @@ final class FlightRecorderMonitor {
             return out;
         });
         try {
-            Map<Integer, Long> peers = read.get(STORE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            Map<Integer, Long> peers = read.get(wait.toMillis(), TimeUnit.MILLISECONDS);
             t.peersLastStarted = peers;
             return peers;
         } catch (InterruptedException e) {
@@ -370,7 +372,7 @@ final class FlightRecorderMonitor {
                 ObjectNode status = root.putObject("pg_status");
                 ArrayNode list = root.putArray("entries");
                 for (Tracked t : GROUPS) {
-                    Map<Integer, Long> peers = readPeers(t);
+                    Map<Integer, Long> peers = readPeers(t, DUMP_STORE_WAIT);
                     addGroup(t, config, status, list, peers != null ? peers : t.peersLastStarted);
                 }
                 entries = list.size();
