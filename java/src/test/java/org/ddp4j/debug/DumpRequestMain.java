@@ -8,7 +8,8 @@ import org.ddp4j.distributed.ReduceOp;
 import org.ddp4j.tensor.Tensor;
 
 /**
- * One rank of {@link DumpRequestTest}: five all-reduces and a barrier, then rank 0 touches
+ * One rank of {@link DumpRequestTest}: five all-reduces, a barrier and a send of 3 floats from
+ * rank 0 to rank 1, then rank 0 touches
  * {@code DDP4J_DEBUG_DIR/ddp4j-dump-request} and every rank waits (at most 30 s) for its own dump
  * before leaving through a second barrier.
  */
@@ -24,6 +25,13 @@ public final class DumpRequestMain {
             }
         }
         Distributed.barrier();
+        try (Tensor t = Tensor.of(new float[] {1, 2, 3}, 3)) {
+            if (rank == 0) {
+                Distributed.send(t, 1);
+            } else {
+                Distributed.recv(t, 0);
+            }
+        }
         Path dir = Path.of(System.getenv("DDP4J_DEBUG_DIR"));
         if (rank == 0) {
             Files.writeString(dir.resolve(FlightRecorderDump.REQUEST_FILE), "");

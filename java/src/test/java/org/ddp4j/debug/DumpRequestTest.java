@@ -16,8 +16,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * On demand: touching {@code ddp4j-dump-request} makes every rank of a running 2-rank job write
- * its dump ({@link DumpRequestMain}), which holds each collective it ran, in order, with its call,
- * transport, state and times, and the Java threads' stacks.
+ * its dump ({@link DumpRequestMain}), which holds each collective and transfer it ran, in order,
+ * with its call, transport (shared memory, or Gloo with DDP4J_SHM=0), state and times, and the
+ * Java threads' stacks.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class DumpRequestTest {
@@ -26,22 +27,37 @@ class DumpRequestTest {
 
     @Test
     void touchingTheRequestFileMakesEveryRankDumpItsRecord() throws Exception {
-        RankProcesses.run(DumpRequestMain.class, 2, Map.of("DDP4J_DEBUG_DIR", dir.toString()), Duration.ofSeconds(60),
-                r -> 0);
+        checkDumps(Map.of("DDP4J_DEBUG_DIR", dir.toString()), "shm");
+    }
+
+    @Test
+    void recordsThePlainGlooTransportToo() throws Exception {
+        checkDumps(Map.of("DDP4J_DEBUG_DIR", dir.toString(), "DDP4J_SHM", "0"), "gloo");
+    }
+
+    private void checkDumps(Map<String, String> env, String transport) throws Exception {
+        RankProcesses.run(DumpRequestMain.class, 2, env, Duration.ofSeconds(60), r -> 0);
         for (int rank = 0; rank < 2; rank++) {
             JsonNode d = FlightRecorderDump.read(FlightRecorderDump.file(dir, rank));
             assertEquals(rank, d.get("rank").asInt());
             assertEquals(2, d.get("world_size").asInt());
             assertTrue(d.get("trigger").asText().startsWith("on request"), d.get("trigger").asText());
             JsonNode entries = d.get("entries");
-            assertEquals(6, entries.size(), entries.toString()); // 5 all-reduces and the first barrier
+            assertEquals(7, entries.size(), entries.toString()); // 5 all-reduces, the first barrier, the transfer
+            JsonNode transfer = entries.get(6);
+            assertTrue(transfer.get("is_p2p").asBoolean(), transfer.toString());
+            assertEquals(1, transfer.get("p2p_seq_id").asLong());
+            assertEquals(1 - rank, transfer.get("peer").asInt());
+            assertEquals(rank == 0 ? "send #1 to rank 1 with tag 0 of 3 float32 elements"
+                    : "recv #1 from rank 0 with tag 0 of 3 float32 elements", transfer.get("description").asText());
+            assertEquals("completed", transfer.get("state").asText());
             long previousCompleted = 0;
             for (int i = 0; i < 6; i++) {
                 JsonNode e = entries.get(i);
                 assertEquals(i + 1, e.get("collective_seq_id").asLong());
                 assertEquals(i < 5 ? "allReduce(SUM) of 2 float32 elements" : "barrier", e.get("description").asText());
                 assertEquals(i < 5 ? "gloo:allReduce" : "gloo:barrier", e.get("profiling_name").asText());
-                assertEquals("shm", e.get("transport").asText());
+                assertEquals(transport, e.get("transport").asText());
                 assertEquals("completed", e.get("state").asText());
                 long created = e.get("time_created_ns").asLong();
                 long started = e.get("time_discovered_started_ns").asLong();
