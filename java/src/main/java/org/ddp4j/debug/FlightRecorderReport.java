@@ -227,11 +227,20 @@ public final class FlightRecorderReport implements Callable<Integer> {
             never.add("rank " + r + " never did — its last completed is " + (lastCompleted > 0 ? "#" + lastCompleted : "none")
                     + (at != null ? "; its main thread is in " + at : ""));
         }
+        // The last collective a rank without a dump is known to have joined: what it published, or
+        // one its peers completed (which needs every rank).
+        long completedByPeers = 0;
+        for (Map<Long, JsonNode> c : calls.values()) {
+            for (Map.Entry<Long, JsonNode> e : c.entrySet()) {
+                if (e.getKey() < seq && e.getValue().path("state").asText().equals("completed")) {
+                    completedByPeers = Math.max(completedByPeers, e.getKey());
+                }
+            }
+        }
         for (int r : unreached) {
-            Long last = reported.get(r);
+            long last = Math.max(reported.getOrDefault(r, 0L), completedByPeers);
             never.add("rank " + r + " never did — it wrote no dump (a stopped, killed or hung process cannot write one);"
-                    + (last != null && last > 0 ? " the last collective it reported starting is #" + last
-                            : " it reported starting none"));
+                    + (last > 0 ? " the last collective it is known to have joined is #" + last : " no collective of it is known"));
         }
         return "collective #" + seq + " " + call + ": " + byState(present) + "; " + String.join("; ", never);
     }
@@ -241,7 +250,11 @@ public final class FlightRecorderReport implements Callable<Integer> {
         Map<String, List<Integer>> states = new TreeMap<>();
         present.forEach((r, e) -> states.computeIfAbsent(e.path("state").asText(), k -> new ArrayList<>()).add(r));
         return states.entrySet().stream()
-                .map(e -> ranks(e.getValue()) + (e.getKey().equals("queued") ? " called it (queued)" : " " + e.getKey() + " it"))
+                .map(e -> ranks(e.getValue()) + switch (e.getKey()) {
+                    case "queued" -> " called it (queued)";
+                    case "failed" -> " started it and failed";
+                    default -> " " + e.getKey() + " it";
+                })
                 .collect(Collectors.joining("; "));
     }
 

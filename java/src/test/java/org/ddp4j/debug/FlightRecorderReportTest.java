@@ -17,8 +17,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The summary of dumps written by hand in the format the ranks write: the issue's example (a rank
- * that never started #57 while the others did, with rings that wrapped at different numbers), a
- * job whose ranks all waited inside one collective, and a file that is not a dump.
+ * that never started #57 while the others did, with rings that wrapped at different numbers), the
+ * same rank without a dump (stopped), a job whose ranks all waited inside one collective, and a
+ * file that is not a dump.
  */
 class FlightRecorderReportTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -40,7 +41,7 @@ class FlightRecorderReportTest {
         for (int r = 0; r < 4; r++) {
             ranks.add(r);
         }
-        d.putObject("pg_status").putObject("0").putObject("peers_last_started");
+        d.putObject("pg_status").putObject("0").putObject("peers_last_started").put("1", 50); // stale: published a while ago
         ArrayNode entries = d.putArray("entries");
         for (long seq = first; seq <= last; seq++) {
             ObjectNode e = entries.addObject();
@@ -65,6 +66,17 @@ class FlightRecorderReportTest {
         String summary = FlightRecorderReport.summarize(files);
         assertTrue(summary.contains("collective #57 " + BUCKET + ": ranks 0, 2, 3 started it; rank 1 never did — its last"
                 + " completed is #56; its main thread is in ConvNetDemo.java:142"), summary);
+    }
+
+    @Test
+    void namesARankThatWroteNoDumpByTheLastCollectiveItIsKnownToHaveJoined() throws Exception {
+        // Rank 1 was stopped: no dump; it last published #50, but its peers completed #56, which needed it.
+        List<Path> files = List.of(dump(0, 50, 57, 57, "ConvNetDemo.java:150"), dump(2, 50, 57, 57, "ConvNetDemo.java:150"),
+                dump(3, 50, 57, 57, "ConvNetDemo.java:150"));
+        String summary = FlightRecorderReport.summarize(files);
+        assertTrue(summary.contains("collective #57 " + BUCKET + ": ranks 0, 2, 3 started it; rank 1 never did — it wrote"
+                + " no dump (a stopped, killed or hung process cannot write one); the last collective it is known to have"
+                + " joined is #56"), summary);
     }
 
     @Test
