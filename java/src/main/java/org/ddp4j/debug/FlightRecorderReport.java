@@ -239,8 +239,9 @@ public final class FlightRecorderReport implements Callable<Integer> {
         }
         for (int r : unreached) {
             long last = Math.max(reported.getOrDefault(r, 0L), completedByPeers);
-            never.add("rank " + r + " never did — it wrote no dump (a stopped, killed or hung process cannot write one);"
-                    + (last > 0 ? " the last collective it is known to have joined is #" + last : " no collective of it is known"));
+            never.add("rank " + r + " is not known to have started it — it wrote no dump (a stopped, killed or hung process"
+                    + " cannot write one); " + (last > 0 ? "the last collective it is known to have joined is #" + last
+                            : "no collective of it is known"));
         }
         return "collective #" + seq + " " + call + ": " + byState(present) + "; " + String.join("; ", never);
     }

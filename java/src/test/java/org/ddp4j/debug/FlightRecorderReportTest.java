@@ -74,8 +74,8 @@ class FlightRecorderReportTest {
         List<Path> files = List.of(dump(0, 50, 57, 57, "ConvNetDemo.java:150"), dump(2, 50, 57, 57, "ConvNetDemo.java:150"),
                 dump(3, 50, 57, 57, "ConvNetDemo.java:150"));
         String summary = FlightRecorderReport.summarize(files);
-        assertTrue(summary.contains("collective #57 " + BUCKET + ": ranks 0, 2, 3 started it; rank 1 never did — it wrote"
-                + " no dump (a stopped, killed or hung process cannot write one); the last collective it is known to have"
+        assertTrue(summary.contains("collective #57 " + BUCKET + ": ranks 0, 2, 3 started it; rank 1 is not known to have"
+                + " started it — it wrote no dump (a stopped, killed or hung process cannot write one); the last collective it is known to have"
                 + " joined is #56"), summary);
     }
 
