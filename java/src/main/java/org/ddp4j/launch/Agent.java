@@ -1,5 +1,7 @@
 package org.ddp4j.launch;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -278,19 +280,19 @@ final class Agent {
                 cfg.keepAliveTimeout().plus(RootCause.GRACE));
     }
 
-    /** The last line of a failed attempt: the root cause, then what failed because of it. */
     /** After a failed attempt: where the ranks parted, when this node's workers left flight-recorder dumps. */
     private void flightRecorderSummary(long sinceMillis) {
         try {
-            List<java.nio.file.Path> dumps = FlightRecorderDump.find(FlightRecorderDump.directory(cfg.env()), sinceMillis);
+            List<Path> dumps = FlightRecorderDump.find(FlightRecorderDump.directory(cfg.env()), sinceMillis);
             if (!dumps.isEmpty()) {
                 error(FlightRecorderReport.summarize(dumps).replace("\n", "\nddp4j-run: "));
             }
-        } catch (java.io.IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             error("flight recorder: " + e.getMessage());
         }
     }
 
+    /** The last line of a failed attempt: the root cause, then what failed because of it. */
     private void summary(String cause, List<String> consequences) {
         error(me + ": the job failed; root cause: " + cause
                 + (consequences.isEmpty() ? "" : "; failed as a consequence: " + String.join(", ", consequences)));
