@@ -79,7 +79,7 @@ final class FlightRecorderMonitor {
         Future<?> publishing;
         long stalledRecord; // the record whose stall was published, awaiting the peers' numbers
         long stallPublishedAt;
-        long warnedRecord;
+        long warnedRecord; // the newest record warned about (records are numbered in issue order)
         Map<Integer, Long> peersLastStarted = new TreeMap<>(); // group rank -> number, as last read
 
         Tracked(NativeProcessGroup group, long handle, Store store, String pgId) {
@@ -186,10 +186,12 @@ final class FlightRecorderMonitor {
         if (lastStarted != t.published && System.nanoTime() - t.publishedAt >= publishEvery) {
             publish(t, lastStarted);
         }
-        // The oldest unfinished op that started: the one this rank waits in.
+        // The oldest started, unfinished op newer than the last one warned about: the one this rank
+        // waits in (a transfer warned about long ago, say a recv that waits on purpose, does not
+        // hide a collective stalled after it).
         int at = -1;
         for (int i = ProcessGroupNatives.FLIGHT_HEADER; i + FIELDS <= rec.length; i += FIELDS) {
-            if (rec[i + 10] == 1) {
+            if (rec[i + 10] == 1 && rec[i] > t.warnedRecord) {
                 at = i;
                 break;
             }
@@ -199,7 +201,7 @@ final class FlightRecorderMonitor {
         }
         long record = rec[at];
         long waited = now - rec[at + 12];
-        if (record == t.warnedRecord || waited < threshold.toNanos()) {
+        if (waited < threshold.toNanos()) {
             return null;
         }
         if (t.stalledRecord != record) {
