@@ -252,7 +252,10 @@ final class FlightRecorderMonitor {
                 for (int r = 0; r < g.size(); r++) {
                     long theirs = peers.getOrDefault(r, 0L);
                     if (r != g.rank() && theirs < seq) {
-                        behind.add(globalRank(g, r) + (theirs > 0 ? " (last started #" + theirs + ")" : " (started none yet)"));
+                        // This rank completed #seq-1, which took every rank: a fresher number than a
+                        // report up to a publish interval old.
+                        long known = Math.max(theirs, seq - 1);
+                        behind.add(globalRank(g, r) + (known > 0 ? " (got as far as #" + known + ")" : " (started none yet)"));
                     }
                 }
                 if (behind.isEmpty()) {
@@ -260,8 +263,8 @@ final class FlightRecorderMonitor {
                             + " between hosts, or an overloaded machine)");
                 } else {
                     m.append("; not yet started by ").append(behind.size() == 1 ? "rank " : "ranks ")
-                            .append(String.join(", ", behind)).append(" (as they last reported): a rank that never"
-                            + " starts it is stopped, stuck or on another code path");
+                            .append(String.join(", ", behind)).append(": a rank that never starts it is stopped, stuck or"
+                            + " on another code path");
                 }
             }
         }
