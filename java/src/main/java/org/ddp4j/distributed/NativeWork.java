@@ -13,7 +13,9 @@ import org.ddp4j.internal.WorkNatives;
  *
  * <p>The handle is freed as soon as completion has been observed (the outcome is then kept in
  * Java and rethrown by every later await), or by a {@link Cleaner} if the Work is dropped
- * unobserved. A wait's own timeout is never recorded as the collective's outcome. The NCCL side
+ * unobserved. A wait's own timeout is never recorded as the collective's outcome. The first
+ * failure observed (a collective that failed or timed out) also has {@link FlightRecorderMonitor}
+ * write this rank's flight-recorder dump before the error reaches the caller. The NCCL side
  * keeps the tensors alive until the GPU is past them, whenever the handle is freed.
  */
 final class NativeWork extends Work {
