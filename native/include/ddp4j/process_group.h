@@ -19,6 +19,8 @@
 
 namespace ddp4j {
 
+class FlightRecorder;
+
 /**
  * Element-wise reduction of allreduce. Values match org.ddp4j.distributed.ReduceOp ordinals and
  * PyTorch's c10d::ReduceOp::RedOpType numbering (SUM 0, AVG 1, PRODUCT 2, MIN 3, MAX 4).
@@ -116,6 +118,12 @@ class ProcessGroup {
   int size() const { return size_; }
   /** "gloo" or "nccl". */
   virtual std::string backend() const = 0;
+
+  /**
+   * The group's record of its last collectives and transfers (comm/flight_recorder.h), or null
+   * for a backend without one. Lives as long as the group.
+   */
+  virtual const FlightRecorder* flight_recorder() const { return nullptr; }
 
   /** Reduces `tensor` element-wise across ranks, in place, on every rank. Mirrors all_reduce. */
   virtual std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op) = 0;

@@ -4,8 +4,12 @@
 
 #include "org_ddp4j_internal_ProcessGroupNatives.h"  // javac -h: the prototypes defined here
 
+#include <chrono>
 #include <memory>
+#include <vector>
 
+#include "comm/fingerprint.h"
+#include "comm/flight_recorder.h"
 #include "ddp4j/process_group.h"
 #include "jni/jni_util.h"
 #include "jni/process_group_handles.h"
@@ -108,6 +112,58 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_send(JNIEnv*
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_recv(JNIEnv* env, jclass, jlong pg, jlong tensor,
                                                                          jint src, jint tag) {
   return guarded(env, [&] { return handle_unless_done(group_of(pg).recv(mutable_tensor_of(tensor), src, tag)); });
+}
+
+// The flight record as one long[] (layout: org.ddp4j.internal.ProcessGroupNatives.flightRecord):
+// one JNI array for the whole ring, read at dump time and, with onlyOpen, once a second.
+JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_flightRecord(JNIEnv* env, jclass, jlong pg,
+                                                                                     jboolean onlyOpen) {
+  return guarded(env, [&]() -> jlongArray {
+    constexpr int kHeader = 5;
+    constexpr int kFields = 14;
+    const FlightRecorder* recorder = group_of(pg).flight_recorder();
+    std::vector<FlightRecorder::Entry> entries;
+    if (recorder != nullptr) entries = recorder->snapshot(onlyOpen);
+    std::vector<jlong> out(kHeader + kFields * entries.size());
+    out[0] = kFields;
+    out[1] = recorder != nullptr ? static_cast<jlong>(recorder->capacity()) : 0;
+    out[2] = recorder != nullptr ? static_cast<jlong>(recorder->last_started_seq()) : 0;
+    out[3] = FlightRecorder::now_ns();
+    out[4] = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+    size_t at = kHeader;
+    for (const auto& e : entries) {
+      const jlong fields[kFields] = {static_cast<jlong>(e.id),        static_cast<jlong>(e.fp.seq),
+                                     static_cast<jlong>(e.fp.kind),   static_cast<jlong>(e.fp.arg),
+                                     static_cast<jlong>(e.fp.dtype),  static_cast<jlong>(e.fp.numel),
+                                     static_cast<jlong>(e.fp.bucket), static_cast<jlong>(e.fp.buckets),
+                                     static_cast<jlong>(e.fp.peer),   static_cast<jlong>(e.transport),
+                                     static_cast<jlong>(e.state),     e.queued_ns,
+                                     e.started_ns,                    e.finished_ns};
+      for (int f = 0; f < kFields; f++) out[at++] = fields[f];
+    }
+    jlongArray array = env->NewLongArray(static_cast<jsize>(out.size()));
+    if (array == nullptr) return nullptr;  // OutOfMemoryError pending
+    env->SetLongArrayRegion(array, 0, static_cast<jsize>(out.size()), out.data());
+    return array;
+  });
+}
+
+JNIEXPORT jstring JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_describeCollective(
+    JNIEnv* env, jclass, jlong seq, jint kind, jint arg, jint dtype, jlong numel, jint bucket, jint buckets, jint peer) {
+  return guarded(env, [&]() -> jstring {
+    Fingerprint fp;
+    fp.seq = static_cast<uint64_t>(seq);
+    fp.kind = static_cast<uint32_t>(kind);
+    fp.arg = static_cast<uint32_t>(arg);
+    fp.dtype = static_cast<uint32_t>(dtype);
+    fp.numel = static_cast<uint64_t>(numel);
+    fp.bucket = bucket;
+    fp.buckets = buckets;
+    fp.peer = static_cast<uint32_t>(peer);
+    return env->NewStringUTF(describe(fp).c_str());
+  });
 }
 
 // The virtual destructor runs the backend's shutdown (Gloo: fail queued ops, join the worker;

@@ -20,10 +20,13 @@ std::shared_ptr<Work> GlooProcessGroup::enqueue(const Fingerprint& fp, std::vect
     op.work = std::make_shared<Work>(std::function<std::string()>([described] { return describe(described); }),
                                      std::move(keep_alive));
     if (!run_inline || running_ || !queue_.empty()) {
-      queue_.push_back(op);
       run_inline = false;
+      op.record = recorder_.record(op.fp, flight_transport_, /*started=*/false);
+      queue_.push_back(op);
     } else {
       running_ = true;  // keeps the worker off until this op is done, so ops stay in issue order
+      op.inline_op = true;
+      op.record = recorder_.record(op.fp, flight_transport_, /*started=*/true);
     }
   }
   std::shared_ptr<Work> work = op.work;
@@ -67,6 +70,7 @@ void GlooProcessGroup::run_op(Op& op) {
   const uint32_t header_tag = static_cast<uint32_t>(seq * 2);
   const uint32_t data_tag = header_tag + 1;
   std::exception_ptr error;
+  if (!op.inline_op) recorder_.started(op.record);
   const std::string failed = broken();
   if (!failed.empty()) {
     if (host_ && !host_aborted_) {
@@ -104,6 +108,7 @@ void GlooProcessGroup::run_op(Op& op) {
       close_connections();
     }
   }
+  recorder_.finished(op.record, error != nullptr);
   op.work->finish(error);
 }
 

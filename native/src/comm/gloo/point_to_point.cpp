@@ -52,15 +52,17 @@ struct GlooPointToPoint::Transfer {
   Clock::time_point deadline;
   std::shared_ptr<gloo::transport::UnboundBuffer> header_out, header_in, data;
   std::exception_ptr post_error;  // Gloo refused to post (e.g. the connection is gone)
+  uint64_t record = 0;            // its flight record
 };
 
 GlooPointToPoint::GlooPointToPoint(std::shared_ptr<gloo::Context> context, int rank, std::chrono::milliseconds timeout,
-                                   std::function<std::string()> broken,
+                                   FlightRecorder* recorder, std::function<std::string()> broken,
                                    std::function<void(const std::string&)> on_failure,
                                    std::function<Error(const std::string&, const std::string&)> translate)
     : context_(std::move(context)),
       rank_(rank),
       timeout_(timeout),
+      recorder_(recorder),
       broken_(std::move(broken)),
       on_failure_(std::move(on_failure)),
       translate_(std::move(translate)) {}
@@ -123,7 +125,10 @@ std::shared_ptr<Work> GlooPointToPoint::start(Fingerprint::Kind kind, const Tens
   x->work = std::make_shared<Work>(std::function<std::string()>([described] { return describe(described); }),
                                    std::vector<Tensor>{tensor});
   std::shared_ptr<Work> work = x->work;
+  // Posted at the call (below): started at once, as far as this rank can tell.
+  x->record = recorder_->record(x->fp, FlightTransport::kGloo, /*started=*/true);
   if (!broken.empty()) {
+    recorder_->finished(x->record, /*failed=*/true);
     work->finish(std::make_exception_ptr(
         Error(ErrorKind::Distributed, detail::concat(work->description(), " cannot run: this process group failed"
                                                      " earlier (", broken, "); destroy it and create a new one"))));
@@ -278,6 +283,7 @@ void GlooPointToPoint::run(Transfer& x) {
   x.header_in.reset();
   x.data.reset();
   x.tensor = Tensor();  // not kept until the thread is reaped: the caller may free a large tensor now
+  recorder_->finished(x.record, error != nullptr);
   x.work->finish(error);
   std::lock_guard<std::mutex> lock(mutex_);
   active_.remove_if([&x](const std::shared_ptr<Transfer>& t) { return t.get() == &x; });

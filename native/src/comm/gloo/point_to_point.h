@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
+#include "comm/flight_recorder.h"
 #include "ddp4j/process_group.h"
 
 namespace gloo {
@@ -54,13 +55,14 @@ class GlooPointToPoint {
   static constexpr size_t kEagerLimitBytes = size_t{1} << 24;
 
   /**
+   * @param recorder   the group's flight recorder (outlives this); every transfer is recorded there
    * @param broken     the group's failure so far ("" if none); transfers fail at once when set
    * @param on_failure called with the error's message when a network error or a timeout breaks
    *                   the group (it closes the group's connections)
    * @param translate  turns a Gloo error of the transfer `description` into the group's error
    */
   GlooPointToPoint(std::shared_ptr<gloo::Context> context, int rank, std::chrono::milliseconds timeout,
-                   std::function<std::string()> broken, std::function<void(const std::string&)> on_failure,
+                   FlightRecorder* recorder, std::function<std::string()> broken, std::function<void(const std::string&)> on_failure,
                    std::function<Error(const std::string& description, const std::string& gloo_message)> translate);
   /** close(), then joins the transfers' threads and frees their buffers. */
   ~GlooPointToPoint();
@@ -101,6 +103,7 @@ class GlooPointToPoint {
   const std::shared_ptr<gloo::Context> context_;
   const int rank_;
   const std::chrono::milliseconds timeout_;
+  FlightRecorder* const recorder_;
   const std::function<std::string()> broken_;
   const std::function<void(const std::string&)> on_failure_;
   const std::function<Error(const std::string&, const std::string&)> translate_;

@@ -19,7 +19,7 @@ namespace ddp4j {
 // Construction: device, rendezvous, full mesh.
 
 GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options)
-    : ProcessGroup(rank, size), options_(std::move(options)) {
+    : ProcessGroup(rank, size), options_(std::move(options)), recorder_(FlightRecorder::capacity_from_environment()) {
   DDP4J_CHECK_ARG(size >= 1, "process group size must be at least 1, got ", size);
   DDP4J_CHECK_ARG(rank >= 0 && rank < size, "rank must be in [0, ", size, "), got ", rank);
   DDP4J_CHECK_ARG(options_.timeout.count() > 0, "process group timeout must be positive, got ",
@@ -29,6 +29,7 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
   connect_mesh(store, device);
   connect_small_allreduce(store, device);
   host_ = HostCollectives::create(store, device, rank, size, options_.timeout, options_.shm, options_.shm_host_id);
+  if (host_) flight_transport_ = host_->single_host() ? FlightTransport::kShm : FlightTransport::kShmGloo;
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -40,7 +41,7 @@ void GlooProcessGroup::connect_mesh(gloo::rendezvous::Store& store,
     record_peer_addresses(gloo_store, *context_, &peer_addresses_);
   }
   p2p_ = std::make_unique<GlooPointToPoint>(
-      context_, rank(), options_.timeout, [this] { return broken(); },
+      context_, rank(), options_.timeout, &recorder_, [this] { return broken(); },
       [this](const std::string& reason) {
         set_broken(reason);
         try {
@@ -85,6 +86,7 @@ GlooProcessGroup::~GlooProcessGroup() {
   }
   cv_.notify_all();
   for (auto& op : abandoned) {
+    recorder_.finished(op.record, /*failed=*/true);
     op.work->finish(std::make_exception_ptr(
         Error(ErrorKind::Distributed, detail::concat(op.work->description(), " did not run: rank ", rank(),
                                                      " closed its process group first"))));

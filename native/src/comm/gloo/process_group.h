@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
+#include "comm/flight_recorder.h"
 #include "comm/gloo/options.h"
 #include "ddp4j/process_group.h"
 
@@ -61,6 +62,8 @@ class GlooProcessGroup : public ProcessGroup {
   /** "shm" (all ranks on one host, shared memory), "shm+gloo" (hierarchical) or "gloo". */
   std::string transport() const;
   const GlooOptions& options() const { return options_; }
+  /** Every collective and transfer, from the call to its end (DDP4J_FLIGHT_RECORDER_ENTRIES). */
+  const FlightRecorder* flight_recorder() const override { return &recorder_; }
 
   std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op) override;
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root) override;
@@ -114,6 +117,8 @@ class GlooProcessGroup : public ProcessGroup {
     Fingerprint fp;  // seq assigned at enqueue
     Run run;         // the data movement; empty for barrier
     Check check = Check::kBefore;
+    uint64_t record = 0;     // its flight record (0: recorder off)
+    bool inline_op = false;  // runs on the caller's thread: recorded as started at once
   };
   /** How an all-reduce of one tensor moves its data, and when it compares fingerprints. */
   struct Movement {
@@ -152,6 +157,8 @@ class GlooProcessGroup : public ProcessGroup {
   bool shm_inline(size_t bytes) const;
 
   GlooOptions options_;
+  FlightRecorder recorder_;  // before every member whose threads record into it
+  FlightTransport flight_transport_ = FlightTransport::kGloo;
   std::shared_ptr<gloo::Context> context_;
   std::shared_ptr<HostCollectives> host_;  // shared memory; null: plain Gloo (see GlooOptions::shm)
   std::shared_ptr<SmallAllreduce> small_;  // the small all-reduce (see GlooOptions); null when off. Only

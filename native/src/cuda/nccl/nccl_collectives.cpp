@@ -8,6 +8,16 @@
 namespace ddp4j {
 namespace {
 
+/** The op's fingerprint for the flight record (seq is assigned when it is queued). */
+Fingerprint fingerprint(Fingerprint::Kind kind, uint32_t arg, DType dtype, int64_t numel) {
+  Fingerprint fp;
+  fp.kind = kind;
+  fp.arg = arg;
+  fp.dtype = static_cast<uint32_t>(dtype);
+  fp.numel = static_cast<uint64_t>(numel);
+  return fp;
+}
+
 std::string size_str(int64_t numel, DType dtype) {
   const int64_t bytes = numel * static_cast<int64_t>(dtype_size(dtype));
   return detail::concat(numel, " ", dtype_name(dtype), numel == 1 ? " element (" : " elements (", bytes,
@@ -60,7 +70,8 @@ std::shared_ptr<Work> NcclProcessGroup::allreduce(const Tensor& tensor, ReduceOp
   const size_t count = static_cast<size_t>(tensor.numel());
   const nccl::DataType type = nccl_type(tensor.dtype());
   const nccl::RedOp red = nccl_op(op);
-  return launch(description, {tensor}, false, [&](cudaStream_t s) {
+  return launch(fingerprint(Fingerprint::kAllReduce, static_cast<uint32_t>(op), tensor.dtype(), tensor.numel()), description,
+                {tensor}, false, [&](cudaStream_t s) {
     return count == 0 ? nccl::kSuccess : api_.all_reduce(data, data, count, type, red, comm_, s);
   });
 }
@@ -73,7 +84,8 @@ std::shared_ptr<Work> NcclProcessGroup::broadcast(const Tensor& tensor, int root
   void* data = tensor.raw_data();
   const size_t count = static_cast<size_t>(tensor.numel());
   const nccl::DataType type = nccl_type(tensor.dtype());
-  return launch(description, {tensor}, false, [&](cudaStream_t s) {
+  return launch(fingerprint(Fingerprint::kBroadcast, static_cast<uint32_t>(root), tensor.dtype(), tensor.numel()),
+                description, {tensor}, false, [&](cudaStream_t s) {
     return count == 0 ? nccl::kSuccess : api_.broadcast(data, data, count, type, root, comm_, s);
   });
 }
@@ -91,7 +103,8 @@ std::shared_ptr<Work> NcclProcessGroup::allgather(const Tensor& output, const Te
   void* out = output.raw_data();
   const size_t count = static_cast<size_t>(input.numel());
   const nccl::DataType type = nccl_type(input.dtype());
-  return launch(description, {input, output}, false, [&](cudaStream_t s) {
+  return launch(fingerprint(Fingerprint::kAllGather, 0, input.dtype(), input.numel()), description, {input, output},
+                false, [&](cudaStream_t s) {
     return count == 0 ? nccl::kSuccess : api_.all_gather(in, out, count, type, comm_, s);
   });
 }
@@ -116,7 +129,7 @@ std::shared_ptr<Work> NcclProcessGroup::allgather(const std::vector<Tensor>& out
   std::vector<void*> targets;
   for (const Tensor& t : outputs) targets.push_back(t.raw_data());
   return launch(
-      description, std::move(keep), false,
+      fingerprint(Fingerprint::kAllGather, 0, input.dtype(), input.numel()), description, std::move(keep), false,
       [&](cudaStream_t s) { return count == 0 ? nccl::kSuccess : api_.all_gather(in, out, count, type, comm_, s); },
       [&](cudaStream_t s) {
         if (block == 0) return;
@@ -129,7 +142,7 @@ std::shared_ptr<Work> NcclProcessGroup::allgather(const std::vector<Tensor>& out
 
 std::shared_ptr<Work> NcclProcessGroup::barrier() {
   float* buffer = barrier_buffer_;
-  return launch("barrier", {}, /*blocking_sync=*/true, [&](cudaStream_t s) {
+  return launch(fingerprint(Fingerprint::kBarrier, 0, DType::Float32, 0), "barrier", {}, /*blocking_sync=*/true, [&](cudaStream_t s) {
     return api_.all_reduce(buffer, buffer, 1, nccl::kFloat32, nccl::kSum, comm_, s);
   });
 }
@@ -145,7 +158,9 @@ std::shared_ptr<Work> NcclProcessGroup::reduce(const Tensor& tensor, int root, R
   const nccl::DataType type = nccl_type(tensor.dtype());
   const nccl::RedOp red = nccl_op(op);
   // In place on every rank, as PyTorch: NCCL writes recvbuff on the root only.
-  return launch(description, {tensor}, false, [&](cudaStream_t s) {
+  Fingerprint fp = fingerprint(Fingerprint::kReduce, static_cast<uint32_t>(op), tensor.dtype(), tensor.numel());
+  fp.peer = static_cast<uint32_t>(root);
+  return launch(fp, description, {tensor}, false, [&](cudaStream_t s) {
     return count == 0 ? nccl::kSuccess : api_.reduce(data, data, count, type, red, root, comm_, s);
   });
 }
@@ -171,7 +186,8 @@ std::shared_ptr<Work> NcclProcessGroup::reduce_scatter(const Tensor& output, con
   const size_t count = static_cast<size_t>(output.numel());
   const nccl::DataType type = nccl_type(output.dtype());
   const nccl::RedOp red = nccl_op(op);
-  return launch(description, {input, output}, false, [&](cudaStream_t s) {
+  return launch(fingerprint(Fingerprint::kReduceScatter, static_cast<uint32_t>(op), input.dtype(), input.numel()),
+                description, {input, output}, false, [&](cudaStream_t s) {
     return count == 0 ? nccl::kSuccess : api_.reduce_scatter(in, out, count, type, red, comm_, s);
   });
 }
@@ -198,6 +214,7 @@ std::shared_ptr<Work> NcclProcessGroup::reduce_scatter(const Tensor& output, con
   std::vector<const void*> sources;
   for (const Tensor& t : inputs) sources.push_back(t.raw_data());
   return launch(
+      fingerprint(Fingerprint::kReduceScatter, static_cast<uint32_t>(op), output.dtype(), output.numel() * size()),
       description, std::move(keep), false,
       [&](cudaStream_t s) {
         return count == 0 ? nccl::kSuccess : api_.reduce_scatter(staging, out, count, type, red, comm_, s);
@@ -227,8 +244,11 @@ std::shared_ptr<Work> NcclProcessGroup::point_to_point(bool sending, const Tenso
   void* data = tensor.raw_data();
   const size_t count = static_cast<size_t>(tensor.numel());
   const nccl::DataType type = nccl_type(tensor.dtype());
+  Fingerprint fp = fingerprint(sending ? Fingerprint::kSend : Fingerprint::kRecv, static_cast<uint32_t>(tag), tensor.dtype(),
+                               tensor.numel());
+  fp.peer = static_cast<uint32_t>(peer);
   return launch(
-      description, {tensor}, false,
+      fp, description, {tensor}, false,
       [&](cudaStream_t s) {
         if (count == 0) return nccl::kSuccess;
         return sending ? api_.send(data, count, type, peer, comm_, s) : api_.recv(data, count, type, peer, comm_, s);

@@ -7,7 +7,7 @@ namespace ddp4j {
 
 using Clock = std::chrono::steady_clock;
 
-std::shared_ptr<Work> NcclProcessGroup::launch(std::string description, std::vector<Tensor> tensors,
+std::shared_ptr<Work> NcclProcessGroup::launch(Fingerprint fp, std::string description, std::vector<Tensor> tensors,
                                                bool blocking_sync,
                                                const std::function<nccl::Result(cudaStream_t)>& issue,
                                                const std::function<void(cudaStream_t)>& after,
@@ -33,7 +33,7 @@ std::shared_ptr<Work> NcclProcessGroup::launch(std::string description, std::vec
   DDP4J_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, start, 0));
   // Queueing failed: abort once comm_mutex_ is released (abort takes it).
   ErrorKind failure_kind = ErrorKind::Distributed;
-  const std::string failure = queue_on_comm_stream(description, work, end, issue, after, before, &failure_kind);
+  const std::string failure = queue_on_comm_stream(fp, description, work, end, issue, after, before, &failure_kind);
   if (!failure.empty()) {
     work->finish(std::make_exception_ptr(Error(failure_kind, failure)));
     abort(ErrorKind::Distributed, failure);
@@ -52,7 +52,7 @@ void NcclProcessGroup::create_events(cudaEvent_t* start, cudaEvent_t* end) {
   }
 }
 
-std::string NcclProcessGroup::queue_on_comm_stream(const std::string& description,
+std::string NcclProcessGroup::queue_on_comm_stream(Fingerprint fp, const std::string& description,
                                                    const std::shared_ptr<NcclWork>& work, cudaEvent_t end,
                                                    const std::function<nccl::Result(cudaStream_t)>& issue,
                                                    const std::function<void(cudaStream_t)>& after,
@@ -60,6 +60,10 @@ std::string NcclProcessGroup::queue_on_comm_stream(const std::string& descriptio
                                                    ErrorKind* failure_kind) {
   std::lock_guard<std::mutex> lock(comm_mutex_);
   throw_if_aborted(description);
+  // Numbered in issue order under comm_mutex_, as the Gloo group numbers its collectives.
+  const bool transfer = fp.kind == Fingerprint::kSend || fp.kind == Fingerprint::kRecv;
+  fp.seq = transfer ? ++p2p_seq_[{fp.kind, fp.peer}] : ++collective_seq_;
+  const uint64_t record = recorder_.record(fp, FlightTransport::kNccl, /*started=*/true);
   std::string failure = queue_calls(description, issue, after, before, failure_kind);
   // The end event also closes a failed collective: part of it may be queued already, so its
   // tensors stay alive (draining) until the GPU is past it.
@@ -70,9 +74,10 @@ std::string NcclProcessGroup::queue_on_comm_stream(const std::string& descriptio
   }
   std::lock_guard<std::mutex> plock(mutex_);
   if (failure.empty()) {
-    pending_.push_back(Pending{work, Clock::now()});
-  } else if (recorded == cudaSuccess) {
-    draining_.push_back(work);
+    pending_.push_back(Pending{work, Clock::now(), record});
+  } else {
+    recorder_.finished(record, /*failed=*/true);
+    if (recorded == cudaSuccess) draining_.push_back(work);
   }
   return failure;
 }

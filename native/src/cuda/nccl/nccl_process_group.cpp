@@ -150,7 +150,10 @@ void NcclProcessGroup::release_leftover_works() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     draining.swap(draining_);
-    for (auto& p : pending_) draining.push_back(p.work);
+    for (auto& p : pending_) {
+      recorder_.finished(p.record, /*failed=*/true);
+      draining.push_back(p.work);
+    }
     pending_.clear();
   }
   const auto give_up = Clock::now() + std::chrono::seconds(1);

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include "cuda/nccl/nccl_loader.h"
+#include "comm/fingerprint.h"
+#include "comm/flight_recorder.h"
 #include "cuda/nccl/nccl_work.h"
 #include "ddp4j/process_group.h"
 
@@ -69,6 +72,8 @@ class NcclProcessGroup : public ProcessGroup {
   ~NcclProcessGroup() override;
 
   std::string backend() const override { return "nccl"; }
+  /** Every op from its enqueue to its end event (or the abort that failed it). */
+  const FlightRecorder* flight_recorder() const override { return &recorder_; }
   int device() const { return device_; }
   const NcclOptions& options() const { return options_; }
   /** The loaded NCCL's version code, e.g. 22805. */
@@ -142,6 +147,7 @@ class NcclProcessGroup : public ProcessGroup {
   struct Pending {
     std::shared_ptr<NcclWork> work;
     std::chrono::steady_clock::time_point enqueued;
+    uint64_t record = 0;  // its flight record
   };
 
   /**
@@ -150,7 +156,7 @@ class NcclProcessGroup : public ProcessGroup {
    * `before` or `after` aborts the group, like a failed NCCL call. `timeout_hint` is appended to
    * the watchdog's timeout message when this op is the one that timed out.
    */
-  std::shared_ptr<Work> launch(std::string description, std::vector<Tensor> tensors, bool blocking_sync,
+  std::shared_ptr<Work> launch(Fingerprint fp, std::string description, std::vector<Tensor> tensors, bool blocking_sync,
                                const std::function<nccl::Result(cudaStream_t)>& issue,
                                const std::function<void(cudaStream_t)>& after = nullptr,
                                const std::function<void(cudaStream_t)>& before = nullptr,
@@ -163,7 +169,7 @@ class NcclProcessGroup : public ProcessGroup {
    * end event and files the work as pending (or draining). Returns the failure ("" if none) and
    * its kind in `failure_kind`.
    */
-  std::string queue_on_comm_stream(const std::string& description, const std::shared_ptr<NcclWork>& work,
+  std::string queue_on_comm_stream(Fingerprint fp, const std::string& description, const std::shared_ptr<NcclWork>& work,
                                    cudaEvent_t end,
                                    const std::function<nccl::Result(cudaStream_t)>& issue,
                                    const std::function<void(cudaStream_t)>& after,
@@ -207,6 +213,9 @@ class NcclProcessGroup : public ProcessGroup {
   void abort_impl(ErrorKind kind, const std::string& reason, const NcclWork* culprit);
   void fail_pending(ErrorKind kind, const std::string& reason, const NcclWork* culprit);
 
+  FlightRecorder recorder_{FlightRecorder::capacity_from_environment()};  // every op, enqueue to end event
+  uint64_t collective_seq_ = 0;                               // under comm_mutex_
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> p2p_seq_;  // (kind, peer) -> transfers, under comm_mutex_
   const nccl::Api api_;
   const int device_;
   const NcclOptions options_;

@@ -39,6 +39,7 @@ void NcclProcessGroup::fail_pending(ErrorKind kind, const std::string& reason, c
     failed.swap(pending_);
   }
   for (auto& p : failed) {
+    recorder_.finished(p.record, /*failed=*/true);
     if (p.work.get() == culprit) {
       p.work->finish(std::make_exception_ptr(Error(kind, reason)));
     } else {
@@ -77,12 +78,14 @@ std::shared_ptr<NcclWork> NcclProcessGroup::complete_finished_works(Clock::time_
   // 1. Completions, in issue order (later works on the same stream cannot finish first, but
   //    every one is checked, which is cheap).
   std::vector<std::shared_ptr<NcclWork>> done;
+  std::vector<uint64_t> done_records;
   std::shared_ptr<NcclWork> oldest;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->work->poll_gpu()) {
         done.push_back(it->work);
+        done_records.push_back(it->record);
         it = pending_.erase(it);
       } else {
         if (!oldest) {
@@ -96,11 +99,13 @@ std::shared_ptr<NcclWork> NcclProcessGroup::complete_finished_works(Clock::time_
       it = (*it)->poll_gpu() ? draining_.erase(it) : it + 1;
     }
   }
-  for (auto& w : done) {
-    if (abort_state_->aborted.load()) {
-      w->finish(aborted_error(*abort_state_, w->description()));
+  for (size_t i = 0; i < done.size(); i++) {
+    const bool aborted = abort_state_->aborted.load();
+    recorder_.finished(done_records[i], aborted);
+    if (aborted) {
+      done[i]->finish(aborted_error(*abort_state_, done[i]->description()));
     } else {
-      w->finish(nullptr);
+      done[i]->finish(nullptr);
     }
   }
   if (!done.empty()) cv_.notify_all();  // the destructor waits for pending_ to drain

@@ -19,6 +19,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
     private final int size;
     private final Duration timeout;
     private final AutoCloseable resources;
+    private final Store store; // kept for the stall inspector's progress keys (FlightRecorderMonitor)
     private long handle;
     private List<Integer> ranks; // the default group's ranks of a subgroup's members; null: [0, size)
 
@@ -44,6 +45,8 @@ abstract class NativeProcessGroup extends ProcessGroup {
         this.size = size;
         this.timeout = timeout;
         this.resources = resources;
+        this.store = store;
+        FlightRecorderMonitor.ensureStarted(); // a bad DDP4J_STALL_WARNING_SECONDS fails before the native group exists
     }
 
     /** Makes this group a subgroup whose group rank r is default-group rank {@code ranks.get(r)} ({@link Distributed#newGroup}). */
@@ -59,6 +62,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
     /** The native group, created by the subclass's constructor. */
     final void setHandle(long handle) {
         this.handle = handle;
+        FlightRecorderMonitor.register(this, handle, store);
     }
 
     /**
@@ -210,6 +214,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
         long h = handle;
         handle = 0;
         try {
+            FlightRecorderMonitor.unregister(this); // before the record it reads is freed
             ProcessGroupNatives.destroy(h);
         } finally {
             if (resources != null) {

@@ -13,7 +13,9 @@ import org.ddp4j.internal.WorkNatives;
  *
  * <p>The handle is freed as soon as completion has been observed (the outcome is then kept in
  * Java and rethrown by every later await), or by a {@link Cleaner} if the Work is dropped
- * unobserved. A wait's own timeout is never recorded as the collective's outcome. The NCCL side
+ * unobserved. A wait's own timeout is never recorded as the collective's outcome. The first
+ * failure observed (a collective that failed or timed out) also has {@link FlightRecorderMonitor}
+ * write this rank's flight-recorder dump before the error reaches the caller. The NCCL side
  * keeps the tensors alive until the GPU is past them, whenever the handle is freed.
  */
 final class NativeWork extends Work {
@@ -88,6 +90,7 @@ final class NativeWork extends Work {
         }
         boolean finished = false;
         boolean threw = true;
+        DistributedException failed = null;
         try {
             finished = wait.run(handle);
             threw = false;
@@ -101,11 +104,15 @@ final class NativeWork extends Work {
                         // The work's own outcome, read once it has finished; never the wait's: a wait
                         // that timed out just before the collective finished is not its result.
                         recordOutcome(handle);
+                        failed = state.error;
                     }
                 }
                 if (state.done) {
                     state.run(); // frees the handle once no other thread is inside a native call with it
                 }
+            }
+            if (failed != null) {
+                FlightRecorderMonitor.onFailure(failed); // before the caller (and maybe the process) goes on
             }
         }
     }
@@ -123,6 +130,7 @@ final class NativeWork extends Work {
 
     @Override
     public boolean isCompleted() {
+        DistributedException failed;
         synchronized (state) {
             if (state.done) {
                 return true;
@@ -131,9 +139,13 @@ final class NativeWork extends Work {
                 return false;
             }
             recordOutcome(state.handle);
+            failed = state.error;
             state.run();
-            return true;
         }
+        if (failed != null) {
+            FlightRecorderMonitor.onFailure(failed);
+        }
+        return true;
     }
 
     /** Throws the recorded error again (a fresh exception of the same type, with the first as its cause). */

@@ -72,6 +72,28 @@ public final class ProcessGroupNatives {
     /** Starts receiving into the tensor from rank {@code src} ({@code irecv}). Returns a work handle. */
     public static native long recv(long group, long tensor, int src, int tag);
 
+    /** Longs ahead of the records in {@link #flightRecord}'s array. */
+    public static final int FLIGHT_HEADER = 5;
+
+    /**
+     * The group's flight record (native/src/comm/flight_recorder.h), oldest op first; with
+     * {@code onlyOpen} only the ops neither completed nor failed. The array: a header of
+     * {@link #FLIGHT_HEADER} longs {fields per record (14), the ring's capacity (0: off), the
+     * highest collective number that started, the steady clock now in ns, the wall clock now in ns
+     * since the epoch}, then per op {record id, seq, kind, arg, dtype, numel, bucket, buckets,
+     * peer, transport, state, queued ns, started ns, finished ns} (fingerprint.h's fields; times on
+     * the steady clock, 0 until reached; transport and state: FlightTransport and FlightState
+     * ordinals).
+     */
+    public static native long[] flightRecord(long group, boolean onlyOpen);
+
+    /**
+     * A collective's fingerprint in words ({@code describe} in native/src/comm/fingerprint.h), e.g.
+     * "allReduce(AVG) of 1,234 float32 elements (#57, DDP bucket 2 of 3)".
+     */
+    public static native String describeCollective(long seq, int kind, int arg, int dtype, long numel, int bucket,
+            int buckets, int peer);
+
     /**
      * Frees the group. Gloo: fails queued collectives, waits for the running one, closes the
      * connections. NCCL: waits for pending collectives (at most the timeout), then destroys the

@@ -25,6 +25,12 @@ public enum Setting {
     GLOO_SMALL_ALLREDUCE_BYTES("DDP4J_GLOO_SMALL_ALLREDUCE_BYTES", "262144",
             "all-reduces up to this many bytes take Gloo's one-round path (2 to 8 ranks); 0 turns it off"),
     GLOO_SMALL_SYNC("DDP4J_GLOO_SMALL_SYNC", "1", "0: Gloo's network thread reads the one-round path's sockets instead of the waiting thread"),
+    FLIGHT_RECORDER_ENTRIES("DDP4J_FLIGHT_RECORDER_ENTRIES", "2000",
+            "collectives and transfers each process group keeps in its flight recorder; 0 turns it (and the stall warnings) off (native)"),
+    STALL_WARNING_SECONDS("DDP4J_STALL_WARNING_SECONDS", "60",
+            "a rank waiting this long in one collective prints one warning naming it and the ranks that have not started it"),
+    DEBUG_DIR("DDP4J_DEBUG_DIR", "the working directory",
+            "where each rank writes its flight-recorder dump, and where touching ddp4j-dump-request asks for one"),
     NCCL_LIBRARY("DDP4J_NCCL_LIBRARY", "libnccl.so.2", "the NCCL library to open (native)"),
     // DDP
     DDP_OVERLAP("DDP4J_DDP_OVERLAP", "1",

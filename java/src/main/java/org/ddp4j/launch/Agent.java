@@ -1,11 +1,15 @@
 package org.ddp4j.launch;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
+import org.ddp4j.debug.FlightRecorderDump;
+import org.ddp4j.debug.FlightRecorderReport;
 import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.store.PrefixStore;
 import org.ddp4j.distributed.store.Store;
@@ -113,6 +117,7 @@ final class Agent {
 
     private int attempts(Store root, List<String> argv) throws InterruptedException {
         for (int attempt = 0; ; attempt++) {
+            long attemptStart = System.currentTimeMillis() - 1000; // slack for file systems with coarse times
             Store store = new PrefixStore(ATTEMPT_PREFIX + attempt, root);
             currentStore = store;
             NodeRendezvous.NodeRanks r;
@@ -237,6 +242,7 @@ final class Agent {
             } else {
                 return 1;
             }
+            flightRecorderSummary(attemptStart);
             if (attempt >= cfg.maxRestarts()) {
                 finish(store, false);
                 return 1;
@@ -363,6 +369,18 @@ final class Agent {
             first += nprocByNode[node];
         }
         return -1;
+    }
+
+    /** After a failed attempt: where the ranks parted, when this node's workers left flight-recorder dumps. */
+    private void flightRecorderSummary(long sinceMillis) {
+        try {
+            List<Path> dumps = FlightRecorderDump.find(FlightRecorderDump.directory(cfg.env()), sinceMillis);
+            if (!dumps.isEmpty()) {
+                error(FlightRecorderReport.summarize(dumps).replace("\n", "\nddp4j-run: "));
+            }
+        } catch (IOException | RuntimeException e) {
+            error("flight recorder: " + e.getMessage());
+        }
     }
 
     /** The last line of a failed attempt: the root cause, then what failed because of it. */
