@@ -160,7 +160,8 @@ final class Agent {
                 return 1;
             }
             WorkerGroup.Outcome outcome;
-            FailureWatcher watcher = cfg.nnodes() > 1 ? new FailureWatcher(store, cfg.endpoint(), cfg.nodeRank()) : null;
+            FailureWatcher watcher = cfg.nnodes() > 1 ? new FailureWatcher(store, cfg.endpoint(), cfg.nodeRank(),
+                    group::takeStallWarnings, line -> Notices.warn(cfg.err(), line)) : null;
             try {
                 outcome = group.monitor(new WorkerGroup.Watch() {
                     @Override

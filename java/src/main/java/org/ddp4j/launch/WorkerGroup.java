@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import org.ddp4j.multiprocessing.OutputPump;
@@ -92,12 +93,17 @@ final class WorkerGroup {
     /** How often {@link #monitor} looks for stopped workers, in monitor intervals (500 ms). */
     private static final int HUNG_CHECK_EVERY = 10;
 
+    /** How a worker's stall warning line starts (FlightRecorderMonitor's inspector writes it to stderr). */
+    static final String STALL_WARNING = "ddp4j: stall: ";
+
     /** How many of each worker's last stderr lines are kept, so a failure can be read (its exception). */
     private static final int ERR_TAIL = 40;
 
     private final List<Worker> workers;
     private final List<Thread> pumps;
     private final List<OutputPump> errPumps = new ArrayList<>();
+    /** The workers' stall warnings not yet taken by {@link #takeStallWarnings()}, each "[rankN]: ddp4j: stall: ...". */
+    private final ConcurrentLinkedQueue<String> stallWarnings = new ConcurrentLinkedQueue<>();
     private final int nodeRank;
 
     private WorkerGroup(List<Worker> workers, List<Thread> pumps, int nodeRank) {
@@ -112,6 +118,19 @@ final class WorkerGroup {
      */
     List<String> errTail(int localRank) {
         return localRank < errPumps.size() ? errPumps.get(localRank).tail() : List.of();
+    }
+
+    /**
+     * The stall warnings ({@code ddp4j: stall: ...}, see the flight recorder's inspector) the workers
+     * wrote since the last call, each with its {@code [rankN]: } prefix, oldest first; the launcher
+     * relays them to the other nodes, whose launchers do not see this node's output.
+     */
+    List<String> takeStallWarnings() {
+        List<String> out = new ArrayList<>();
+        for (String w; (w = stallWarnings.poll()) != null; ) {
+            out.add(w);
+        }
+        return out;
     }
 
     /** A worker that could not be started, after the ones started before it were stopped. */
@@ -164,7 +183,11 @@ final class WorkerGroup {
             workers.add(new Worker(rank, local, p, exitedAt));
             String prefix = "[rank" + rank + "]: ";
             pumps.add(new OutputPump(p.getInputStream(), out, prefix, 0).start("ddp4j-run-rank" + rank + "-out"));
-            OutputPump errPump = new OutputPump(p.getErrorStream(), err, prefix, ERR_TAIL);
+            OutputPump errPump = new OutputPump(p.getErrorStream(), err, prefix, ERR_TAIL).listen(line -> {
+                if (line.startsWith(STALL_WARNING)) {
+                    group.stallWarnings.add(prefix + line);
+                }
+            });
             group.errPumps.add(errPump);
             pumps.add(errPump.start("ddp4j-run-rank" + rank + "-err"));
             LOG.debug("started worker rank {} (local rank {}, node {}) as pid {}", rank, local, nodeRank, p.pid());

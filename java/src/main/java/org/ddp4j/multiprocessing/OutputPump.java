@@ -9,6 +9,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * Copies one worker's stdout or stderr (a launcher's or a spawning parent's child) to the parent's
@@ -26,6 +27,8 @@ public final class OutputPump implements Runnable {
     private final Deque<String> tail = new ArrayDeque<>();
     /** The text of the last segment that ended with '\r' and no '\n' since: a progress bar's last drawing. */
     private String redrawn;
+    /** Sees every complete line (without prefix), on the pump's thread; null for none. */
+    private volatile Consumer<String> listener;
 
     /**
      * @param in the worker's stdout or stderr
@@ -38,6 +41,12 @@ public final class OutputPump implements Runnable {
         this.sink = sink;
         this.prefix = prefix.getBytes(StandardCharsets.UTF_8);
         this.keep = keep;
+    }
+
+    /** Makes {@code listener} see every complete line from now on (unprefixed, on the pump's thread). */
+    public OutputPump listen(Consumer<String> listener) {
+        this.listener = listener;
+        return this;
     }
 
     /** Starts a daemon thread running this pump. */
@@ -108,6 +117,10 @@ public final class OutputPump implements Runnable {
     }
 
     private void keep(String text) {
+        Consumer<String> l = listener;
+        if (l != null) {
+            l.accept(text);
+        }
         if (keep > 0) {
             synchronized (this) {
                 tail.addLast(text);

@@ -30,7 +30,8 @@ import picocli.CommandLine;
 /**
  * The flight recorder and the stall inspector in real jobs: 3 ranks through the launcher
  * ({@link FlightRecorderTestWorker}), with a 2 s stall warning and a 10 s collective timeout.
- * A rank hung with SIGSTOP is named by the stall lines on both launchers and, after the timeout,
+ * A rank hung with SIGSTOP is named by the stall lines on both launchers (each its own node's and,
+ * relayed through the store, the other's), by the root cause and, after the timeout,
  * by the dumps' summary; a rank that skips a collective is named with both calls.
  */
 @Timeout(value = 150, unit = TimeUnit.SECONDS)
@@ -89,7 +90,18 @@ class FlightRecorderJobTest {
             assertTrue(seq < 0 || seq == s, "the two waiting ranks name different collectives:" + logs());
             seq = s;
         }
-        // Both waiting ranks dumped at the timeout; the stopped one could not.
+        // Each launcher also relayed the other node's stall line (a node whose only rank were the stopped
+        // one would show the stall through these alone).
+        assertTrue(logText(0).lines().anyMatch(l -> l.startsWith("ddp4j-run: warning: node 1: [rank2]: ddp4j: stall: rank 2 ")),
+                "node 0 did not show node 1's stall line:" + logs());
+        assertTrue(logText(1).lines().anyMatch(l -> l.startsWith("ddp4j-run: warning: node 0: [rank0]: ddp4j: stall: rank 0 ")),
+                "node 1 did not show node 0's stall line:" + logs());
+        // The root cause is the stopped rank, on both launchers, not a rank that waited for it.
+        for (int node = 0; node < 2; node++) {
+            assertTrue(logText(node).lines().anyMatch(l -> l.contains("the job failed; root cause: rank 1 ")),
+                    "launcher " + node + " did not name rank 1 as the root cause:" + logs());
+        }
+                // Both waiting ranks dumped at the timeout; the stopped one could not.
         assertTrue(Files.exists(FlightRecorderDump.file(dir, 0)), logs());
         assertTrue(Files.exists(FlightRecorderDump.file(dir, 2)), logs());
         assertFalse(Files.exists(FlightRecorderDump.file(dir, 1)), logs());
