@@ -17,10 +17,10 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 import org.ddp4j.launch.Launcher;
 import org.ddp4j.multiprocessing.Processes;
 import org.ddp4j.multiprocessing.WorkerJvm;
+import org.ddp4j.testing.LauncherJobs;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -72,9 +72,9 @@ class FlightRecorderJobTest {
         // Node 0 runs ranks 0 and 1, node 1 runs rank 2: both nodes have a rank that waits for rank 1.
         Process node0 = start(0, 2, 2, port, "steps", 1200);
         Process node1 = start(1, 2, 1, port, "steps", 1200);
-        long[] pids = awaitPids(3);
+        long[] pids = LauncherJobs.awaitPids(dir, 3, launchers, this::logs);
         Thread.sleep(1500); // some collectives in
-        signal("STOP", pids[1]);
+        LauncherJobs.signal("STOP", pids[1]);
         assertTrue(node0.waitFor(90, TimeUnit.SECONDS), "node 0's launcher did not exit:" + logs());
         assertTrue(node1.waitFor(90, TimeUnit.SECONDS), "node 1's launcher did not exit:" + logs());
         assertNotEquals(0, node0.exitValue(), logs());
@@ -157,28 +157,6 @@ class FlightRecorderJobTest {
         throw new AssertionError("no call of " + op);
     }
 
-    private long[] awaitPids(int n) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        long[] pids = new long[n];
-        for (int rank = 0; rank < n; rank++) {
-            Path f = dir.resolve("pid-" + rank);
-            while (!Files.exists(f)) {
-                for (Process p : launchers) {
-                    assertTrue(p.isAlive(), "a launcher exited before the workers started:" + logs());
-                }
-                assertTrue(System.nanoTime() < deadline, "the workers did not start within 60 s:" + logs());
-                Thread.sleep(50);
-            }
-            pids[rank] = Long.parseLong(Files.readString(f).trim());
-        }
-        return pids;
-    }
-
-    private static void signal(String sig, long pid) throws Exception {
-        Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
-        assertEquals(0, k.waitFor(), "kill -" + sig + " " + pid);
-    }
-
     private static int freePort() throws IOException {
         try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
             return s.getLocalPort();
@@ -201,17 +179,6 @@ class FlightRecorderJobTest {
     @AfterEach
     void killEverything() throws Exception {
         System.out.println(logs());
-        for (Process p : launchers) {
-            p.descendants().forEach(ProcessHandle::destroyForcibly);
-            p.destroyForcibly(); // SIGKILL also ends a stopped process
-        }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        List<ProcessHandle> left;
-        do {
-            Thread.sleep(50);
-            left = ProcessHandle.current().descendants().filter(Processes::isRunning).collect(Collectors.toList());
-        } while (!left.isEmpty() && System.nanoTime() < deadline);
-        assertEquals(List.of(), left.stream().map(h -> h.pid() + " " + h.info().commandLine().orElse("?"))
-                .collect(Collectors.toList()), "processes this test started are still running");
+        LauncherJobs.killEverything(launchers, dir, 3);
     }
 }

@@ -1,6 +1,5 @@
 package org.ddp4j.launch;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -12,10 +11,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import org.ddp4j.internal.Setting;
-import org.ddp4j.multiprocessing.Processes;
 import org.ddp4j.multiprocessing.WorkerJvm;
+import org.ddp4j.testing.LauncherJobs;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -54,7 +52,7 @@ class LauncherBlameTest {
     void aStoppedWorkerIsTheRootCauseOnItsOwnNode() throws Exception {
         Process node0 = start(0, 1, 2, Map.of());
         long[] pids = awaitWorkers(2);
-        signal("STOP", pids[1]);
+        LauncherJobs.signal("STOP", pids[1]);
         awaitExit(node0, 90, "the launcher");
         assertNotEquals(0, node0.exitValue(), logs());
         String log = logText(0);
@@ -67,7 +65,7 @@ class LauncherBlameTest {
         Process node0 = start(0, 2, 1, Map.of());
         Process node1 = start(1, 2, 1, Map.of());
         long[] pids = awaitWorkers(2);
-        signal("STOP", pids[1]);
+        LauncherJobs.signal("STOP", pids[1]);
         awaitExit(node0, 90, "node 0's launcher");
         awaitExit(node1, 30, "node 1's launcher");
         assertNotEquals(0, node0.exitValue(), logs());
@@ -85,12 +83,12 @@ class LauncherBlameTest {
         Process node0 = start(0, 2, 1, keepAlive);
         Process node1 = start(1, 2, 1, keepAlive);
         awaitWorkers(2);
-        signal("STOP", node0.pid());
+        LauncherJobs.signal("STOP", node0.pid());
         try {
             awaitExit(node1, 60, "node 1's launcher, whose store host stood still,");
             Thread.sleep(2000); // a pause clearly longer than the keep-alive timeout
         } finally {
-            signal("CONT", node0.pid());
+            LauncherJobs.signal("CONT", node0.pid());
         }
         awaitExit(node0, 60, "node 0's launcher");
         assertNotEquals(0, node0.exitValue(), logs());
@@ -155,32 +153,10 @@ class LauncherBlameTest {
         assertTrue(p.waitFor(seconds, TimeUnit.SECONDS), what + " did not exit within " + seconds + " s:" + logs());
     }
 
-    private static void signal(String sig, long pid) throws Exception {
-        Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
-        assertEquals(0, k.waitFor(), "kill -" + sig + " " + pid);
-    }
-
     /** Kills everything the test started, even after a failure, and checks that nothing survived. */
     @AfterEach
     void killEverything() throws Exception {
         System.out.println(logs());
-        for (Process p : launchers) {
-            p.descendants().forEach(ProcessHandle::destroyForcibly);
-            p.destroyForcibly(); // SIGKILL also ends a stopped process
-        }
-        for (int rank = 0; rank < 2; rank++) {
-            Path f = dir.resolve("pid-" + rank);
-            if (Files.exists(f)) {
-                ProcessHandle.of(Long.parseLong(Files.readString(f).trim())).ifPresent(ProcessHandle::destroyForcibly);
-            }
-        }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        List<ProcessHandle> left;
-        do {
-            Thread.sleep(50);
-            left = ProcessHandle.current().descendants().filter(Processes::isRunning).collect(Collectors.toList());
-        } while (!left.isEmpty() && System.nanoTime() < deadline);
-        assertEquals(List.of(), left.stream().map(h -> h.pid() + " " + h.info().commandLine().orElse("?"))
-                .collect(Collectors.toList()), "processes this test started are still running");
+        LauncherJobs.killEverything(launchers, dir, 2);
     }
 }

@@ -12,7 +12,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -21,6 +20,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.ddp4j.multiprocessing.WorkerJvm;
 import org.ddp4j.multiprocessing.Processes;
+import org.ddp4j.testing.LauncherJobs;
 
 /**
  * Liveness between nodes with the default keep-alive (1 s interval, 20 s timeout): two launchers
@@ -84,24 +84,6 @@ class LivenessTest {
         return "\n--- node 0:\n" + logText(0) + "\n--- node 1:\n" + logText(1);
     }
 
-    /** Waits until both workers joined the group and wrote their pids; returns them by rank. */
-    private long[] awaitWorkers() throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        long[] pids = new long[2];
-        for (int rank = 0; rank < 2; rank++) {
-            Path f = dir.resolve("pid-" + rank);
-            while (!Files.exists(f)) {
-                for (Process p : launchers) {
-                    assertTrue(p.isAlive(), "a launcher exited before the workers started:" + logs());
-                }
-                assertTrue(System.nanoTime() < deadline, "the workers did not start within 60 s:" + logs());
-                Thread.sleep(50);
-            }
-            pids[rank] = Long.parseLong(Files.readString(f).trim());
-        }
-        return pids;
-    }
-
     private static boolean running(long pid) {
         return ProcessHandle.of(pid).map(Processes::isRunning).orElse(false);
     }
@@ -136,40 +118,11 @@ class LivenessTest {
         return took;
     }
 
-    private static void signal(String sig, long pid) throws Exception {
-        Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
-        assertEquals(0, k.waitFor(), "kill -" + sig + " " + pid);
-    }
-
-    /** Kills everything the test started, even after a failure, and checks that nothing survived. */
-    @AfterEach
-    void killEverything() throws Exception {
-        System.out.println(logs());
-        for (Process p : launchers) {
-            p.descendants().forEach(ProcessHandle::destroyForcibly);
-            p.destroyForcibly(); // SIGKILL also ends a stopped process
-        }
-        for (int rank = 0; rank < 2; rank++) {
-            Path f = dir.resolve("pid-" + rank);
-            if (Files.exists(f)) {
-                ProcessHandle.of(Long.parseLong(Files.readString(f).trim())).ifPresent(ProcessHandle::destroyForcibly);
-            }
-        }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        List<ProcessHandle> left;
-        do {
-            Thread.sleep(50);
-            left = ProcessHandle.current().descendants().filter(Processes::isRunning).collect(Collectors.toList());
-        } while (!left.isEmpty() && System.nanoTime() < deadline);
-        assertEquals(List.of(), left.stream().map(h -> h.pid() + " " + h.info().commandLine().orElse("?"))
-                .collect(Collectors.toList()), "processes this test started are still running");
-    }
-
     @Test
     void killingTheNonMasterLauncherStopsNodeZeroAndNodeOnesWorker() throws Exception {
         Process node0 = start(0, "train", 600);
         Process node1 = start(1, "train", 600);
-        long[] pids = awaitWorkers();
+        long[] pids = LauncherJobs.awaitPids(dir, 2, launchers, this::logs);
         long t0 = System.nanoTime();
         node1.destroyForcibly(); // kill -9 of node 1's launcher
         assertGoneWithin(pids[1], 5, "node 1's worker, whose launcher was killed,");
@@ -187,7 +140,7 @@ class LivenessTest {
     void killingTheMasterLauncherStopsNodeOneAndNodeZerosWorker() throws Exception {
         Process node0 = start(0, "train", 600);
         Process node1 = start(1, "train", 600);
-        long[] pids = awaitWorkers();
+        long[] pids = LauncherJobs.awaitPids(dir, 2, launchers, this::logs);
         long t0 = System.nanoTime();
         node0.destroyForcibly(); // kill -9 of the launcher that serves the store
         assertGoneWithin(pids[0], 5, "node 0's worker, whose launcher was killed,");
@@ -234,7 +187,7 @@ class LivenessTest {
     void aWorkerKilledOnNodeOneIsTheRootCauseOnBothNodes() throws Exception {
         Process node0 = start(0, "train", 600);
         Process node1 = start(1, "train", 600);
-        long[] pids = awaitWorkers();
+        long[] pids = LauncherJobs.awaitPids(dir, 2, launchers, this::logs);
         Thread.sleep(1000); // a few steps in
         long t0 = System.nanoTime();
         ProcessHandle.of(pids[1]).orElseThrow().destroyForcibly(); // kill -9 of rank 1
@@ -253,7 +206,7 @@ class LivenessTest {
     void aWorkerExitingWithCodeThreeIsNamedWithItsCodeOnBothNodes() throws Exception {
         Process node0 = start(0, "train-fail", 600);
         Process node1 = start(1, "train-fail", 600);
-        long[] pids = awaitWorkers();
+        long[] pids = LauncherJobs.awaitPids(dir, 2, launchers, this::logs);
         long t0 = System.nanoTime();
         awaitExit(node1, 60, t0, "node 1's launcher");
         awaitExit(node0, 60, t0, "node 0's launcher");
@@ -271,18 +224,18 @@ class LivenessTest {
     void aProcessStoppedForTenSecondsIsRiddenOut(String which) throws Exception {
         Process node0 = start(0, "train", 200); // about 20 s of training
         Process node1 = start(1, "train", 200);
-        long[] pids = awaitWorkers();
+        long[] pids = LauncherJobs.awaitPids(dir, 2, launchers, this::logs);
         Thread.sleep(1000);
         long target = switch (which) {
             case "launcher of node 0" -> node0.pid();
             case "launcher of node 1" -> node1.pid();
             default -> pids[1];
         };
-        signal("STOP", target);
+        LauncherJobs.signal("STOP", target);
         try {
             Thread.sleep(10_000);
         } finally {
-            signal("CONT", target);
+            LauncherJobs.signal("CONT", target);
         }
         long t0 = System.nanoTime();
         awaitExit(node0, 90, t0, "node 0's launcher");
@@ -292,5 +245,12 @@ class LivenessTest {
         assertTrue(logText(0).contains("[rank0]: trained"), logs());
         assertTrue(logText(1).contains("[rank1]: trained"), logs());
         assertFalse(logs().contains("lost node"), logs());
+    }
+
+    /** Kills everything the test started, even after a failure, and checks that nothing survived. */
+    @AfterEach
+    void killEverything() throws Exception {
+        System.out.println(logs());
+        LauncherJobs.killEverything(launchers, dir, 2);
     }
 }
