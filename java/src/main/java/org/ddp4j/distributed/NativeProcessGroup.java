@@ -59,10 +59,16 @@ abstract class NativeProcessGroup extends ProcessGroup {
         return ranks != null ? ranks : super.ranks();
     }
 
+    /** The store the group met on (its own key space); ExitMarks and the stall inspector write there. */
+    Store store() {
+        return store;
+    }
+
     /** The native group, created by the subclass's constructor. */
     final void setHandle(long handle) {
         this.handle = handle;
         FlightRecorderMonitor.register(this, handle, store);
+        ExitMarks.register(this);
     }
 
     /**
@@ -213,6 +219,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
         }
         long h = handle;
         handle = 0;
+        ExitMarks.markClosing(this); // before the connections close: peers then read "closed", not "killed"
         try {
             FlightRecorderMonitor.unregister(this); // before the record it reads is freed
             ProcessGroupNatives.destroy(h);

@@ -1,5 +1,6 @@
 package org.ddp4j.nn.parallel;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -9,6 +10,7 @@ import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.DistributedTimeoutException;
+import org.ddp4j.distributed.ExitMarks;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.ReduceOp;
 import org.ddp4j.internal.Setting;
@@ -350,21 +352,36 @@ final class Reducer implements AutoCloseable {
             + " loop in try (var join = ddp.join()) { ... }: ranks that run out of data then shadow the others'"
             + " gradient all-reduces";
 
+    /** How long the reducer waits for the store to say whether a closed peer left its exit mark. */
+    private static final Duration EXIT_MARK_WAIT = Duration.ofSeconds(2);
+
     /**
      * In the message of a peer whose process ended without exiting: killed (kill -9, the out-of-memory
      * killer) or crashed, which uneven inputs never cause (native/src/comm/host/shm/shm_transport.h, kPeerKilled).
      */
     static final String PEER_KILLED = "ended without exiting";
 
+    private static final String PEER_KILLED_PHRASE = PEER_KILLED + " or closing its process group";
+
+    /** Appended when a peer's connection closed and it left no exit mark: it was killed or crashed. */
+    static final String KILLED_OVER_TCP = ". That peer's process " + PEER_KILLED_PHRASE + " (no exit mark in the store):"
+            + " killed, e.g. by kill -9 or the out-of-memory killer, or crashed, not a rank that ran out of data; look at"
+            + " that rank's log and the machine's (dmesg for the out-of-memory killer)";
+
     /**
      * A failed bucket all-reduce, its message ending with {@link #JOIN_HINT} (once; the native
      * fingerprint message already carries it); other exceptions, and a peer that was killed or
      * crashed ({@link #PEER_KILLED}), unchanged.
      */
-    private static RuntimeException withJoinHint(RuntimeException e) {
+    private RuntimeException withJoinHint(RuntimeException e) {
         String message = String.valueOf(e.getMessage());
         if (!(e instanceof DistributedException) || message.contains("ddp.join()") || message.contains(PEER_KILLED)) {
             return e;
+        }
+        // Over TCP a peer that exited and one that was killed both just close the connection: ask
+        // whether it left its exit mark (ExitMarks) before blaming uneven inputs.
+        if (Boolean.FALSE.equals(ExitMarks.peerExited(group, message, EXIT_MARK_WAIT))) {
+            return new DistributedException(message + KILLED_OVER_TCP, e);
         }
         if (e instanceof DistributedTimeoutException) {
             DistributedTimeoutException t = new DistributedTimeoutException(e.getMessage() + JOIN_HINT);

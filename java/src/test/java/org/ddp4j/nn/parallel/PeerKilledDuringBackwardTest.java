@@ -14,7 +14,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * Rank 1 of a 2-rank DDP job is killed with SIGKILL in the middle of its backward, while rank 0 waits in the
  * gradient all-reduce: rank 0's error says that rank 1's process died (naming its pid) and does not suggest
- * {@code ddp.join()}, which is for uneven inputs, not for a peer that was killed.
+ * {@code ddp.join()}, which is for uneven inputs, not for a peer that was killed. Over shared memory the
+ * transport sees the death itself; over plain Gloo the missing exit mark in the store tells it.
  */
 @Timeout(value = 150, unit = TimeUnit.SECONDS)
 class PeerKilledDuringBackwardTest {
@@ -29,6 +30,19 @@ class PeerKilledDuringBackwardTest {
         assertTrue(failed.contains("rank 1 (pid " + pid + ") died during allReduce(AVG)"), failed);
         assertTrue(failed.contains("DDP bucket 1 of 1"), failed);
         assertTrue(failed.contains("its process ended without exiting (killed"), failed);
+        assertFalse(failed.contains("ddp.join()"), failed);
+        assertFalse(failed.contains("uneven inputs"), failed);
+    }
+
+    @Test
+    void overPlainGlooTheSurvivorSaysThePeerEndedWithoutItsExitMark() throws Exception {
+        List<String> outputs = RankProcesses.run(PeerKilledMain.class, 2,
+                Map.of("DDP4J_TIMEOUT_SECONDS", "60", "DDP4J_SHM", "0"), Duration.ofSeconds(90),
+                rank -> rank == 0 ? 3 : 128 + 9, "");
+        String failed = line(outputs.get(0), "failed rank=0: ");
+        assertTrue(failed.contains("peer rank 1 may have died or closed its process group"), failed);
+        assertTrue(failed.contains("That peer's process ended without exiting or closing its process group (no exit mark in"
+                + " the store): killed"), failed);
         assertFalse(failed.contains("ddp.join()"), failed);
         assertFalse(failed.contains("uneven inputs"), failed);
     }
