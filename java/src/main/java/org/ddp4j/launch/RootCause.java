@@ -5,6 +5,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.ddp4j.distributed.store.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -121,9 +123,11 @@ final class RootCause {
         return gloo > 0 ? message.substring(0, gloo) : message;
     }
 
+    private static final Pattern PEER_RANK = Pattern.compile("(?:peer rank|waiting for rank) (\\d+)");
+
     /** The peer rank a timeout message names ({@code peer rank 1}, {@code waiting for rank 1}), or -1. */
     static int peerRankIn(String message) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?:peer rank|waiting for rank) (\\d+)").matcher(message);
+        Matcher m = PEER_RANK.matcher(message);
         return m.find() ? Integer.parseInt(m.group(1)) : -1;
     }
 
