@@ -46,6 +46,13 @@ final class FlightRecorderMonitor {
     private static final Duration DUMP_STORE_WAIT = Duration.ofMillis(500);
     /** Store key (in the group's store) of group rank r's highest started collective number: this prefix and r. */
     static final String PROGRESS_KEY = "ddp4j/flight-recorder/last-started/";
+
+    /**
+     * A counter per group rank: the collective number it last stalled in (published when it passes
+     * the warning threshold), so a peer's warning can tell a rank stuck on slow data in the previous
+     * collective from one that never came.
+     */
+    static final String STALLED_KEY = "ddp4j/flight-recorder/stalled-in/";
     private static final int FIELDS = 14;
     private static final String[] STATES = {"queued", "started", "completed", "failed"};
     private static final String[] TRANSPORTS = {"gloo", "shm", "shm+gloo", "nccl"};
@@ -80,6 +87,8 @@ final class FlightRecorderMonitor {
         long stalledRecord; // the record whose stall was published, awaiting the peers' numbers
         long stallPublishedAt;
         long warnedRecord; // the newest record warned about (records are numbered in issue order)
+        long publishedStalledIn; // the collective number last published under STALLED_KEY (0: none)
+        Map<Integer, Long> peersStalledIn = new TreeMap<>(); // group rank -> number, as last read
         Map<Integer, Long> peersLastStarted = new TreeMap<>(); // group rank -> number, as last read
 
         Tracked(NativeProcessGroup group, long handle, Store store, String pgId) {
@@ -210,6 +219,9 @@ final class FlightRecorderMonitor {
             t.stalledRecord = record;
             t.stallPublishedAt = System.nanoTime();
             publish(t, lastStarted);
+            if (rec[at + 2] != 7 && rec[at + 2] != 8) { // a collective (a transfer's number counts its stream)
+                publishStalledIn(t, rec[at + 1]);
+            }
             return null;
         }
         if (System.nanoTime() - t.stallPublishedAt < TimeUnit.MILLISECONDS.toNanos(900)) {
@@ -228,6 +240,16 @@ final class FlightRecorderMonitor {
         t.publishedAt = System.nanoTime();
         String key = PROGRESS_KEY + t.group.rank();
         t.publishing = storeCalls.submit(() -> t.store.add(key, delta));
+    }
+
+    private static void publishStalledIn(Tracked t, long seq) {
+        long delta = seq - t.publishedStalledIn;
+        if (delta <= 0) {
+            return; // not newer than the one published
+        }
+        t.publishedStalledIn = seq;
+        String key = STALLED_KEY + t.group.rank();
+        storeCalls.submit(() -> t.store.add(key, delta));
     }
 
     private static String stallWarning(Tracked t, long[] rec, int at, long waitedNanos) {
@@ -249,13 +271,18 @@ final class FlightRecorderMonitor {
                         .append(" s, so which ranks have not started it is unknown");
             } else {
                 List<String> behind = new ArrayList<>();
+                boolean allStuckOnData = true; // every rank behind waits in the previous collective's data
                 for (int r = 0; r < g.size(); r++) {
                     long theirs = peers.getOrDefault(r, 0L);
                     if (r != g.rank() && theirs < seq) {
                         // This rank completed #seq-1, which took every rank: a fresher number than a
                         // report up to a publish interval old.
                         long known = Math.max(theirs, seq - 1);
-                        behind.add(globalRank(g, r) + (known > 0 ? " (got as far as #" + known + ")" : " (started none yet)"));
+                        boolean stuckInIt = theirs > 0 && t.peersStalledIn.getOrDefault(r, 0L) == theirs;
+                        allStuckOnData &= stuckInIt;
+                        behind.add(globalRank(g, r) + (stuckInIt ? " (itself still waiting in #" + theirs + ", longer than "
+                                + seconds(threshold.toNanos()) + ": the data of #" + theirs + " is slow to reach it, e.g. a"
+                                + " slow or lossy network)" : known > 0 ? " (got as far as #" + known + ")" : " (started none yet)"));
                     }
                 }
                 if (behind.isEmpty()) {
@@ -263,8 +290,9 @@ final class FlightRecorderMonitor {
                             + " between hosts, or an overloaded machine)");
                 } else {
                     m.append("; not yet started by ").append(behind.size() == 1 ? "rank " : "ranks ")
-                            .append(String.join(", ", behind)).append(": a rank that never starts it is stopped, stuck or"
-                            + " on another code path");
+                            .append(String.join(", ", behind)).append(allStuckOnData
+                                    ? ": the ranks are slowed by data in transit, not stopped"
+                                    : ": a rank that never starts it is stopped, stuck or on another code path");
                 }
             }
         }
@@ -281,11 +309,14 @@ final class FlightRecorderMonitor {
         int self = t.group.rank();
         Future<Map<Integer, Long>> read = storeCalls.submit(() -> {
             Map<Integer, Long> out = new TreeMap<>();
+            Map<Integer, Long> stalledIn = new TreeMap<>();
             for (int r = 0; r < size; r++) {
                 if (r != self) {
                     out.put(r, t.store.add(PROGRESS_KEY + r, 0));
+                    stalledIn.put(r, t.store.add(STALLED_KEY + r, 0));
                 }
             }
+            t.peersStalledIn = stalledIn;
             return out;
         });
         try {
