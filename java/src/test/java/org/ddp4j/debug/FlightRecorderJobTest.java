@@ -37,8 +37,9 @@ import picocli.CommandLine;
 @Timeout(value = 150, unit = TimeUnit.SECONDS)
 class FlightRecorderJobTest {
     private static final String WORKER = FlightRecorderTestWorker.class.getName();
+    /** A launcher's line of its own worker's stall warning (not one relayed from another node). */
     private static final Pattern STALL = Pattern.compile(
-            "ddp4j: stall: rank (\\d) has waited [0-9.]+ s in (allReduce\\(SUM\\) of 1 float32 element|broadcast from rank 0 of"
+            "(?m)^\\[rank\\d\\]: ddp4j: stall: rank (\\d) has waited [0-9.]+ s in (allReduce\\(SUM\\) of 1 float32 element|broadcast from rank 0 of"
                     + " 2 float32 elements) \\(#(\\d+)\\).*not yet started by rank 1 \\(");
 
     @TempDir
