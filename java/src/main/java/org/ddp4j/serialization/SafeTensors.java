@@ -98,10 +98,11 @@ public final class SafeTensors {
 
     private static ByteBuffer littleEndianBytes(Tensor t) {
         ByteBuffer out = ByteBuffer.allocate(Math.toIntExact(t.numel() * t.dtype().bytes())).order(ByteOrder.LITTLE_ENDIAN);
-        if (t.dtype() == DType.FLOAT32) {
-            out.asFloatBuffer().put(t.toFloatArray());
-        } else {
-            out.asLongBuffer().put(t.toLongArray());
+        switch (t.dtype()) {
+            case FLOAT32 -> out.asFloatBuffer().put(t.toFloatArray());
+            case INT64 -> out.asLongBuffer().put(t.toLongArray());
+            case BFLOAT16, FLOAT16 -> throw new IllegalArgumentException("safetensors: saving " + t.describe()
+                    + " is not supported yet; convert with tensor.to(DType.FLOAT32)");
         }
         return out;
     }

@@ -100,6 +100,8 @@ final class SafeTensorsHeader {
         return switch (dtype) {
             case FLOAT32 -> "F32";
             case INT64 -> "I64";
+            case BFLOAT16 -> "BF16";
+            case FLOAT16 -> "F16";
         };
     }
 

@@ -20,6 +20,9 @@ final class TensorFormat {
         }
         StringBuilder out = new StringBuilder("tensor(");
         long[] shape = t.shape();
+        if (t.dtype() == DType.BFLOAT16 || t.dtype() == DType.FLOAT16) {
+            return "tensor(<" + t.describe() + ">)";
+        }
         if (t.dtype() == DType.FLOAT32) {
             float[] values = t.toFloatArray();
             append(out, shape, 0, 0, i -> String.format(Locale.ROOT, "%.4f", values[i]), 7);
