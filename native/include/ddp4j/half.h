@@ -8,7 +8,9 @@
 // PyTorch's vectorised CPU conversion, which every contiguous tensor takes, writes; its scalar
 // c10::BFloat16 writes 0x7FC0) and -> float16 sign | 0x7E00 (PyTorch's c10::Half, which its CPU
 // tensors use). Widening is exact; a float16 NaN widens with its payload and the quiet bit set
-// (as F16C's vcvtph2ps and c10::Half), a bfloat16 NaN keeps all its bits.
+// (as F16C's vcvtph2ps and c10::Half), a bfloat16 NaN keeps all its bits. Between the two 16-bit
+// types PyTorch goes through float32 on its scalar path: one rounding, and a float16 NaN becomes
+// bfloat16 0x7FC0 (c10::BFloat16's NaN).
 // Host-only code with no dependencies, so that CUDA sources may include it too.
 #pragma once
 #include <cstdint>
@@ -79,6 +81,14 @@ inline float float16_to_float(uint16_t h) {
     return float_from_bits(sign | float_bits(v));
   }
   return float_from_bits(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/** bfloat16 -> float16 as PyTorch: widen exactly, round once (a NaN gives sign | 0x7E00). */
+inline uint16_t bfloat16_to_float16(uint16_t h) { return float_to_float16(bfloat16_to_float(h)); }
+
+/** float16 -> bfloat16 as PyTorch: widen exactly, round once; a NaN gives 0x7FC0. */
+inline uint16_t float16_to_bfloat16(uint16_t h) {
+  return (h & 0x7fffu) > 0x7c00u ? uint16_t{0x7fc0} : float_to_bfloat16(float16_to_float(h));
 }
 
 }  // namespace ddp4j

@@ -21,6 +21,14 @@ void copy_(const Tensor& src, Tensor& dst);
  */
 Tensor to_device(const Tensor& src, Device target);
 /**
+ * src converted to dtype: src itself when it already has it, else a new tensor of src's shape on
+ * src's device. Mirrors torch.Tensor.to(dtype) between float32, bfloat16 and float16 (any pair):
+ * round to nearest even, subnormals kept, overflow to inf, NaN as half.h says. CPU tensors only
+ * so far. Throws InvalidArgument naming the op, the dtypes and the fix for int64 on either side
+ * and for a GPU tensor.
+ */
+Tensor to_dtype(const Tensor& src, DType dtype);
+/**
  * Copies sources, in order, into consecutive elements of flat, as torch's
  * _flatten_dense_tensors does into a new buffer; each copy runs on flat's device. Every tensor must
  * have flat's dtype and device, and their element counts must add up to flat's.

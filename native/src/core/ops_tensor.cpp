@@ -28,6 +28,23 @@ Tensor to_device(const Tensor& src, Device target) {
   return dst;
 }
 
+Tensor to_dtype(const Tensor& src, DType dtype) {
+  DDP4J_CHECK_ARG(src.defined(), "to(", dtype_name(dtype), "): the tensor is missing");
+  DDP4J_CHECK_ARG(static_cast<int>(dtype) >= 0 && static_cast<int>(dtype) < kNumDTypes, "to: unknown dtype ",
+                  static_cast<int>(dtype));
+  if (src.dtype() == dtype) return src;
+  DDP4J_CHECK_ARG(src.dtype() != DType::Int64 && dtype != DType::Int64, "to(", dtype_name(dtype), ") of ",
+                  src.describe(), " is not supported yet: conversions go between float32, bfloat16 and float16");
+  DDP4J_CHECK_ARG(src.device().type == DeviceType::CPU, "to(", dtype_name(dtype), ") of ", src.describe(),
+                  " is not supported yet on the GPU: convert on the CPU, tensor.to(Device.CPU).to(DType.",
+                  dtype == DType::BFloat16 ? "BFLOAT16" : dtype == DType::Float16 ? "FLOAT16" : "FLOAT32",
+                  ").to(device)");
+  Tensor dst = Tensor::empty(src.shape(), dtype, src.device());
+  static KernelSlot slot("to_dtype");
+  slot.get<kernels::to_dtype_fn>(src.device())(src, dst);
+  return dst;
+}
+
 namespace {
 /** Checks that tensors tile flat exactly: flat's dtype and device, element counts adding up to its. */
 void check_tiles(const char* op, const char* what, const std::vector<Tensor>& tensors, const Tensor& flat) {
