@@ -72,11 +72,11 @@ def f32_of_bits(bits):
 
 
 def bits32(t):
-    return (t.contiguous().view(torch.int32).to(torch.int64) & 0xffffffff).tolist()
+    return (t.contiguous().reshape(-1).view(torch.int32).to(torch.int64) & 0xffffffff).tolist()
 
 
 def bits16(t):
-    return (t.contiguous().view(torch.int16).to(torch.int64) & 0xffff).tolist()
+    return (t.contiguous().reshape(-1).view(torch.int16).to(torch.int64) & 0xffff).tolist()
 
 
 def sha256(t):
@@ -127,9 +127,10 @@ def main():
                   "fp16_matrix": str(torch.tensor([[0.5, 2.0], [1.0, 3.0]]).to(torch.float16)),
                   "bf16_requires_grad": str(torch.tensor([1.0, 2.5]).to(torch.bfloat16).requires_grad_())}
 
-    tensors = {"bf16": f32_of_bits([0x3f800000, 0x3eaaaaab, 0x7f800000, 0x00010000, 0xc0490fdb, 0x80000000])
+    # The first three values of each are finite: read_safetensors.py prints them as JSON numbers.
+    tensors = {"bf16": f32_of_bits([0x3f800000, 0x3eaaaaab, 0xc0490fdb, 0x7f800000, 0x00010000, 0x80000000])
                        .reshape(2, 3).to(torch.bfloat16),
-               "fp16": f32_of_bits([0x3f800000, 0x3eaaaaab, 0x477ff000, 0x33800000, 0xc77fe000]).to(torch.float16),
+               "fp16": f32_of_bits([0x3f800000, 0x3eaaaaab, 0x33800000, 0x477ff000, 0xc77fe000]).to(torch.float16),
                "f32": torch.tensor([1.5, -2.25])}
     path = os.path.join(GOLDEN, "low_precision.safetensors")
     try:
