@@ -12,7 +12,11 @@ namespace ddp4j::ops {
 // ---- tensors: fill, copies, flatten (src/core/ops_tensor.cpp; TensorNatives) -----------------
 /** Sets every element to value (torch.Tensor.fill_). */
 void fill_(Tensor& t, double value);
-/** Copies src into dst (same dtype and numel), also between devices (torch.Tensor.copy_). */
+/**
+ * Copies src into dst (same numel), also between devices (torch.Tensor.copy_). Between float32,
+ * bfloat16 and float16 it converts as to_dtype does (CPU tensors only so far); other dtype pairs
+ * throw InvalidArgument naming both tensors.
+ */
 void copy_(const Tensor& src, Tensor& dst);
 /**
  * src on `target`: src itself when it is already there, else a copy (same shape and dtype).

@@ -10,8 +10,17 @@ void fill_(Tensor& t, double value) {
 }
 
 void copy_(const Tensor& src, Tensor& dst) {
-  DDP4J_CHECK_ARG(src.dtype() == dst.dtype() && src.numel() == dst.numel(), "copy: cannot copy ", src.describe(),
-                  " into ", dst.describe());
+  DDP4J_CHECK_ARG(src.numel() == dst.numel(), "copy: cannot copy ", src.describe(), " into ", dst.describe());
+  if (src.dtype() != dst.dtype()) {  // converts, as torch.Tensor.copy_ does: floating types on the CPU so far
+    const bool floats = src.dtype() != DType::Int64 && dst.dtype() != DType::Int64;
+    DDP4J_CHECK_ARG(floats && src.device().type == DeviceType::CPU && dst.device().type == DeviceType::CPU,
+                    "copy: cannot copy ", src.describe(), " into ", dst.describe(),
+                    floats ? ": converting copies run on the CPU so far; copy within one dtype, or convert on the CPU"
+                           : ": conversions to and from int64 are not supported yet");
+    static KernelSlot convert("to_dtype");
+    convert.get<kernels::to_dtype_fn>(src.device())(src, dst);
+    return;
+  }
   if (src.device() != dst.device()) {
     static KernelSlot across("copy_across");
     across.get<kernels::copy_across_fn>(src.device().type != DeviceType::CPU ? src.device() : dst.device())(src, dst);

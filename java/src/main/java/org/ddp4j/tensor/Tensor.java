@@ -380,7 +380,14 @@ public final class Tensor implements AutoCloseable {
         return this;
     }
 
-    /** Copies src's values into this tensor (same dtype and numel, any devices; no autograd). Mirrors {@code Tensor.copy_}. */
+    /**
+     * Copies src's values into this tensor (same numel, any devices; no autograd). Between float32,
+     * bfloat16 and float16 it converts, rounding as {@link #to(DType)} (CPU tensors only so far).
+     * Mirrors {@code Tensor.copy_}.
+     *
+     * @throws IllegalArgumentException when the numels differ, or for a conversion to or from int64
+     *     or on a GPU
+     */
     public Tensor copyFrom(Tensor src) {
         TensorNatives.copyInto(src.nativeHandle(), nativeHandle());
         return this;
