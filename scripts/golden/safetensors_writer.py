@@ -5,7 +5,7 @@ import struct
 
 import torch
 
-DTYPES = {torch.float32: "F32", torch.int64: "I64"}
+DTYPES = {torch.float32: "F32", torch.int64: "I64", torch.bfloat16: "BF16", torch.float16: "F16"}
 
 
 def save_safetensors(tensors, path, metadata=None):
@@ -13,7 +13,9 @@ def save_safetensors(tensors, path, metadata=None):
     multiple of 8, then each tensor's bytes, little-endian, in header order."""
     header, offset, blobs = ({"__metadata__": metadata} if metadata else {}), 0, []
     for name, t in tensors.items():
-        a = t.detach().contiguous().numpy()
+        t = t.detach().contiguous()
+        # numpy has no bfloat16: the 16-bit types are written as their bit patterns (the same bytes)
+        a = t.view(torch.int16).numpy() if t.dtype in (torch.bfloat16, torch.float16) else t.numpy()
         data = a.astype(a.dtype.newbyteorder("<")).tobytes()
         header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         offset += len(data)

@@ -20,6 +20,11 @@ using copy_fn = void (*)(const Tensor& src, Tensor& dst);
  * once the data is there; a copy from the host may return before (the host data is staged first).
  */
 using copy_across_fn = void (*)(const Tensor& src, Tensor& dst);
+/**
+ * dst[:] = src[:] rounded to dst's dtype; src and dst have different dtypes among float32,
+ * bfloat16 and float16 and the same numel (torch.Tensor.to(dtype); the bits are half.h's).
+ */
+using to_dtype_fn = void (*)(const Tensor& src, Tensor& dst);
 /** out = a + alpha * b; same numel. out may alias a (in-place accumulate). */
 using add_fn = void (*)(const Tensor& a, const Tensor& b, float alpha, Tensor& out);
 /** out = a * b elementwise; same numel. */

@@ -12,7 +12,11 @@ namespace ddp4j::ops {
 // ---- tensors: fill, copies, flatten (src/core/ops_tensor.cpp; TensorNatives) -----------------
 /** Sets every element to value (torch.Tensor.fill_). */
 void fill_(Tensor& t, double value);
-/** Copies src into dst (same dtype and numel), also between devices (torch.Tensor.copy_). */
+/**
+ * Copies src into dst (same numel), also between devices (torch.Tensor.copy_). Between float32,
+ * bfloat16 and float16 it converts as to_dtype does (CPU tensors only so far); other dtype pairs
+ * throw InvalidArgument naming both tensors.
+ */
 void copy_(const Tensor& src, Tensor& dst);
 /**
  * src on `target`: src itself when it is already there, else a copy (same shape and dtype).
@@ -20,6 +24,14 @@ void copy_(const Tensor& src, Tensor& dst);
  * not loaded, and whatever the GPU side throws (no device, out of memory).
  */
 Tensor to_device(const Tensor& src, Device target);
+/**
+ * src converted to dtype: src itself when it already has it, else a new tensor of src's shape on
+ * src's device. Mirrors torch.Tensor.to(dtype) between float32, bfloat16 and float16 (any pair):
+ * round to nearest even, subnormals kept, overflow to inf, NaN as half.h says. CPU tensors only
+ * so far. Throws InvalidArgument naming the op, the dtypes and the fix for int64 on either side
+ * and for a GPU tensor.
+ */
+Tensor to_dtype(const Tensor& src, DType dtype);
 /**
  * Copies sources, in order, into consecutive elements of flat, as torch's
  * _flatten_dense_tensors does into a new buffer; each copy runs on flat's device. Every tensor must

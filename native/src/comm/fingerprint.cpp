@@ -23,7 +23,7 @@ std::string grouped(uint64_t n) {
 
 std::string elements(const Fingerprint& f) {
   // A peer's fingerprint is read from the wire: never index a name table with it unchecked.
-  const char* dtype = f.dtype <= static_cast<uint32_t>(DType::Int64) ? dtype_name(static_cast<DType>(f.dtype)) : "?";
+  const char* dtype = f.dtype < static_cast<uint32_t>(kNumDTypes) ? dtype_name(static_cast<DType>(f.dtype)) : "?";
   return detail::concat(grouped(f.numel), " ", dtype, f.numel == 1 ? " element" : " elements");
 }
 

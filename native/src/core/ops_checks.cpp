@@ -4,7 +4,13 @@
 namespace ddp4j::ops {
 
 void check_dtype(const char* op, const char* what, const Tensor& t, DType dtype) {
-  DDP4J_CHECK_ARG(t.dtype() == dtype, op, ": ", what, " must be ", dtype_name(dtype), ", got ", t.describe());
+  if (t.dtype() == dtype) return;
+  if (dtype == DType::Float32 && is_reduced_float(t.dtype())) {
+    throw Error(ErrorKind::InvalidArgument,
+                detail::concat(op, ": ", what, " must be float32, got ", t.describe(), "; ", op, " of ",
+                               dtype_name(t.dtype()), " is not supported yet: convert with tensor.to(DType.FLOAT32)"));
+  }
+  DDP4J_CHECK_ARG(false, op, ": ", what, " must be ", dtype_name(dtype), ", got ", t.describe());
 }
 
 void check_dim(const char* op, const char* what, const Tensor& t, int dim) {

@@ -10,8 +10,17 @@ void fill_(Tensor& t, double value) {
 }
 
 void copy_(const Tensor& src, Tensor& dst) {
-  DDP4J_CHECK_ARG(src.dtype() == dst.dtype() && src.numel() == dst.numel(), "copy: cannot copy ", src.describe(),
-                  " into ", dst.describe());
+  DDP4J_CHECK_ARG(src.numel() == dst.numel(), "copy: cannot copy ", src.describe(), " into ", dst.describe());
+  if (src.dtype() != dst.dtype()) {  // converts, as torch.Tensor.copy_ does: floating types on the CPU so far
+    const bool floats = src.dtype() != DType::Int64 && dst.dtype() != DType::Int64;
+    DDP4J_CHECK_ARG(floats && src.device().type == DeviceType::CPU && dst.device().type == DeviceType::CPU,
+                    "copy: cannot copy ", src.describe(), " into ", dst.describe(),
+                    floats ? ": converting copies run on the CPU so far; copy within one dtype, or convert on the CPU"
+                           : ": conversions to and from int64 are not supported yet");
+    static KernelSlot convert("to_dtype");
+    convert.get<kernels::to_dtype_fn>(src.device())(src, dst);
+    return;
+  }
   if (src.device() != dst.device()) {
     static KernelSlot across("copy_across");
     across.get<kernels::copy_across_fn>(src.device().type != DeviceType::CPU ? src.device() : dst.device())(src, dst);
@@ -25,6 +34,23 @@ Tensor to_device(const Tensor& src, Device target) {
   if (src.device() == target) return src;
   Tensor dst = Tensor::empty(src.shape(), src.dtype(), target);
   copy_(src, dst);
+  return dst;
+}
+
+Tensor to_dtype(const Tensor& src, DType dtype) {
+  DDP4J_CHECK_ARG(src.defined(), "to(", dtype_name(dtype), "): the tensor is missing");
+  DDP4J_CHECK_ARG(static_cast<int>(dtype) >= 0 && static_cast<int>(dtype) < kNumDTypes, "to: unknown dtype ",
+                  static_cast<int>(dtype));
+  if (src.dtype() == dtype) return src;
+  DDP4J_CHECK_ARG(src.dtype() != DType::Int64 && dtype != DType::Int64, "to(", dtype_name(dtype), ") of ",
+                  src.describe(), " is not supported yet: conversions go between float32, bfloat16 and float16");
+  DDP4J_CHECK_ARG(src.device().type == DeviceType::CPU, "to(", dtype_name(dtype), ") of ", src.describe(),
+                  " is not supported yet on the GPU: convert on the CPU, tensor.to(Device.CPU).to(DType.",
+                  dtype == DType::BFloat16 ? "BFLOAT16" : dtype == DType::Float16 ? "FLOAT16" : "FLOAT32",
+                  ").to(device)");
+  Tensor dst = Tensor::empty(src.shape(), dtype, src.device());
+  static KernelSlot slot("to_dtype");
+  slot.get<kernels::to_dtype_fn>(src.device())(src, dst);
   return dst;
 }
 

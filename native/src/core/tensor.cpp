@@ -11,9 +11,25 @@ std::string Device::str() const {
   return type == DeviceType::CPU ? std::string("cpu") : "cuda:" + std::to_string(index);
 }
 
-size_t dtype_size(DType dtype) { return dtype == DType::Float32 ? 4 : 8; }
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return 4;
+    case DType::Int64: return 8;
+    case DType::BFloat16:
+    case DType::Float16: return 2;
+  }
+  throw Error(ErrorKind::InvalidArgument, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
+}
 
-const char* dtype_name(DType dtype) { return dtype == DType::Float32 ? "float32" : "int64"; }
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return "float32";
+    case DType::Int64: return "int64";
+    case DType::BFloat16: return "bfloat16";
+    case DType::Float16: return "float16";
+  }
+  return "?";
+}
 
 Storage::Storage(size_t nbytes, Device device)
     : data_(get_allocator(device.type).allocate(nbytes, device)), nbytes_(nbytes), device_(device) {}
@@ -36,6 +52,8 @@ int64_t shape_numel(const Shape& shape) {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t s : shape) DDP4J_CHECK_ARG(s >= 0, "tensor sizes must be non-negative, got ", shape_str(shape));
+  DDP4J_CHECK_ARG(static_cast<int>(dtype) >= 0 && static_cast<int>(dtype) < kNumDTypes, "unknown dtype ",
+                  static_cast<int>(dtype));
   Tensor t;
   t.shape_ = shape;
   t.numel_ = shape_numel(shape);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ddp4j/dispatch.h"
+#include "ddp4j/half.h"
 #include "ddp4j/kernels.h"
 #include "ddp4j/parallel.h"
 
@@ -16,6 +17,12 @@ void fill(Tensor& t, double value) {
   if (t.dtype() == DType::Float32) {
     float* p = t.data<float>();
     const float v = static_cast<float>(value);
+    parallel_for(0, n, kGrainSize, [=](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
+  } else if (is_reduced_float(t.dtype())) {
+    // As torch.full: the value rounds to float32 first, then to the 16-bit type.
+    uint16_t* p = t.data<uint16_t>();
+    const float f = static_cast<float>(value);
+    const uint16_t v = t.dtype() == DType::BFloat16 ? float_to_bfloat16(f) : float_to_float16(f);
     parallel_for(0, n, kGrainSize, [=](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
   } else {
     int64_t* p = t.data<int64_t>();

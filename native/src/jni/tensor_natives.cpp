@@ -65,10 +65,38 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromLongs(JNIEnv* 
   });
 }
 
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromBits(JNIEnv* env, jclass, jshortArray data,
+                                                                       jint offset, jlongArray shape, jint dtype,
+                                                                       jlongArray results) {
+  return guarded(env, [&] {
+    const DType d = static_cast<DType>(dtype);
+    DDP4J_CHECK_ARG(is_reduced_float(d), "ofBits: bit patterns make bfloat16 or float16 tensors, not ",
+                    dtype_name(d));
+    Tensor t = Tensor::empty(shape_of(env, shape), d);
+    check_region("ofBits", env->GetArrayLength(data), offset, t);
+    env->GetShortArrayRegion(data, offset, static_cast<jsize>(t.numel()), reinterpret_cast<jshort*>(t.data<uint16_t>()));
+    return result_of(env, results, std::move(t));
+  });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toBits(JNIEnv* env, jclass, jlong h, jshortArray out) {
+  guarded(env, [&] {
+    const Tensor& src = tensor_of(h);
+    DDP4J_CHECK_ARG(is_reduced_float(src.dtype()), "toBitsArray: the tensor is ", src.describe(),
+                    "; bit patterns are for bfloat16 and float16 (use toFloatArray() or toLongArray())");
+    Tensor t = ops::to_device(src, Device{});  // a GPU tensor is copied to the host first
+    DDP4J_CHECK_ARG(env->GetArrayLength(out) >= t.numel(), "toBitsArray: array too small");
+    env->SetShortArrayRegion(out, 0, static_cast<jsize>(t.numel()), reinterpret_cast<const jshort*>(t.data<uint16_t>()));
+  });
+}
+
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toFloats(JNIEnv* env, jclass, jlong h, jfloatArray out) {
   guarded(env, [&] {
-    ops::check_dtype("toFloatArray", "tensor", tensor_of(h), DType::Float32);
-    Tensor t = ops::to_device(tensor_of(h), Device{});  // a GPU tensor is copied to the host first
+    const Tensor& src = tensor_of(h);
+    DDP4J_CHECK_ARG(src.dtype() != DType::Int64, "toFloatArray: the tensor is ", src.describe(),
+                    "; use toLongArray() for int64");
+    // A GPU tensor is copied to the host first; a 16-bit one is widened (exactly) to float32.
+    Tensor t = ops::to_dtype(ops::to_device(src, Device{}), DType::Float32);
     DDP4J_CHECK_ARG(env->GetArrayLength(out) >= t.numel(), "toFloatArray: array too small");
     env->SetFloatArrayRegion(out, 0, static_cast<jsize>(t.numel()), t.data<float>());
   });
@@ -87,6 +115,11 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_toDevice(JNIEnv* e
                                                                        jint devIndex, jlongArray results) {
   return guarded(env, [&] { return result_of(env, results,
       ops::to_device(tensor_of(h), device_of(devType, devIndex))); });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_toDType(JNIEnv* env, jclass, jlong h, jint dtype,
+                                                                      jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results, ops::to_dtype(tensor_of(h), static_cast<DType>(dtype))); });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_view(JNIEnv* env, jclass, jlong h, jlongArray shape,

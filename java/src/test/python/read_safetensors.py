@@ -16,13 +16,23 @@ import zlib
 
 import numpy as np
 
-DTYPES = {"F32": np.dtype("<f4"), "I64": np.dtype("<i8"), "F16": np.dtype("<f2"), "F64": np.dtype("<f8"),
+# numpy has no bfloat16: BF16 is read as its bit patterns ("<u2"), and its head values are widened to float32.
+DTYPES = {"F32": np.dtype("<f4"), "I64": np.dtype("<i8"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"),
+          "F64": np.dtype("<f8"),
           "I32": np.dtype("<i4"), "U8": np.dtype("u1"), "I8": np.dtype("i1")}
 
 
 def fail(message):
     print(message, file=sys.stderr)
     sys.exit(1)
+
+
+def head(array, dtype):
+    """The first three values, as floats for the float types (BF16 widened: its bits are float32's upper half)."""
+    first = array.reshape(-1)[:3]
+    if dtype == "BF16":
+        return (first.astype(np.uint32) << 16).view(np.float32)
+    return first
 
 
 def read(path):
@@ -67,7 +77,7 @@ def read(path):
         out.append({"name": name, "dtype": info["dtype"], "shape": list(array.shape),
                     "sha256": hashlib.sha256(array.astype(dtype).tobytes()).hexdigest(),
                     "crc32": "%08x" % zlib.crc32(body[begin:end]),
-                    "head": [v.item() for v in array.reshape(-1)[:3]]})
+                    "head": [v.item() for v in head(array, info["dtype"])]})
     if expected != len(body):
         fail("data ends at %d but the file holds %d data bytes" % (expected, len(body)))
     return {"metadata": metadata, "tensors": out}

@@ -1,5 +1,6 @@
 // tensor_checks.h: the argument checks of the Gloo group's collectives (a defined CPU tensor of a
-// supported dtype; a known ReduceOp, AVG on float32 only).
+// supported dtype, float32 or int64: bfloat16 and float16 are refused by name; a known ReduceOp,
+// AVG on float32 only).
 #pragma once
 #include "ddp4j/errors.h"
 #include "ddp4j/process_group.h"
@@ -12,8 +13,9 @@ inline void check_collective_tensor(const char* op, const char* what, const Tens
   DDP4J_CHECK_ARG(t.defined(), op, ": the ", what, " tensor is missing");
   DDP4J_CHECK_ARG(t.device().type == DeviceType::CPU, op, ": the gloo backend works on CPU tensors, but the ", what,
                   " is ", t.describe(), "; move it with to(Device.CPU) or use the nccl backend for CUDA tensors");
-  DDP4J_CHECK_ARG(t.dtype() == DType::Float32 || t.dtype() == DType::Int64, op, ": unsupported dtype of ", what, " ",
-                  t.describe());
+  DDP4J_CHECK_ARG(t.dtype() == DType::Float32 || t.dtype() == DType::Int64, op, " of ", dtype_name(t.dtype()),
+                  " is not supported yet (the ", what, " is ", t.describe(),
+                  "; collectives take float32 and int64): convert with tensor.to(DType.FLOAT32)");
 }
 
 /** The checks of every reduction (allReduce, reduce, reduceScatter) on the tensor it reduces. */

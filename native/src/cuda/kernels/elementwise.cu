@@ -54,8 +54,10 @@ __global__ void relu_backward_kernel(const float* gy, const float* y, float* gx,
   }
 }
 
-/** t[:] = value; float32 or int64. */
+/** t[:] = value; float32 or int64 (bfloat16 and float16 are refused by name). */
 void fill(Tensor& t, double value) {
+  DDP4J_CHECK_ARG(t.dtype() == DType::Float32 || t.dtype() == DType::Int64, "fill of ", dtype_name(t.dtype()),
+                  " on ", t.device().str(), " is not supported yet: fill a CPU tensor and copy it with to(device)");
   const int64_t n = t.numel();
   if (n == 0) return;
   LaunchContext ctx(t);

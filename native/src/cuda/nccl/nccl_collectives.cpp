@@ -28,8 +28,11 @@ nccl::DataType nccl_type(DType dtype) {
   switch (dtype) {
     case DType::Float32: return nccl::kFloat32;
     case DType::Int64: return nccl::kInt64;
+    case DType::BFloat16:
+    case DType::Float16: break;  // refused by check_tensor before any call gets here
   }
-  throw Error(ErrorKind::InvalidArgument, "nccl: unsupported dtype");
+  throw Error(ErrorKind::InvalidArgument, detail::concat("nccl: collectives of ", dtype_name(dtype),
+                                                         " are not supported yet: convert with tensor.to(DType.FLOAT32)"));
 }
 
 nccl::RedOp nccl_op(ReduceOp op) {

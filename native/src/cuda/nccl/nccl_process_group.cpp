@@ -206,8 +206,9 @@ void NcclProcessGroup::check_tensor(const char* op, const char* what, const Tens
   DDP4J_CHECK_ARG(t.device().type == DeviceType::CUDA && t.device().index == device_, op,
                   ": the nccl process group works on tensors on its device cuda:", device_, ", but the ", what, " is ",
                   t.describe(), "; move it with tensor.to(cuda:", device_, ")");
-  DDP4J_CHECK_ARG(t.dtype() == DType::Float32 || t.dtype() == DType::Int64, op, ": unsupported dtype of ", what, " ",
-                  t.describe(), " (float32 and int64 are supported)");
+  DDP4J_CHECK_ARG(t.dtype() == DType::Float32 || t.dtype() == DType::Int64, op, " of ", dtype_name(t.dtype()),
+                  " is not supported yet (the ", what, " is ", t.describe(),
+                  "; collectives take float32 and int64): convert with tensor.to(DType.FLOAT32)");
 }
 
 void NcclProcessGroup::check_reduce_op(const char* op_name, ReduceOp op, const Tensor& t) const {

@@ -46,7 +46,8 @@ inline bool reached(uint32_t value, uint32_t target) { return static_cast<int32_
 
 size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
 
-size_t element_size(DType d) { return d == DType::Float32 ? 4 : 8; }
+/** The reductions' element types: float32 and int64 (the 16-bit ones are refused by the callers' checks). */
+bool reducible(DType d) { return d == DType::Float32 || d == DType::Int64; }
 
 }  // namespace
 
@@ -334,7 +335,8 @@ void ShmTransport::check_desc(int peer, int slot, const Op& op) {
 void ShmTransport::allreduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop,
                              const Fingerprint* caller) {
   std::lock_guard<std::mutex> lock(mutex_);
-  DDP4J_CHECK_ARG(dtype == DType::Float32 || dtype == DType::Int64, "allReduce: dtype ", dtype_name(dtype));
+  DDP4J_CHECK_ARG(reducible(dtype), "allReduce of ", dtype_name(dtype),
+                  " is not supported yet: convert with tensor.to(DType.FLOAT32)");
   const Op op{kAllReduce, (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop), count,
               Clock::now() + options_.timeout, caller};
   reduce_any(op, input, output, count, dtype, rop, -1);
@@ -343,7 +345,8 @@ void ShmTransport::allreduce(const void* input, void* output, size_t count, DTyp
 void ShmTransport::reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root,
                           const Fingerprint* caller) {
   std::lock_guard<std::mutex> lock(mutex_);
-  DDP4J_CHECK_ARG(dtype == DType::Float32 || dtype == DType::Int64, "reduce: dtype ", dtype_name(dtype));
+  DDP4J_CHECK_ARG(reducible(dtype), "reduce of ", dtype_name(dtype),
+                  " is not supported yet: convert with tensor.to(DType.FLOAT32)");
   DDP4J_CHECK_ARG(root >= 0 && root < local_size_, "reduce: root ", root, " is not a local rank of ", local_size_);
   const Op op{kReduce,
               (static_cast<uint32_t>(root) << 16) | (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop),
@@ -355,7 +358,7 @@ void ShmTransport::reduce_any(const Op& op, const void* input, void* output, siz
                               int root) {
   DDP4J_CHECK_ARG(rop != ReduceOp::AVG || dtype == DType::Float32, describe(op), ": ReduceOp.AVG needs float32");
   check_usable(op);
-  const size_t bytes = count * element_size(dtype);
+  const size_t bytes = count * dtype_size(dtype);
   if (local_size_ == 1) {
     if (input != output && bytes > 0) std::memmove(output, input, bytes);  // AVG over one rank: x * 1.0f == x
     return;
@@ -383,7 +386,7 @@ void ShmTransport::reduce_any(const Op& op, const void* input, void* output, siz
 void ShmTransport::reduce_small(const Op& op, const void* input, void* output, size_t count, DType dtype,
                                 ReduceOp rop, int root, bool stream) {
   const int s = static_cast<int>(step_ & 1);
-  const size_t bytes = count * element_size(dtype);
+  const size_t bytes = count * dtype_size(dtype);
   begin_step(op, s);
   if (bytes > 0) copy_bytes(slot_data(local_rank_, s), input, bytes, stream);
   post();
@@ -405,7 +408,7 @@ void ShmTransport::reduce_small(const Op& op, const void* input, void* output, s
 // into my slot, then copy every other rank's reduced slice out (only the root, for a reduce).
 void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output, size_t count, DType dtype,
                                   ReduceOp rop, int root, bool stream) {
-  const size_t es = element_size(dtype);
+  const size_t es = dtype_size(dtype);
   const size_t chunk_elems = chunk_bytes_ / es;
   const int n = local_size_, me = local_rank_;
   const char* in = static_cast<const char*>(input);

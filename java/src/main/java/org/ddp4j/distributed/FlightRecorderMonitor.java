@@ -24,6 +24,7 @@ import org.ddp4j.distributed.store.Store;
 import org.ddp4j.internal.ProcessGroupNatives;
 import org.ddp4j.internal.Setting;
 import org.ddp4j.serialization.AtomicFiles;
+import org.ddp4j.tensor.DType;
 
 /**
  * The Java side of the flight recorder, one per JVM: it knows the live native groups, writes this
@@ -59,7 +60,7 @@ final class FlightRecorderMonitor {
     private static final String[] KINDS = {"none", "allReduce", "broadcast", "allGather", "barrier", "reduce",
         "reduceScatter", "send", "recv"};
     private static final String[] REDUCE_OPS = {"SUM", "AVG", "PRODUCT", "MIN", "MAX"};
-    private static final String[] DTYPES = {"float32", "int64"};
+    private static final String[] DTYPES = dtypeNames();
     private static final ObjectMapper JSON = new ObjectMapper();
     /** After a failure dump, later failures within this long write none (a broken group fails every later call). */
     private static final long FAILURE_DUMP_QUIET_NANOS = TimeUnit.SECONDS.toNanos(10);
@@ -567,6 +568,16 @@ final class FlightRecorderMonitor {
 
     private static long wall(long steady, long steadyNow, long wallNow) {
         return steady == 0 ? 0 : wallNow - (steadyNow - steady);
+    }
+
+    /** "float32", "int64", "bfloat16", "float16": the records hold DType ordinals. */
+    private static String[] dtypeNames() {
+        DType[] all = DType.values();
+        String[] names = new String[all.length];
+        for (int i = 0; i < all.length; i++) {
+            names[i] = all[i].name().toLowerCase(java.util.Locale.ROOT);
+        }
+        return names;
     }
 
     private static String name(String[] names, long ordinal) {

@@ -18,7 +18,8 @@ import org.ddp4j.tensor.Tensor;
  * from {@link Work#await()} naming what each rank passed (not a hang, not a crash).
  *
  * <p>Tensors are used in place and must stay open until the Work is awaited (the native storage
- * is kept alive regardless). Supported dtypes: float32 and int64; the Gloo backend needs CPU
+ * is kept alive regardless). Supported dtypes: float32 and int64 (bfloat16 and float16 are refused,
+ * naming the fix: convert with {@code tensor.to(DType.FLOAT32)}); the Gloo backend needs CPU
  * tensors. Local argument errors (wrong device or dtype, output sizes that cannot fit) throw
  * {@link IllegalArgumentException} at the call; calls on a closed group throw
  * {@link IllegalStateException}.

@@ -23,12 +23,21 @@ public final class TensorNatives {
 
     public static native long fromLongs(long[] data, int offset, long[] shape, long[] results);
 
+    /** A bfloat16 or float16 (dtype ordinal) CPU tensor holding the bit patterns data[offset, offset + numel). */
+    public static native long fromBits(short[] data, int offset, long[] shape, int dtype, long[] results);
+
+    /** The bit patterns of a bfloat16 or float16 tensor (copied to the host first). */
+    public static native void toBits(long handle, short[] out);
+
     public static native void toFloats(long handle, float[] out);
 
     public static native void toLongs(long handle, long[] out);
 
     /** A copy on the device (type ordinal, index); the same tensor when it is already there. Needs libddp4j_cuda for GPUs. */
     public static native long toDevice(long handle, int deviceType, int deviceIndex, long[] results);
+
+    /** A copy converted to the dtype (ordinal); the same tensor when it already has it (ops::to_dtype). */
+    public static native long toDType(long handle, int dtype, long[] results);
 
     public static native long view(long handle, long[] shape, long[] results);
 

@@ -20,7 +20,7 @@ import org.ddp4j.tensor.Tensor;
  * users share checkpoints in; mirrors {@code safetensors.torch.save_file} / {@code load_file}.
  *
  * <p>The layout: 8 bytes, a little-endian unsigned length N; N bytes of UTF-8 JSON,
- * {@code {"__metadata__": {string: string}, name: {"dtype": "F32"|"I64", "shape": [..],
+ * {@code {"__metadata__": {string: string}, name: {"dtype": "F32"|"I64"|"BF16"|"F16", "shape": [..],
  * "data_offsets": [begin, end]}, ...}}, padded with spaces so that the data starts at a multiple
  * of 8 bytes; then each tensor's elements, row-major, little-endian, back to back in the order of
  * the map, the file ending exactly where the last tensor ends. Offsets count from the start of
@@ -50,7 +50,7 @@ public final class SafeTensors {
     }
 
     /**
-     * Writes {@code tensors} (float32 or int64, on any device) and {@code metadata} to {@code file}
+     * Writes {@code tensors} (float32, int64, bfloat16 or float16, on any device) and {@code metadata} to {@code file}
      * in the safetensors format, atomically (see {@link AtomicFiles}): a crash or failure leaves
      * the previous file, or none, never part of one. Each tensor's CRC-32 goes into the metadata
      * too (see the class comment). Mirrors {@code safetensors.torch.save_file}.
@@ -98,10 +98,10 @@ public final class SafeTensors {
 
     private static ByteBuffer littleEndianBytes(Tensor t) {
         ByteBuffer out = ByteBuffer.allocate(Math.toIntExact(t.numel() * t.dtype().bytes())).order(ByteOrder.LITTLE_ENDIAN);
-        if (t.dtype() == DType.FLOAT32) {
-            out.asFloatBuffer().put(t.toFloatArray());
-        } else {
-            out.asLongBuffer().put(t.toLongArray());
+        switch (t.dtype()) {
+            case FLOAT32 -> out.asFloatBuffer().put(t.toFloatArray());
+            case INT64 -> out.asLongBuffer().put(t.toLongArray());
+            case BFLOAT16, FLOAT16 -> out.asShortBuffer().put(t.toBitsArray());
         }
         return out;
     }
@@ -113,7 +113,8 @@ public final class SafeTensors {
     }
 
     /**
-     * Reads every tensor of a safetensors file into new CPU tensors (float32 or int64), which join
+     * Reads every tensor of a safetensors file into new CPU tensors (F32, I64, BF16 and F16 become
+     * float32, int64, bfloat16 and float16), which join
      * the current {@link org.ddp4j.tensor.Tensors#scope()} if there is one. Mirrors
      * {@code safetensors.torch.load_file}. The whole file is validated first (see
      * {@link #loadMetadata}), and each tensor whose CRC-32 the file records (ddp4j's files do,
@@ -122,7 +123,7 @@ public final class SafeTensors {
      * @return name to tensor, in the order of the data in the file
      * @throws UncheckedIOException naming the file when it is missing or unreadable, or, with a
      *     {@link SafeTensorsFormatException} as cause, naming the file, the tensor and the problem
-     *     when it is not a valid safetensors file, holds a dtype other than F32 and I64, or a
+     *     when it is not a valid safetensors file, holds a dtype other than F32, I64, BF16 and F16, or a
      *     tensor's bytes do not match its recorded checksum
      */
     public static Map<String, Tensor> loadFile(Path file) {
@@ -146,20 +147,34 @@ public final class SafeTensors {
                             + " (recorded %08x, its bytes give %08x): the file changed after it was written (a disk or"
                             + " copy error, or an edit); use an intact copy", file, e.name(), recorded, actual));
                 }
-                if (e.dtype() == DType.FLOAT32) {
-                    float[] values = new float[(int) e.numel()];
-                    data.asFloatBuffer().get(values);
-                    out.put(e.name(), Tensor.of(values, e.shape()));
-                } else {
-                    long[] values = new long[(int) e.numel()];
-                    data.asLongBuffer().get(values);
-                    out.put(e.name(), Tensor.ofLongs(values, e.shape()));
-                }
+                out.put(e.name(), tensorOf(e, data));
             }
             return out;
         } catch (IOException e) {
             throw unchecked(file, e);
         }
+    }
+
+    /** A CPU tensor of the entry's dtype and shape holding data's little-endian elements. */
+    private static Tensor tensorOf(SafeTensorsHeader.Entry e, ByteBuffer data) {
+        int n = (int) e.numel();
+        return switch (e.dtype()) {
+            case FLOAT32 -> {
+                float[] values = new float[n];
+                data.asFloatBuffer().get(values);
+                yield Tensor.of(values, e.shape());
+            }
+            case INT64 -> {
+                long[] values = new long[n];
+                data.asLongBuffer().get(values);
+                yield Tensor.ofLongs(values, e.shape());
+            }
+            case BFLOAT16, FLOAT16 -> {
+                short[] bits = new short[n];
+                data.asShortBuffer().get(bits);
+                yield Tensor.ofBits(bits, e.dtype(), e.shape());
+            }
+        };
     }
 
     /**

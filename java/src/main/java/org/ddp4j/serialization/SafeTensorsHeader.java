@@ -100,6 +100,8 @@ final class SafeTensorsHeader {
         return switch (dtype) {
             case FLOAT32 -> "F32";
             case INT64 -> "I64";
+            case BFLOAT16 -> "BF16";
+            case FLOAT16 -> "F16";
         };
     }
 
@@ -304,11 +306,13 @@ final class SafeTensorsHeader {
         DType dtype = switch (dtypeNode.textValue()) {
             case "F32" -> DType.FLOAT32;
             case "I64" -> DType.INT64;
-            case "BOOL", "U8", "I8", "F8_E4M3", "F8_E5M2", "I16", "U16", "F16", "BF16", "I32", "U32", "F64", "U64" ->
+            case "BF16" -> DType.BFLOAT16;
+            case "F16" -> DType.FLOAT16;
+            case "BOOL", "U8", "I8", "F8_E4M3", "F8_E5M2", "I16", "U16", "I32", "U32", "F64", "U64" ->
                 throw new SafeTensorsFormatException(where + ": dtype " + dtypeNode.textValue() + " is not supported"
-                        + " by ddp4j (only F32 and I64); convert the tensor to float32 or int64 before saving it");
+                        + " by ddp4j (only F32, I64, BF16 and F16); convert the tensor to one of those before saving it");
             default -> throw new SafeTensorsFormatException(where + ": unknown dtype \"" + dtypeNode.textValue()
-                    + "\" (safetensors' dtypes are F32, I64, F16, BF16, ...; ddp4j reads F32 and I64)");
+                    + "\" (safetensors' dtypes are F32, I64, F16, BF16, ...; ddp4j reads F32, I64, BF16 and F16)");
         };
         long[] shape = longs(where, node.get("shape"), "shape", -1);
         long[] offsets = longs(where, node.get("data_offsets"), "data_offsets", 2);

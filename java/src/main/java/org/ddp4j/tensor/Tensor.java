@@ -191,6 +191,20 @@ public final class Tensor implements AutoCloseable {
         return fromNativeResult(TensorNatives.fromLongs(data, 0, shape, NativeResults.buffer()));
     }
 
+    /**
+     * A bfloat16 or float16 CPU tensor whose elements have the given bit patterns (copied), in
+     * row-major order: bfloat16's are float32's upper 16 bits, float16's IEEE binary16. Mirrors
+     * {@code torch.tensor(bits, dtype=torch.int16).view(dtype)}. To make one from values, convert a
+     * float32 tensor: {@code Tensor.of(values, shape).to(DType.BFLOAT16)}.
+     *
+     * @throws IllegalArgumentException if dtype is not BFLOAT16 or FLOAT16, or bits.length differs
+     *     from the product of shape
+     */
+    public static Tensor ofBits(short[] bits, DType dtype, long... shape) {
+        checkLength(bits.length, shape);
+        return fromNativeResult(TensorNatives.fromBits(bits, 0, shape, dtype.ordinal(), NativeResults.buffer()));
+    }
+
     /** A float32 scalar (shape []). */
     public static Tensor scalar(float value) {
         return of(new float[] {value});
@@ -201,12 +215,29 @@ public final class Tensor implements AutoCloseable {
         return full(0, DType.FLOAT32, Device.CPU, shape);
     }
 
+    /** A CPU tensor of zeros of the given dtype. Mirrors {@code torch.zeros(*shape, dtype=dtype)}. */
+    public static Tensor zeros(DType dtype, long... shape) {
+        return full(0, dtype, Device.CPU, shape);
+    }
+
+    /** A CPU tensor of ones of the given dtype. Mirrors {@code torch.ones(*shape, dtype=dtype)}. */
+    public static Tensor ones(DType dtype, long... shape) {
+        return full(1, dtype, Device.CPU, shape);
+    }
+
     /** A float32 CPU tensor of ones. Mirrors {@code torch.ones}. */
     public static Tensor ones(long... shape) {
         return full(1, DType.FLOAT32, Device.CPU, shape);
     }
 
-    /** A tensor of {@code value} with the given dtype and device. Mirrors {@code torch.full}. */
+    /**
+     * A tensor of {@code value} with the given dtype and device. Mirrors {@code torch.full}: for
+     * bfloat16 and float16 the value is rounded to float32, then to nearest even in the 16-bit type
+     * (65520 and above become inf in float16).
+     *
+     * @throws IllegalArgumentException for bfloat16 or float16 on a GPU (not supported yet: create it
+     *     on the CPU and move it with {@link #to(Device)})
+     */
     public static Tensor full(double value, DType dtype, Device device, long... shape) {
         Devices.require(device);
         return fromNativeResult(TensorNatives.full(shape, dtype.ordinal(), device.type().ordinal(), device.index(), value, NativeResults.buffer()));
@@ -300,10 +331,27 @@ public final class Tensor implements AutoCloseable {
 
     // ---- data -------------------------------------------------------------------------------------
 
-    /** The values, copied to a Java array (float32 CPU tensors). */
+    /**
+     * The values, copied to a Java array: float32 as they are, bfloat16 and float16 widened to
+     * float32 (exactly). Mirrors {@code tensor.float().tolist()}; a GPU tensor is copied to the host.
+     *
+     * @throws IllegalArgumentException for an int64 tensor (use {@link #toLongArray()})
+     */
     public float[] toFloatArray() {
         float[] out = new float[Math.toIntExact(numel)];
         TensorNatives.toFloats(nativeHandle(), out);
+        return out;
+    }
+
+    /**
+     * The bit patterns of a bfloat16 or float16 tensor, copied to a Java array (see
+     * {@link #ofBits}). Mirrors {@code tensor.view(torch.int16).tolist()}.
+     *
+     * @throws IllegalArgumentException for float32 and int64 tensors
+     */
+    public short[] toBitsArray() {
+        short[] out = new short[Math.toIntExact(numel)];
+        TensorNatives.toBits(nativeHandle(), out);
         return out;
     }
 
@@ -332,7 +380,14 @@ public final class Tensor implements AutoCloseable {
         return this;
     }
 
-    /** Copies src's values into this tensor (same dtype and numel, any devices; no autograd). Mirrors {@code Tensor.copy_}. */
+    /**
+     * Copies src's values into this tensor (same numel, any devices; no autograd). Between float32,
+     * bfloat16 and float16 it converts, rounding as {@link #to(DType)} (CPU tensors only so far).
+     * Mirrors {@code Tensor.copy_}.
+     *
+     * @throws IllegalArgumentException when the numels differ, or for a conversion to or from int64
+     *     or on a GPU
+     */
     public Tensor copyFrom(Tensor src) {
         TensorNatives.copyInto(src.nativeHandle(), nativeHandle());
         return this;
@@ -385,6 +440,31 @@ public final class Tensor implements AutoCloseable {
         Devices.require(target);
         Tensor out = fromNativeResult(TensorNatives.toDevice(nativeHandle(), target.type().ordinal(), target.index(), NativeResults.buffer()));
         Device source = device;
+        return new Node("ToCopyBackward", this) {
+            @Override
+            protected Tensor[] backward(Tensor g) {
+                return new Tensor[] {g.to(source)};
+            }
+        }.attach(out);
+    }
+
+    /**
+     * This tensor converted to {@code target}: this when it already has that dtype, else a new
+     * tensor of the same shape and device. Differentiable, as PyTorch's: the gradient is converted
+     * back to this tensor's dtype. Between float32, bfloat16 and float16 (any pair), rounding to
+     * nearest even, keeping subnormals, overflowing to inf; a NaN stays NaN (bfloat16 NaN is
+     * 0xFFFF, float16 NaN sign|0x7E00, as PyTorch's CPU tensors hold them). Widening to float32 is
+     * exact. Mirrors {@code Tensor.to(dtype)}.
+     *
+     * @throws IllegalArgumentException for int64 on either side, or a tensor on a GPU (not supported
+     *     yet; the message names the fix)
+     */
+    public Tensor to(DType target) {
+        if (target == dtype) {
+            return this;
+        }
+        Tensor out = fromNativeResult(TensorNatives.toDType(nativeHandle(), target.ordinal(), NativeResults.buffer()));
+        DType source = dtype;
         return new Node("ToCopyBackward", this) {
             @Override
             protected Tensor[] backward(Tensor g) {

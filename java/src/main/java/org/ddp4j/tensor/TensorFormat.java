@@ -3,8 +3,9 @@ package org.ddp4j.tensor;
 import java.util.Locale;
 
 /**
- * Prints tensors the way PyTorch does: {@code tensor([[0.1000, 0.2000]], requires_grad=True)}, and
- * {@code tensor([...], device='cuda:0')} for a GPU tensor (whose values are copied to the host).
+ * Prints tensors the way PyTorch does: {@code tensor([[0.1000, 0.2000]], requires_grad=True)},
+ * {@code tensor([...], device='cuda:0')} for a GPU tensor (whose values are copied to the host), and
+ * {@code tensor([1.1016], dtype=torch.bfloat16)} for the 16-bit types (values widened to float32).
  */
 final class TensorFormat {
     private static final int MAX_ELEMENTS = 1000;
@@ -20,7 +21,7 @@ final class TensorFormat {
         }
         StringBuilder out = new StringBuilder("tensor(");
         long[] shape = t.shape();
-        if (t.dtype() == DType.FLOAT32) {
+        if (t.dtype().isFloatingPoint()) { // the 16-bit types print their values widened, as PyTorch
             float[] values = t.toFloatArray();
             append(out, shape, 0, 0, i -> String.format(Locale.ROOT, "%.4f", values[i]), 7);
         } else {
@@ -29,6 +30,9 @@ final class TensorFormat {
         }
         if (t.device().isCuda()) {
             out.append(", device='").append(t.device()).append('\'');
+        }
+        if (t.dtype() == DType.BFLOAT16 || t.dtype() == DType.FLOAT16) { // PyTorch names the non-default dtypes
+            out.append(", dtype=torch.").append(t.dtype().name().toLowerCase(Locale.ROOT));
         }
         if (t.requiresGrad()) {
             out.append(t.isLeaf() ? ", requires_grad=True" : ", grad_fn=<" + t.gradFn().name() + ">");

@@ -148,8 +148,8 @@ class SafeTensorsTest {
                 "tensor 'x'", "[0, 16] beyond the end");
         assertContains(loadError(craft("unknown-dtype", "{\"x\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8)),
                 "tensor 'x'", "unknown dtype \"F33\"");
-        assertContains(loadError(craft("f16", "{\"x\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 8)),
-                "tensor 'x'", "dtype F16 is not supported by ddp4j (only F32 and I64)");
+        assertContains(loadError(craft("f64", "{\"x\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8)),
+                "tensor 'x'", "dtype F64 is not supported by ddp4j (only F32, I64, BF16 and F16)");
         assertContains(loadError(craft("shape-mismatch", "{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8)),
                 "tensor 'x'", "shape [3] of F32 needs 12 bytes but data_offsets [0, 8] hold 8");
         assertContains(loadError(craft("negative-shape", "{\"x\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8)),

@@ -111,7 +111,9 @@ public class DistributedDataParallel extends Module {
                 continue;
             }
             if (p.dtype() != DType.FLOAT32) {
-                throw new IllegalArgumentException("DistributedDataParallel supports float32 parameters, got " + p.describe());
+                throw new IllegalArgumentException("DistributedDataParallel supports float32 parameters, got " + p.describe()
+                        + (p.dtype() == DType.INT64 ? "" : "; bfloat16 and float16 parameters are not supported yet: keep"
+                        + " parameters in float32 (master weights, as PyTorch's autocast does)"));
             }
             checkDevice("parameter", p, group);
             params.add(p);

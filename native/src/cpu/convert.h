@@ -1,0 +1,30 @@
+// convert.h: which instruction set the CPU dtype conversions (convert.cpp, torch.Tensor.to(dtype))
+// use. Chosen once at load from what the CPU has; tests switch it to check every path against the
+// scalar one (half.h), which defines the bits.
+#pragma once
+
+namespace ddp4j::cpu {
+
+/** The code path of the float32 <-> bfloat16 / float16 conversions. */
+enum class ConvertPath {
+  Scalar,  // half.h, one element at a time
+  Avx2,    // 8 lanes: AVX2 integer rounding for bfloat16, F16C (vcvtps2ph / vcvtph2ps) for float16
+  Avx512,  // 16 lanes: AVX-512F, the same operations
+};
+
+/** The path conversions take now: the widest the CPU has, unless set_convert_path chose another. */
+ConvertPath convert_path();
+
+/** Whether this CPU can run path (Scalar always). */
+bool convert_path_supported(ConvertPath path);
+
+/**
+ * Makes later conversions take path (for tests that compare the paths). Throws
+ * Error(InvalidArgument) naming the path when this CPU cannot run it.
+ */
+void set_convert_path(ConvertPath path);
+
+/** "scalar", "avx2" or "avx512". */
+const char* convert_path_name(ConvertPath path);
+
+}  // namespace ddp4j::cpu
