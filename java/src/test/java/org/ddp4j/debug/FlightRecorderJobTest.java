@@ -164,22 +164,22 @@ class FlightRecorderJobTest {
         }
     }
 
-    private Path log(int node) {
-        return dir.resolve("launcher-" + node + ".log");
-    }
-
-    private String logText(int node) throws IOException {
-        return Files.exists(log(node)) ? Files.readString(log(node)) : "";
-    }
-
-    private String logs() throws IOException {
-        return "\n--- node 0:\n" + logText(0) + "\n--- node 1:\n" + logText(1);
-    }
-
     /** Kills everything the test started, even after a failure, and checks that nothing survived. */
     @AfterEach
     void killEverything() throws Exception {
         System.out.println(logs());
         LauncherJobs.killEverything(launchers, dir, 3);
+    }
+
+    private Path log(int node) {
+        return LauncherJobs.log(dir, node);
+    }
+
+    private String logText(int node) throws IOException {
+        return LauncherJobs.logText(dir, node);
+    }
+
+    private String logs() throws IOException {
+        return LauncherJobs.logs(dir, 2);
     }
 }

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -51,7 +50,7 @@ class LauncherBlameTest {
     @Test
     void aStoppedWorkerIsTheRootCauseOnItsOwnNode() throws Exception {
         Process node0 = start(0, 1, 2, Map.of());
-        long[] pids = awaitWorkers(2);
+        long[] pids = LauncherJobs.awaitPids(dir, 2, launchers, this::logs);
         LauncherJobs.signal("STOP", pids[1]);
         awaitExit(node0, 90, "the launcher");
         assertNotEquals(0, node0.exitValue(), logs());
@@ -64,7 +63,7 @@ class LauncherBlameTest {
     void aStoppedWorkerOnNodeOneIsTheRootCauseOnBothNodes() throws Exception {
         Process node0 = start(0, 2, 1, Map.of());
         Process node1 = start(1, 2, 1, Map.of());
-        long[] pids = awaitWorkers(2);
+        long[] pids = LauncherJobs.awaitPids(dir, 2, launchers, this::logs);
         LauncherJobs.signal("STOP", pids[1]);
         awaitExit(node0, 90, "node 0's launcher");
         awaitExit(node1, 30, "node 1's launcher");
@@ -82,7 +81,7 @@ class LauncherBlameTest {
         Map<String, String> keepAlive = Map.of(KeepAlive.INTERVAL_ENV, "0.5", KeepAlive.TIMEOUT_ENV, "4");
         Process node0 = start(0, 2, 1, keepAlive);
         Process node1 = start(1, 2, 1, keepAlive);
-        awaitWorkers(2);
+        LauncherJobs.awaitPids(dir, 2, launchers, this::logs);
         LauncherJobs.signal("STOP", node0.pid());
         try {
             awaitExit(node1, 60, "node 1's launcher, whose store host stood still,");
@@ -119,36 +118,6 @@ class LauncherBlameTest {
         return p;
     }
 
-    private Path log(int node) {
-        return dir.resolve("launcher-" + node + ".log");
-    }
-
-    private String logText(int node) throws IOException {
-        return Files.exists(log(node)) ? Files.readString(log(node)) : "";
-    }
-
-    private String logs() throws IOException {
-        return "\n--- node 0:\n" + logText(0) + "\n--- node 1:\n" + logText(1);
-    }
-
-    /** Waits until the {@code world} workers joined the group and wrote their pids; returns them by rank. */
-    private long[] awaitWorkers(int world) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        long[] pids = new long[world];
-        for (int rank = 0; rank < world; rank++) {
-            Path f = dir.resolve("pid-" + rank);
-            while (!Files.exists(f)) {
-                for (Process p : launchers) {
-                    assertTrue(p.isAlive(), "a launcher exited before the workers started:" + logs());
-                }
-                assertTrue(System.nanoTime() < deadline, "the workers did not start within 60 s:" + logs());
-                Thread.sleep(50);
-            }
-            pids[rank] = Long.parseLong(Files.readString(f).trim());
-        }
-        return pids;
-    }
-
     private void awaitExit(Process p, long seconds, String what) throws Exception {
         assertTrue(p.waitFor(seconds, TimeUnit.SECONDS), what + " did not exit within " + seconds + " s:" + logs());
     }
@@ -158,5 +127,17 @@ class LauncherBlameTest {
     void killEverything() throws Exception {
         System.out.println(logs());
         LauncherJobs.killEverything(launchers, dir, 2);
+    }
+
+    private Path log(int node) {
+        return LauncherJobs.log(dir, node);
+    }
+
+    private String logText(int node) throws IOException {
+        return LauncherJobs.logText(dir, node);
+    }
+
+    private String logs() throws IOException {
+        return LauncherJobs.logs(dir, 2);
     }
 }

@@ -72,18 +72,6 @@ class LivenessTest {
         return p;
     }
 
-    private Path log(int node) {
-        return dir.resolve("launcher-" + node + ".log");
-    }
-
-    private String logText(int node) throws IOException {
-        return Files.exists(log(node)) ? Files.readString(log(node)) : "";
-    }
-
-    private String logs() throws IOException {
-        return "\n--- node 0:\n" + logText(0) + "\n--- node 1:\n" + logText(1);
-    }
-
     private static boolean running(long pid) {
         return ProcessHandle.of(pid).map(Processes::isRunning).orElse(false);
     }
@@ -252,5 +240,17 @@ class LivenessTest {
     void killEverything() throws Exception {
         System.out.println(logs());
         LauncherJobs.killEverything(launchers, dir, 2);
+    }
+
+    private Path log(int node) {
+        return LauncherJobs.log(dir, node);
+    }
+
+    private String logText(int node) throws IOException {
+        return LauncherJobs.logText(dir, node);
+    }
+
+    private String logs() throws IOException {
+        return LauncherJobs.logs(dir, 2);
     }
 }

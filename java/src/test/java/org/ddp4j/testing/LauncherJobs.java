@@ -3,6 +3,7 @@ package org.ddp4j.testing;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -12,7 +13,8 @@ import java.util.stream.Collectors;
 import org.ddp4j.multiprocessing.Processes;
 
 /**
- * What the tests that run launchers as separate JVMs share: waiting for the workers' pid files
+ * What the tests that run launchers as separate JVMs share: their logs ({@code dir/launcher-<node>.log}),
+ * waiting for the workers' pid files
  * ({@code DIR/pid-<RANK>}, written by the test workers once they joined their group), signalling
  * them, and killing everything afterwards while checking that nothing the test started survived.
  */
@@ -38,6 +40,26 @@ public final class LauncherJobs {
             pids[rank] = Long.parseLong(Files.readString(f).trim());
         }
         return pids;
+    }
+
+    /** Where the test writes launcher {@code node}'s output: {@code dir/launcher-<node>.log}. */
+    public static Path log(Path dir, int node) {
+        return dir.resolve("launcher-" + node + ".log");
+    }
+
+    /** Launcher {@code node}'s output so far ("" before it wrote any). */
+    public static String logText(Path dir, int node) throws IOException {
+        Path log = log(dir, node);
+        return Files.exists(log) ? Files.readString(log) : "";
+    }
+
+    /** Every launcher's output, each under a "--- node N:" line, for assertion messages. */
+    public static String logs(Path dir, int nodes) throws IOException {
+        StringBuilder out = new StringBuilder();
+        for (int node = 0; node < nodes; node++) {
+            out.append("\n--- node ").append(node).append(":\n").append(logText(dir, node));
+        }
+        return out.toString();
     }
 
     /** {@code kill -SIG pid}, e.g. signal("STOP", pid). */
