@@ -372,6 +372,8 @@ class TcpStoreSecurityTest {
         try (TcpStore server = TcpStore.server(HOST, 0, TIMEOUT, o);
                 TcpStore a = TcpStore.client(HOST, server.port(), TIMEOUT, with(SECRET));
                 TcpStore b = TcpStore.client(HOST, server.port(), TIMEOUT, with(SECRET))) {
+            // the server counts b once its serving thread has read b's handshake, which can be after b returns
+            awaitAuthenticated(server.serverForTests(), 3);
             List<Socket> flood = new ArrayList<>();
             try {
                 for (int i = 0; i < 50; i++) {
