@@ -48,14 +48,16 @@ class ReadmeExamplesTest {
             "import org.ddp4j.tensor.*;");
 
     /** First statement of a block -> the parameters that stand for its free variables. */
-    private static final Map<String, String> FREE_VARIABLES = Map.of(
-            "try (var join = ddp.join()) {", "DistributedDataParallel ddp, DataLoader loader, SGD opt, MSELoss lossFn",
-            "Spawn.spawn(MyTrainer::train, 2, args);", "String[] args, int nodeRank",
-            "Device device = Cuda.localDevice(System.getenv());", "MSELoss criterion, Batch batch",
-            "Distributed.initProcessGroup(\"gloo\");", "",
-            "ProcessGroup evens = Distributed.newGroup(List.of(0, 2));", "Tensor t, Tensor in, int rank, int world",
-            "List<Tensor> decay = new ArrayList<>();", "Module model, int epochs",
-            "ResNet model = ResNet.resnet50(10);", "");
+    private static final Map<String, String> FREE_VARIABLES = Map.ofEntries(
+            Map.entry("try (var join = ddp.join()) {", "DistributedDataParallel ddp, DataLoader loader, SGD opt, MSELoss lossFn"),
+            Map.entry("Spawn.spawn(MyTrainer::train, 2, args);", "String[] args, int nodeRank"),
+            Map.entry("Device device = Cuda.localDevice(System.getenv());", "MSELoss criterion, Batch batch"),
+            Map.entry("Distributed.initProcessGroup(\"gloo\");", ""),
+            Map.entry("ProcessGroup evens = Distributed.newGroup(List.of(0, 2));", "Tensor t, Tensor in, int rank, int world"),
+            Map.entry("List<Tensor> decay = new ArrayList<>();", "Module model, int epochs"),
+            Map.entry("ResNet model = ResNet.resnet50(10);", ""),
+            Map.entry("var accumulation = new GradientAccumulation(ddp, 4);", "DistributedDataParallel ddp, DataLoader loader, SGD optimizer,"
+                    + " CrossEntropyLoss criterion"));
 
     /** Blocks of the benchmarks module (JMH classes): compiled by that module's build, not here. */
     private static final String BENCHMARK_BLOCK = "extends CollectiveBenchmark";
