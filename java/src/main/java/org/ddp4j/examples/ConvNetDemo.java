@@ -10,6 +10,7 @@ import org.ddp4j.data.DataLoader;
 import org.ddp4j.data.MnistDataset;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.nn.parallel.DistributedDataParallel;
+import org.ddp4j.nn.parallel.GradientAccumulation;
 import org.ddp4j.data.DistributedSampler;
 import org.ddp4j.nn.CrossEntropyLoss;
 import org.ddp4j.nn.Module;
@@ -100,6 +101,16 @@ public class ConvNetDemo implements Callable<Integer> {
             description = "Rank 0 logs the loss every N steps (default: ${DEFAULT-VALUE}).")
     int logEvery = 100;
 
+    @Option(names = "--accumulate", paramLabel = "N",
+            description = "Micro-batches per optimizer step (default: ${DEFAULT-VALUE}): gradients accumulate over N batches"
+                    + " of --batch-size under noSync() and are all-reduced once, on the last (GradientAccumulation); the"
+                    + " effective batch is N x --batch-size per rank.")
+    int accumulate = 1;
+
+    @Option(names = "--print-model",
+            description = "Rank 0 prints the model once before training, as print(model) does (the DDP wrapper included).")
+    boolean printModel;
+
     @Option(names = "--report-allocations",
             description = "Append allocations_per_step=A to the summary line: system allocations (malloc on the CPU, cudaMalloc on a GPU) per training step after the second.")
     boolean reportAllocations;
@@ -128,6 +139,10 @@ public class ConvNetDemo implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (accumulate < 1) {
+            throw new IllegalArgumentException("--accumulate must be at least 1 (micro-batches per optimizer step), got "
+                    + accumulate);
+        }
         if (logEvery <= 0) {
             throw new IllegalArgumentException("--log-every must be positive (steps between loss lines), got " + logEvery);
         }
@@ -161,8 +176,10 @@ public class ConvNetDemo implements Callable<Integer> {
         CrossEntropyLoss criterion = new CrossEntropyLoss();
         Optimizer optimizer = optimizerChoice.create(model.parameters(), lr != null ? lr : defaultLr(optimizerChoice), momentum,
                 weightDecay);
-        LRScheduler schedule = schedulerChoice.create(optimizer, epochs, loader.size(), gamma);
-        long stepsDone = (long) firstEpoch * (schedulerChoice.perBatch() ? loader.size() : 1);
+        GradientAccumulation accumulation = new GradientAccumulation(model, accumulate);
+        int optimizerStepsPerEpoch = (loader.size() + accumulate - 1) / accumulate;
+        LRScheduler schedule = schedulerChoice.create(optimizer, epochs, optimizerStepsPerEpoch, gamma);
+        long stepsDone = (long) firstEpoch * (schedulerChoice.perBatch() ? optimizerStepsPerEpoch : 1);
         for (long k = 0; k < stepsDone && schedule != null; k++) {
             schedule.step(); // where the schedule stood when the checkpoint was saved (its lr comes with the optimizer state)
         }
@@ -174,6 +191,9 @@ public class ConvNetDemo implements Callable<Integer> {
             }
         }
 
+        if (printModel && rank == 0) {
+            System.out.println(model);
+        }
         int totalSteps = loader.size();
         TrainingPlot curve = plot != null && rank == 0 ? new TrainingPlot(modelName() + " on Fashion-MNIST, " + world + " rank(s)",
                 "training loss (rank 0, mean since the previous point)") : null;
@@ -189,14 +209,16 @@ public class ConvNetDemo implements Callable<Integer> {
             int i = 0;
             // on a terminal, rank 0 draws a bar instead of its "Epoch [e/E], Step [i/N]" lines
             EpochProgress bar = drawBars ? EpochProgress.start(System.out, System.getenv(), epoch, epochs, totalSteps) : null;
-            for (Batch batch : loader) {
-                try (batch; var scope = Tensors.scope()) {
+            for (var micro : accumulation.over(loader)) {
+                try (micro; Batch batch = micro.batch(); var scope = Tensors.scope()) {
                     Tensor loss = criterion.forward(model.forward(batch.inputs().to(device)), batch.labels().to(device));
-                    optimizer.zeroGrad();
-                    loss.backward();
-                    optimizer.step();
-                    if (schedule != null && schedulerChoice.perBatch()) {
-                        schedule.step();
+                    micro.backward(loss);
+                    if (micro.syncs()) {
+                        optimizer.step();
+                        optimizer.zeroGrad();
+                        if (schedule != null && schedulerChoice.perBatch()) {
+                            schedule.step();
+                        }
                     }
                     i++;
                     steps++;

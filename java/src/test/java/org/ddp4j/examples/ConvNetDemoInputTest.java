@@ -45,4 +45,20 @@ class ConvNetDemoInputTest {
         assertEquals(1, exit, text);
         assertTrue(text.contains(dir.toString()) && text.contains("holds no images"), text);
     }
+
+    @Test
+    void aZeroAccumulationIsAnErrorBeforeTheRendezvous() {
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        PrintStream original = System.err;
+        int exit;
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+        try {
+            exit = DemoCommandLine.execute(new ConvNetDemo(), new String[] {"--accumulate", "0", "--device", "cpu"});
+        } finally {
+            System.setErr(original);
+        }
+        String text = err.toString(StandardCharsets.UTF_8);
+        assertEquals(1, exit, text);
+        assertTrue(text.contains("--accumulate must be at least 1"), text);
+    }
 }

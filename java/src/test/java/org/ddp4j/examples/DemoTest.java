@@ -87,4 +87,23 @@ class DemoTest {
                 .filter(Matcher::find).findFirst().orElseThrow();
         assertTrue(Double.parseDouble(acc.group(1)) > 0.6, acc.group(0));
     }
+
+    @Test
+    void convNetDemoAccumulatesGradientsAndPrintsTheModel() throws Exception {
+        assumeTrue(Files.isDirectory(MnistDataset.DEFAULT_DIR), "dataset-fashion-mnist is not installed");
+        List<String> out = launch("--nproc-per-node", "2", "--master-port", Integer.toString(LauncherProcess.freePort()),
+                "org.ddp4j.examples.ConvNetDemo", "--limit", "2000", "--epochs", "2", "--batch-size", "50",
+                "--accumulate", "2", "--print-model", "--device", "cpu");
+        String text = String.join("\n", out);
+        assertTrue(text.contains("[rank0]: DistributedDataParallel(\n[rank0]:   (module): ConvNet(\n"), text);
+        assertTrue(text.contains("(fc): Linear(in_features=1568, out_features=10, bias=True)"), text);
+        assertEquals(1, out.stream().filter(l -> l.contains("DistributedDataParallel(")).count(), "printed once, by rank 0");
+        List<Matcher> s = summaries(out);
+        assertEquals(2, s.size(), text);
+        for (Matcher m : s) {
+            assertEquals("40", m.group(3)); // micro-batches: 2000 images / 2 ranks / 50, 2 epochs (20 optimizer steps)
+            double loss = Double.parseDouble(m.group(6));
+            assertTrue(loss < 0.6 * Math.log(10), "loss did not fall from ln(10): " + loss);
+        }
+    }
 }
