@@ -18,6 +18,19 @@ public final class Tensors {
         return new TensorScope();
     }
 
+    /**
+     * Hands t, made on another thread outside any scope (e.g. by a {@link org.ddp4j.data.DataLoader}
+     * worker), to this thread's current scope, which then frees it; without an open scope t stays
+     * the caller's to close. Returns t.
+     */
+    public static Tensor adopt(Tensor t) {
+        TensorScope scope = TensorScope.current();
+        if (scope != null && t.scope == null) {
+            scope.register(t);
+        }
+        return t;
+    }
+
     /** A scope in which ops record no autograd graph. Mirrors {@code torch.no_grad()}. */
     public static NoGradScope noGrad() {
         boolean[] flag = GRAD_ENABLED.get();
