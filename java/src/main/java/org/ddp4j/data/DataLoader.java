@@ -27,7 +27,7 @@ import org.ddp4j.tensor.Tensors;
  * without workers (a batch's content depends only on the sampler's order and its index, never on
  * which thread made it). The dataset is then read from several threads at once, so its
  * {@code copyFeatures} and {@code label} must be thread-safe (the library's datasets are; a random
- * transform must take its randomness from the example's index, as {@link TransformedDataset} does).
+ * transform must take its randomness from the example's index, as {@link org.ddp4j.vision.transforms.TransformedDataset} does).
  * Workers are threads of this JVM, not processes: a rank's JVM already runs one process per rank, and
  * the batches' native memory needs no copy between processes. They start with the first epoch
  * and live until {@link #close()} (PyTorch's {@code persistent_workers=True}); they are daemon threads.
