@@ -36,7 +36,7 @@ final class Agent {
     /** How long the shutdown hook tries to tell the other nodes before stopping the workers. */
     private static final Duration HOOK_NOTIFY = Duration.ofSeconds(1);
 
-    private final LaunchConfig cfg;
+    private LaunchConfig cfg; // its port is set once the store is bound, when the launcher picked it
     private final String me;
     private volatile boolean shuttingDown;
     private volatile WorkerGroup current;
@@ -70,6 +70,11 @@ final class Agent {
         Store root;
         try {
             TcpStore tcp = new TcpStore(cfg.masterAddr(), cfg.masterPort(), cfg.nodeRank() == 0, cfg.rdzvTimeout());
+            if (cfg.masterPort() == 0) {
+                cfg = cfg.withMasterPort(tcp.port());
+                Notices.info(cfg.err(), "the store listens on " + cfg.endpoint() + " (a free port, as no --master-port"
+                        + " was given; the workers get it as MASTER_PORT)");
+            }
             root = new DeadlineStore(tcp, cfg.keepAliveTimeout(), cfg.endpoint());
         } catch (RuntimeException e) {
             String what = cfg.nodeRank() == 0

@@ -51,7 +51,13 @@ record LaunchConfig(
     /** Default of {@code --keepalive-timeout}, in seconds, when {@code DDP4J_KEEPALIVE_TIMEOUT} is not set. */
     static final String DEFAULT_KEEPALIVE_TIMEOUT = "20";
 
-    /** {@code host:port} of the store, for messages. */
+    /** This config with the store's port as bound (the launcher picked it when masterPort was 0). */
+    LaunchConfig withMasterPort(int port) {
+        return new LaunchConfig(nprocPerNode, nnodes, nodeRank, masterAddr, port, maxRestarts, rdzvTimeout,
+                keepAliveInterval, keepAliveTimeout, command, env, out, err, progressBar);
+    }
+
+        /** {@code host:port} of the store, for messages. */
     String endpoint() {
         return masterAddr + ":" + masterPort;
     }

@@ -78,6 +78,8 @@ import picocli.CommandLine;
             "2:invalid command line"
         })
 public final class Launcher implements Callable<Integer> {
+    /** The store's port with several nodes when --master-port is not given (torchrun's). */
+    static final int DEFAULT_MASTER_PORT = 29500;
 
     @Spec
     private CommandSpec spec;
@@ -98,9 +100,15 @@ public final class Launcher implements Callable<Integer> {
             description = "Host of node 0, which serves the store (default: ${DEFAULT-VALUE}).")
     private String masterAddr;
 
-    @Option(names = {"--master-port", "--master_port"}, paramLabel = "PORT", defaultValue = "29500",
-            description = "Port of the store on node 0 (default: ${DEFAULT-VALUE}).")
-    private int masterPort;
+    @Option(names = {"--master-port", "--master_port"}, paramLabel = "PORT",
+            description = "Port of the store on node 0 (default: " + DEFAULT_MASTER_PORT + " with --nnodes above 1;"
+                    + " on a single node, a free port the launcher picks and hands to its workers, as 0 does).")
+    private Integer masterPort;
+
+    @Option(names = "--standalone",
+            description = "A single-node job on this machine, as torchrun's --standalone: --nnodes 1, --master-addr"
+                    + " 127.0.0.1 and a free port picked by the launcher, so two jobs on one machine never collide.")
+    private boolean standalone;
 
     @Option(names = {"--max-restarts", "--max_restarts"}, paramLabel = "N", defaultValue = "0",
             description = "Restart the worker group up to N times after a failure (default: ${DEFAULT-VALUE}).")
@@ -215,6 +223,7 @@ public final class Launcher implements Callable<Integer> {
         if (!clusterDefaults.used().isEmpty()) {
             err.println("ddp4j-run: from the environment: " + String.join(", ", clusterDefaults.used()));
         }
+        applyStandalone();
         validate();
         Duration interval = seconds("--keepalive-interval", KeepAlive.INTERVAL_ENV, keepAliveInterval,
                 LaunchConfig.DEFAULT_KEEPALIVE_INTERVAL);
@@ -244,6 +253,21 @@ public final class Launcher implements Callable<Integer> {
         return copy;
     }
 
+    /** --standalone: one node on this machine, the store on a free loopback port. */
+    private void applyStandalone() {
+        if (!standalone) {
+            return;
+        }
+        if (nnodes != 1) {
+            throw usage("--standalone runs a single-node job, but --nnodes is " + nnodes + "; drop one of them");
+        }
+        if (masterPort != null && masterPort != 0) {
+            throw usage("--standalone picks a free port itself; drop --master-port " + masterPort);
+        }
+        masterPort = 0;
+        masterAddr = "127.0.0.1";
+    }
+
     private void validate() {
         if (nprocPerNode < 1) {
             throw usage("--nproc-per-node must be at least 1, got " + nprocPerNode);
@@ -258,8 +282,15 @@ public final class Launcher implements Callable<Integer> {
         if (masterAddr == null || masterAddr.isBlank()) {
             throw usage("--master-addr must not be empty");
         }
-        if (masterPort < 1 || masterPort > 65535) {
-            throw usage("--master-port must be in 1..65535, got " + masterPort);
+        if (masterPort == null) {
+            masterPort = nnodes == 1 ? 0 : DEFAULT_MASTER_PORT;
+        }
+        if (masterPort < 0 || masterPort > 65535) {
+            throw usage("--master-port must be in 1..65535 (or 0 on a single node: a free port), got " + masterPort);
+        }
+        if (masterPort == 0 && nnodes > 1) {
+            throw usage("--master-port 0 (a port the launcher picks) works on a single node only: with --nnodes " + nnodes
+                    + " the other nodes' launchers must know the port in advance; give the same --master-port to all");
         }
         if (maxRestarts < 0) {
             throw usage("--max-restarts must be at least 0, got " + maxRestarts);

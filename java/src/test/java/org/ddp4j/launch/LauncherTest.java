@@ -411,7 +411,7 @@ class LauncherTest {
 
         r = launch(baseEnv(), "--master-port", "70000", WORKER);
         assertEquals(2, r.code());
-        assertTrue(r.err().contains("--master-port must be in 1..65535"), r.err());
+        assertTrue(r.err().contains("--master-port must be in 1..65535 (or 0 on a single node: a free port), got 70000"), r.err());
 
         r = launch(baseEnv(), "--no-such-flag", WORKER);
         assertEquals(2, r.code());
@@ -491,5 +491,38 @@ class LauncherTest {
             assertEquals(1, r.code());
             assertTrue(r.err().contains("cannot serve the store on 127.0.0.1:" + taken.getLocalPort()), r.err());
         }
+    }
+
+    @Test
+    void twoSingleNodeJobsWithoutAPortPickTheirOwnAndDoNotCollide() throws Exception {
+        java.nio.file.Path dirA = Files.createDirectories(dir.resolve("a"));
+        java.nio.file.Path dirB = Files.createDirectories(dir.resolve("b"));
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            Future<Run> a = pool.submit(() -> launch(baseEnv(), "--nproc-per-node", "2", WORKER, "env", dirA.toString()));
+            Future<Run> b = pool.submit(() -> launch(baseEnv(), "--standalone", "--nproc-per-node", "2", WORKER, "env",
+                    dirB.toString()));
+            Run ra = finish(a, 0);
+            Run rb = finish(b, 0);
+            assertEquals(0, ra.code(), ra.err());
+            assertEquals(0, rb.code(), rb.err());
+            String portA = parse(Files.readString(dirA.resolve("rank-1"))).get("MASTER_PORT");
+            String portB = parse(Files.readString(dirB.resolve("rank-1"))).get("MASTER_PORT");
+            assertTrue(!portA.equals(portB) && Integer.parseInt(portA) > 0 && Integer.parseInt(portB) > 0, portA + " " + portB);
+            assertEquals(portA, parse(Files.readString(dirA.resolve("rank-0"))).get("MASTER_PORT"));
+            assertTrue(ra.err().contains("ddp4j-run: the store listens on 127.0.0.1:" + portA + " (a free port"), ra.err());
+            assertEquals("127.0.0.1", parse(Files.readString(dirB.resolve("rank-0"))).get("MASTER_ADDR"));
+        } finally {
+            pool.shutdownNow();
+        }
+        Run r = launch(baseEnv(), "--nnodes", "2", "--master-port", "0", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--master-port 0 (a port the launcher picks) works on a single node only"), r.err());
+        r = launch(baseEnv(), "--standalone", "--nnodes", "2", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--standalone runs a single-node job, but --nnodes is 2"), r.err());
+        r = launch(baseEnv(), "--standalone", "--master-port", "29555", WORKER);
+        assertEquals(2, r.code());
+        assertTrue(r.err().contains("--standalone picks a free port itself; drop --master-port 29555"), r.err());
     }
 }
