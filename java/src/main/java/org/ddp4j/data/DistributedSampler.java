@@ -191,6 +191,21 @@ public class DistributedSampler implements Sampler, Iterable<Integer> {
         return numSamples;
     }
 
+    /**
+     * How many of this rank's {@link #indices()} are not padding: the first {@code unpaddedSize()}
+     * are distinct samples of the dataset; the rest (at most one, without {@code dropLast}) repeat
+     * samples that other ranks also visit. Count only these when evaluating on a sharded test set, so
+     * the ranks' counts add up to the dataset's size exactly (e.g. {@link org.ddp4j.metrics.Accuracy#update(org.ddp4j.tensor.Tensor, org.ddp4j.tensor.Tensor, int)}).
+     */
+    public int unpaddedSize() {
+        if (dropLast) {
+            return numSamples;
+        }
+        // rank r's i-th index sits at position i * numReplicas + r of the padded list; padding starts at datasetSize
+        int real = datasetSize > rank ? (datasetSize - rank + numReplicas - 1) / numReplicas : 0;
+        return Math.min(real, numSamples);
+    }
+
     /** The number of indices over all ranks per epoch ({@code total_size = num_samples * numReplicas}). */
     public int totalSize() {
         return totalSize;
