@@ -20,6 +20,8 @@ import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.utils.EpochProgress;
+import org.ddp4j.utils.TrainingPlot;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -157,7 +159,7 @@ public class ConvNetDemo implements Callable<Integer> {
             throw new IllegalArgumentException("the training set in " + dataset.data + " holds no images, so there is nothing to"
                     + " train on: point --data at a folder with Fashion-MNIST's (or MNIST's) IDX files");
         }
-        PlotOption.checkFolder(plot);
+        TrainingPlot.checkPath(plot);
         int firstEpoch = resume == null ? 0 : TrainingCheckpoint.epochsDone(resume); // validates both files
         if (firstEpoch >= epochs) {
             throw new IllegalArgumentException(resume + " was saved after epoch " + firstEpoch + " and --epochs is " + epochs
@@ -198,6 +200,7 @@ public class ConvNetDemo implements Callable<Integer> {
         TrainingPlot curve = plot != null && rank == 0 ? new TrainingPlot(modelName() + " on Fashion-MNIST, " + world + " rank(s)",
                 "training loss (rank 0, mean since the previous point)") : null;
         long steps = 0;
+        long plotStepsBefore = (long) firstEpoch * totalSteps; // after a resume the plot's x axis goes on from there
         double plotLossSum = 0; // rank 0's losses since the last plotted point (--plot only)
         int plotLossCount = 0;
         float lastLoss = Float.NaN;
@@ -232,7 +235,7 @@ public class ConvNetDemo implements Callable<Integer> {
                     if (i % logEvery == 0 || i == totalSteps) {
                         lastLoss = loss.item();
                         if (curve != null) {
-                            curve.addLoss(steps, plotLossSum / plotLossCount);
+                            curve.addLoss(plotStepsBefore + steps, plotLossSum / plotLossCount);
                             plotLossSum = 0;
                             plotLossCount = 0;
                         }
@@ -279,7 +282,7 @@ public class ConvNetDemo implements Callable<Integer> {
             System.out.printf(Locale.ROOT, "Test accuracy of the model on the %d test images: %.2f %%%n", test.size(), accuracy * 100);
             System.out.printf(Locale.ROOT, "summary test_accuracy=%.4f%n", accuracy);
             if (curve != null) {
-                curve.addAccuracy(steps, accuracy);
+                curve.addAccuracy(plotStepsBefore + steps, accuracy);
                 curve.write(plot);
                 System.out.println("Plot written to " + plot);
             }

@@ -17,6 +17,7 @@ import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.utils.TrainingPlot;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -52,7 +53,7 @@ public final class LinearDemo implements Callable<Integer> {
         String addr = env.getOrDefault("MASTER_ADDR", "?");
         String port = env.getOrDefault("MASTER_PORT", "?");
         Device device = deviceOption.resolve(env);
-        PlotOption.checkFolder(plot);
+        TrainingPlot.checkPath(plot);
         Distributed.initProcessGroup(DeviceOption.backendFor(device));
         int rank = Distributed.getRank();
         int world = Distributed.getWorldSize();

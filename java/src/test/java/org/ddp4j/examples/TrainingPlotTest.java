@@ -1,5 +1,7 @@
 package org.ddp4j.examples;
 
+import org.ddp4j.utils.TrainingPlot;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -65,11 +67,11 @@ class TrainingPlotTest {
                 () -> new TrainingPlot("t", "loss").write(dir.resolve("x.png")));
         assertTrue(empty.getMessage().contains("no loss was recorded"), empty.getMessage());
         IllegalArgumentException folder = assertThrows(IllegalArgumentException.class,
-                () -> PlotOption.checkFolder(dir.resolve("missing/loss.png")));
+                () -> TrainingPlot.checkPath(dir.resolve("missing/loss.png")));
         assertEquals("--plot " + dir.resolve("missing/loss.png") + ": the folder " + dir.resolve("missing")
                 + " does not exist; create it first or pick another path", folder.getMessage());
         IllegalArgumentException suffix = assertThrows(IllegalArgumentException.class,
-                () -> PlotOption.checkFolder(dir.resolve("loss.jpg")));
+                () -> TrainingPlot.checkPath(dir.resolve("loss.jpg")));
         assertTrue(suffix.getMessage().endsWith("give a file name ending in .png"), suffix.getMessage());
     }
 

@@ -1,9 +1,10 @@
-package org.ddp4j.examples;
+package org.ddp4j.utils;
 
 import java.awt.Color;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,14 +18,25 @@ import org.knowm.xchart.style.Styler;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
 /**
- * The demos' {@code --plot FILE.png}: the training loss against the step and, when given, the test
- * accuracy on a second axis, drawn headless with XChart and written atomically (a temporary file
- * in the same folder, then a rename), so a reader never sees half a PNG.
+ * A training curve as a PNG (the demos' {@code --plot FILE.png}): the loss against the training
+ * step and, when given, the test accuracy on a second axis (0 to 1), drawn headless with XChart,
+ * ticks formatted as plain numbers (1,000 steps, 0.25 loss), written atomically (a temporary file
+ * in the same folder, then a rename) so a reader never sees half a PNG. Steps count over all epochs;
+ * after a resume, continue from the steps already done so the x axis goes on where it stopped.
+ *
+ * <pre>{@code
+ * TrainingPlot.checkPath(png);                          // before training: a bad path fails at once
+ * var plot = new TrainingPlot("ConvNet, 2 ranks", "training loss (rank 0)");
+ * plot.addLoss(step, loss);                             // at every logged step
+ * plot.addAccuracy(step, accuracy);                     // after evaluating
+ * plot.write(png);
+ * }</pre>
  */
-final class TrainingPlot {
-    /** Pixel size of the PNG. */
-    static final int WIDTH = 900;
-    static final int HEIGHT = 560;
+public final class TrainingPlot {
+    /** Width of the PNG in pixels. */
+    public static final int WIDTH = 900;
+    /** Height of the PNG in pixels. */
+    public static final int HEIGHT = 560;
 
     private final String title;
     private final String lossLabel;
@@ -37,7 +49,7 @@ final class TrainingPlot {
      * @param title the chart's title
      * @param lossLabel the loss curve's legend, e.g. "training loss (rank 0)"
      */
-    TrainingPlot(String title, String lossLabel) {
+    public TrainingPlot(String title, String lossLabel) {
         this.title = title;
         this.lossLabel = lossLabel;
     }
@@ -46,13 +58,13 @@ final class TrainingPlot {
      * Records a loss at training step {@code step} (1-based, counted over all epochs): one step's,
      * or the mean since the previous point.
      */
-    void addLoss(long step, double loss) {
+    public void addLoss(long step, double loss) {
         lossSteps.add((double) step);
         losses.add(loss);
     }
 
     /** Records a test accuracy in [0, 1] measured after {@code step} training steps. */
-    void addAccuracy(long step, double accuracy) {
+    public void addAccuracy(long step, double accuracy) {
         accuracySteps.add((double) step);
         accuracies.add(accuracy);
     }
@@ -63,7 +75,7 @@ final class TrainingPlot {
      * @throws IllegalStateException if no loss was recorded (nothing to draw)
      * @throws UncheckedIOException naming the file when its folder is missing or the write fails
      */
-    void write(Path file) {
+    public void write(Path file) {
         if (losses.isEmpty()) {
             throw new IllegalStateException("--plot " + file + ": no loss was recorded, so there is no curve to draw");
         }
@@ -73,6 +85,8 @@ final class TrainingPlot {
         XYChart chart = new XYChartBuilder().width(WIDTH).height(HEIGHT).title(fullTitle)
                 .xAxisTitle("training step").yAxisTitle("loss").build();
         chart.getStyler().setChartBackgroundColor(Color.WHITE).setLegendPosition(Styler.LegendPosition.InsideNE);
+        // plain numbers on the axes: XChart's default pattern writes large step counts in scientific notation
+        chart.getStyler().setXAxisDecimalPattern("#,##0").setYAxisDecimalPattern("0.00##");
         XYSeries loss = chart.addSeries(lossLabel, lossSteps, losses);
         loss.setMarker(lossSteps.size() > 200 ? SeriesMarkers.NONE : SeriesMarkers.CIRCLE);
         if (!accuracies.isEmpty()) {
@@ -95,5 +109,25 @@ final class TrainingPlot {
                 channel.write(buffer);
             }
         });
+    }
+
+    /**
+     * Checks a plot's path before training, so a bad one fails at once, not after hours.
+     *
+     * @param plot the file to write, or null (nothing to check)
+     * @throws IllegalArgumentException if the name does not end in .png or its folder does not exist
+     */
+    public static void checkPath(Path plot) {
+        if (plot == null) {
+            return;
+        }
+        if (!plot.getFileName().toString().toLowerCase(Locale.ROOT).endsWith(".png")) {
+            throw new IllegalArgumentException("--plot " + plot + ": the plot is a PNG; give a file name ending in .png");
+        }
+        Path folder = plot.toAbsolutePath().getParent();
+        if (folder == null || !Files.isDirectory(folder)) {
+            throw new IllegalArgumentException("--plot " + plot + ": the folder " + folder + " does not exist; create it"
+                    + " first or pick another path");
+        }
     }
 }

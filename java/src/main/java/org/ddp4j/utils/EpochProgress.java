@@ -1,4 +1,4 @@
-package org.ddp4j.examples;
+package org.ddp4j.utils;
 
 import java.io.PrintStream;
 import java.util.Locale;
@@ -10,14 +10,25 @@ import me.tongfei.progressbar.ProgressBarStyle;
 import org.ddp4j.internal.Setting;
 
 /**
- * One epoch's progress bar on rank 0 (me.tongfei:progressbar), drawn when the launcher says its
- * output is a terminal ({@code DDP4J_PROGRESS=1}, see {@code org.ddp4j.launch.RankZeroProgress});
- * otherwise the demos print their plain log lines. The bar redraws one line with '\r', which the
- * launcher passes through prefixed; it closes with a newline, leaving the epoch's final bar.
+ * One epoch's progress bar on rank 0 (me.tongfei:progressbar), for a training loop under
+ * {@code ddp4j-run}: draw it when {@link #enabled} says the launcher's output is a terminal
+ * ({@code DDP4J_PROGRESS=1}, which the launcher sets for rank 0), print plain log lines otherwise.
+ * The bar redraws one line with '\r', which the launcher passes through prefixed; the line keeps
+ * one width from the first draw (room for the loss is kept before it is known), so it never wraps
+ * or jumps; closing ends it with a newline, leaving the epoch's final bar.
+ *
+ * <pre>{@code
+ * try (var bar = EpochProgress.enabled(rank, System.getenv())
+ *         ? EpochProgress.start(System.out, System.getenv(), epoch, epochs, loader.size()) : null) {
+ *     for (Batch b : loader) { ...; if (bar != null) { bar.showLoss(loss); bar.step(); } }
+ * }
+ * }</pre>
  */
-final class EpochProgress implements AutoCloseable {
+public final class EpochProgress implements AutoCloseable {
     /** Set to 1 by the launcher for rank 0 when its stdout is a terminal. */
-    static final String ENV = Setting.PROGRESS.variable();
+    public static final String ENV = Setting.PROGRESS.variable();
+    /** The loss's place after the bar, as wide as any loss it shows ({@code "loss %7.4f"}). */
+    private static final String NO_LOSS_YET = "loss       -";
 
     /**
      * Width of the bar's line: {@code COLUMNS} when exported, else 80, less the launcher's
@@ -32,7 +43,7 @@ final class EpochProgress implements AutoCloseable {
     }
 
     /** Whether this rank draws bars: rank 0, with {@code DDP4J_PROGRESS}=1 in its environment. */
-    static boolean enabled(int rank, Map<String, String> env) {
+    public static boolean enabled(int rank, Map<String, String> env) {
         return rank == 0 && "1".equals(env.getOrDefault(ENV, "").trim());
     }
 
@@ -43,7 +54,7 @@ final class EpochProgress implements AutoCloseable {
      * @param epochs the number of epochs
      * @param steps the steps in this epoch (the bar's 100 %)
      */
-    static EpochProgress start(PrintStream out, Map<String, String> env, int epoch, int epochs, long steps) {
+    public static EpochProgress start(PrintStream out, Map<String, String> env, int epoch, int epochs, long steps) {
         ProgressBar bar = new ProgressBarBuilder()
                 .setTaskName(String.format(Locale.ROOT, "Epoch %d/%d", epoch + 1, epochs))
                 .setInitialMax(steps)
@@ -52,6 +63,7 @@ final class EpochProgress implements AutoCloseable {
                 .setUpdateIntervalMillis(500)
                 .setConsumer(new ConsoleProgressBarConsumer(out, lineWidth(env)))
                 .build();
+        bar.setExtraMessage(NO_LOSS_YET); // room for the loss from the start: the bar keeps its width when it shows
         return new EpochProgress(bar);
     }
 
@@ -66,13 +78,13 @@ final class EpochProgress implements AutoCloseable {
     }
 
     /** One more step done. */
-    void step() {
+    public void step() {
         bar.step();
     }
 
-    /** Shows {@code loss} after the bar. */
-    void showLoss(float loss) {
-        bar.setExtraMessage(String.format(Locale.ROOT, "loss %.4f", loss));
+    /** Shows {@code loss} after the bar (in the room kept for it; a loss of 1000 or more widens the line). */
+    public void showLoss(float loss) {
+        bar.setExtraMessage(String.format(Locale.ROOT, "loss %7.4f", loss));
     }
 
     /** Draws the final state and ends the line. */
