@@ -36,6 +36,7 @@ import picocli.CommandLine.Spec;
 @Command(
         name = "FlightRecorderReport",
         mixinStandardHelpOptions = true,
+        versionProvider = org.ddp4j.internal.VersionProvider.class,
         description = {"Summarizes ddp4j flight-recorder dumps (ddp4j-flight-recorder-rank*.json): the first collective"
                 + " on which the ranks disagree or which a rank never reached."},
         exitCodeListHeading = "%nExit codes:%n",

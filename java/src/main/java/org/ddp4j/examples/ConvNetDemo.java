@@ -22,6 +22,7 @@ import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.utils.EpochProgress;
 import org.ddp4j.utils.TrainingPlot;
+import org.ddp4j.internal.VersionProvider;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -34,7 +35,7 @@ import picocli.CommandLine.Option;
  * terminal ({@code DDP4J_PROGRESS=1}), a progress bar per epoch ({@link EpochProgress}); then the
  * training time and the test accuracy. Start it with {@code scripts/ddp4j-run --nproc-per-node 2 org.ddp4j.examples.ConvNetDemo}.
  */
-@Command(name = "ConvNetDemo", mixinStandardHelpOptions = true,
+@Command(name = "ConvNetDemo", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = "Two-conv network on Fashion-MNIST with DDP (run under scripts/ddp4j-run).")
 public class ConvNetDemo implements Callable<Integer> {
     @Option(names = "--epochs", description = "Epochs (default: ${DEFAULT-VALUE}).")

@@ -18,6 +18,7 @@ import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.utils.TrainingPlot;
+import org.ddp4j.internal.VersionProvider;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -28,7 +29,7 @@ import picocli.CommandLine.Option;
  * labels, SGD lr 0.01. Start it with the launcher, e.g. {@code scripts/ddp4j-run --nproc-per-node 2
  * org.ddp4j.examples.LinearDemo}; {@code scripts/two-node-demo.sh} runs two nodes of 2 processes.
  */
-@Command(name = "LinearDemo", mixinStandardHelpOptions = true,
+@Command(name = "LinearDemo", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = "Two-node linear-model DDP demo (run under scripts/ddp4j-run).")
 public final class LinearDemo implements Callable<Integer> {
     @Option(names = "--epochs", description = "Passes over the four samples (default: ${DEFAULT-VALUE}).")

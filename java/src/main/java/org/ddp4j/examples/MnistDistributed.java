@@ -18,6 +18,7 @@ import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import picocli.CommandLine;
+import org.ddp4j.internal.VersionProvider;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -39,7 +40,7 @@ import picocli.CommandLine.Option;
  * # (MASTER_ADDR=first node's address in both environments when they are different machines)
  * </pre>
  */
-@Command(name = "MnistDistributed", mixinStandardHelpOptions = true,
+@Command(name = "MnistDistributed", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = "Seed 003's Fashion-MNIST trainer: spawns -g worker JVMs on this node (no launcher needed).")
 public final class MnistDistributed implements Callable<Integer> {
     /** The seed's rendezvous address and port, used when the environment does not set them. */

@@ -3,6 +3,7 @@ package org.ddp4j.examples;
 import org.ddp4j.nn.Module;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.vision.models.ResNet;
+import org.ddp4j.internal.VersionProvider;
 import picocli.CommandLine.Command;
 
 /**
@@ -15,7 +16,7 @@ import picocli.CommandLine.Command;
  * 2 ranks where a constant lr ends near 0.89. Start it with
  * {@code scripts/ddp4j-run --nproc-per-node 2 org.ddp4j.examples.ResNetDemo}.
  */
-@Command(name = "ResNetDemo", mixinStandardHelpOptions = true,
+@Command(name = "ResNetDemo", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = "ResNet-18 (CIFAR stem) on Fashion-MNIST with DDP (run under scripts/ddp4j-run).")
 public final class ResNetDemo extends ConvNetDemo {
     public static void main(String[] args) {

@@ -27,6 +27,7 @@ import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Threads;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.vision.models.ResNet;
+import org.ddp4j.internal.VersionProvider;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -57,7 +58,7 @@ import picocli.CommandLine.Option;
  *
  * <p>Run: {@code scripts/ddp4j-run --nproc-per-node 2 org.ddp4j.examples.ResNetSynthetic --model resnet18}.
  */
-@Command(name = "ResNetSynthetic", mixinStandardHelpOptions = true,
+@Command(name = "ResNetSynthetic", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = "ResNet-18/50 on synthetic data, images/s per rank (the anchors' resnet_synthetic.py).")
 public final class ResNetSynthetic implements Callable<Integer> {
     /** Number of classes, as torchvision's default and the anchors'. */

@@ -63,7 +63,7 @@ import picocli.CommandLine;
         name = "ddp4j-run",
         mixinStandardHelpOptions = true,
         sortOptions = false,
-        versionProvider = Launcher.Version.class,
+        versionProvider = org.ddp4j.internal.VersionProvider.class,
         usageHelpAutoWidth = true,
         description = {
             "Starts data-parallel workers the way torchrun does.",
@@ -333,18 +333,5 @@ public final class Launcher implements Callable<Integer> {
 
     private ParameterException usage(String message) {
         return new ParameterException(spec.commandLine(), message);
-    }
-
-    /**
-     * Reports the version of the ddp4j jar (its manifest's Implementation-Version), or
-     * "development build" when run from classes.
-     */
-    static final class Version implements CommandLine.IVersionProvider {
-        @Override
-        public String[] getVersion() {
-            String v = Launcher.class.getPackage().getImplementationVersion();
-            return new String[] {"ddp4j-run " + (v == null ? "(development build)" : v)
-                    + ", java " + System.getProperty("java.version")};
-        }
     }
 }
