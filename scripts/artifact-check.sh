@@ -7,7 +7,9 @@
 #   2. java -jar ddp4j-VERSION-launcher.jar --classpath target/app.jar --nproc-per-node 2 TrainLinear
 #   3. two nodes on loopback: one launcher of each form, --nnodes 2, one rank each
 # Every run must train the same parameters as numpy does from the same start, with no SLF4J
-# warning from the launcher. Also checks the manifests and --version. About 1-2 minutes.
+# warning from the launcher. Also checks the manifests and --version; then an app's own JMH
+# benchmark (scripts/artifact-check-bench/: the README's AllGatherListBenchmark as written, on the
+# installed ddp4j-benchmarks) built offline and run on 2 ranks. About 2 minutes.
 #   ARTIFACT_CHECK_SKIP_INSTALL=1   use what is installed in ~/.m2 already
 #   MVN_FLAGS                       extra flags for the install (e.g. -o)
 set -euo pipefail
@@ -21,6 +23,10 @@ if [[ "${ARTIFACT_CHECK_SKIP_INSTALL:-0}" != 1 ]]; then
   # shellcheck disable=SC2086 # MVN_FLAGS is a list of words
   (cd "$root" && mvn -B -q ${MVN_FLAGS:-} -DskipTests install)
 fi
+bench_repo="${MAVEN_REPO:-$HOME/.m2/repository}/org/ddp4j/ddp4j-benchmarks/$version"
+for f in "ddp4j-benchmarks-$version.jar" "ddp4j-benchmarks-$version-sources.jar" "ddp4j-benchmarks-$version.pom"; do
+  [[ -s "$bench_repo/$f" ]] || fail "mvn install did not install $bench_repo/$f"
+done
 for f in "ddp4j-$version.jar" "ddp4j-$version-sources.jar" "ddp4j-$version-javadoc.jar" "ddp4j-$version-launcher.jar" "ddp4j-$version.pom"; do
   [[ -s "$repo/$f" ]] || fail "mvn install did not install $repo/$f"
 done
@@ -133,4 +139,25 @@ code=$?
 set -e
 [[ $code -eq 2 ]] || { cat bad.err >&2; fail "NoSuchMain: exit code $code, expected 2"; }
 grep -q "'NoSuchMain' is neither a class on" bad.err || { cat bad.err >&2; fail "NoSuchMain: unclear error"; }
+echo "artifact-check: an app's own JMH benchmark on ddp4j-benchmarks (the README's recipe as written), 2 ranks"
+bench_work="$work/bench"
+cp -r "$root/scripts/artifact-check-bench/." "$bench_work/"
+mkdir -p "$bench_work/src/main/java/com/example"
+{
+  printf 'package com.example;\n\nimport java.util.List;\nimport java.util.stream.IntStream;\n'
+  printf 'import org.ddp4j.benchmarks.collective.CollectiveBenchmark;\nimport org.ddp4j.distributed.ProcessGroup;\n'
+  printf 'import org.ddp4j.tensor.Tensor;\n\n'
+  # the README's block, from its first line to the closing fence
+  sed -n '/^public class AllGatherListBenchmark extends CollectiveBenchmark/,/^```$/p' "$root/README.md" | sed '$d'
+} > "$bench_work/src/main/java/com/example/AllGatherListBenchmark.java"
+grep -q "awaitBlocking" "$bench_work/src/main/java/com/example/AllGatherListBenchmark.java" \
+  || fail "could not find the README's AllGatherListBenchmark block"
+(cd "$bench_work" && mvn -o -q -B package -DskipTests > build.log 2>&1) \
+  || { cat "$bench_work/build.log" >&2; fail "the benchmark project does not build offline"; }
+(cd "$bench_work" && timeout 180 java -cp "target/app.jar:target/libs/*" org.ddp4j.launch.Launcher --nproc-per-node 2 \
+    org.ddp4j.benchmarks.collective.CollectiveBench --benchmark com.example.AllGatherListBenchmark \
+    --min-bytes 1024 --max-bytes 4096 --warmup 1 --iterations 2 --forks 0 > bench.out 2> bench.err) \
+  || { cat "$bench_work/bench.out" "$bench_work/bench.err" >&2; fail "the app's benchmark failed"; }
+grep -q "result op=.* ranks=2 bytes=4096 " "$bench_work/bench.out" \
+  || { cat "$bench_work/bench.out" "$bench_work/bench.err" >&2; fail "the app's benchmark printed no 4096 B result line"; }
 echo "artifact-check: OK"

@@ -23,6 +23,8 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
  * ticks formatted as plain numbers (1,000 steps, 0.25 loss), written atomically (a temporary file
  * in the same folder, then a rename) so a reader never sees half a PNG. Steps count over all epochs;
  * after a resume, continue from the steps already done so the x axis goes on where it stopped.
+ * Needs {@code org.knowm.xchart:xchart} on the class path: an optional dependency of ddp4j, so an
+ * app that plots adds it (the version in ddp4j's parent pom).
  *
  * <pre>{@code
  * TrainingPlot.checkPath(png);                          // before training: a bad path fails at once
