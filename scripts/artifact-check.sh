@@ -7,7 +7,8 @@
 #   2. java -jar ddp4j-VERSION-launcher.jar --classpath target/app.jar --nproc-per-node 2 TrainLinear
 #   3. two nodes on loopback: one launcher of each form, --nnodes 2, one rank each
 # Every run must train the same parameters as numpy does from the same start, with no SLF4J
-# warning from the launcher. Also checks the manifests and --version; then an app's own JMH
+# warning from the launcher. The app also holds the README's tutorial (TrainMlp) as written, run on
+# 2 ranks. Also checks the manifests and --version; then an app's own JMH
 # benchmark (scripts/artifact-check-bench/: the README's AllGatherListBenchmark as written, on the
 # installed ddp4j-benchmarks) built offline and run on 2 ranks. About 2 minutes.
 #   ARTIFACT_CHECK_SKIP_INSTALL=1   use what is installed in ~/.m2 already
@@ -51,6 +52,10 @@ fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/ddp4j-artifact-check.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cp -r "$root/scripts/artifact-check/." "$work/"
+# the README's tutorial, as written: its block from the first import to the closing fence
+sed -n '/^## Tutorial: your own model/,/^## Launching from your own jar/p' "$root/README.md" \
+  | sed -n '/^```java$/,/^```$/p' | sed '1d;$d' > "$work/src/main/java/TrainMlp.java"
+grep -q "^public class TrainMlp" "$work/src/main/java/TrainMlp.java" || fail "could not find the README's tutorial block"
 cd "$work"
 echo "artifact-check: building a fresh project in $work (mvn -o -q package)"
 mvn -o -q -B package -DskipTests > build.log 2>&1 || { cat build.log >&2; fail "the fresh project does not build offline"; }
@@ -131,6 +136,20 @@ check_values nodes.out || { cat nodes.out node0.err node1.err >&2; fail "two nod
 grep -h "final" cp_form.out | sed 's/^\[rank.\]: //' | sort > a.txt
 grep -h "final" nodes.out | sed 's/^\[rank.\]: //' | sort > b.txt
 cmp -s a.txt b.txt || { diff a.txt b.txt >&2; fail "two nodes trained other parameters than one node of 2 ranks"; }
+
+echo "artifact-check: the README's tutorial (TrainMlp), 2 ranks, 6000 images"
+if [[ -d /usr/share/datasets/fashion-mnist ]]; then
+  timeout 300 "${cp_form[@]}" --nproc-per-node 2 TrainMlp 6000 > tutorial.out 2> tutorial.err \
+    || { cat tutorial.out tutorial.err >&2; fail "the tutorial failed"; }
+  python3 - tutorial.out <<'PY' || { cat tutorial.out tutorial.err >&2; fail "the tutorial did not learn"; }
+import re, sys
+m = re.search(r"\[rank0\]: test accuracy ([0-9.]+) on 10000 images", open(sys.argv[1]).read())
+assert m and float(m.group(1)) > 0.7, m and m.group(0)
+print("tutorial:", m.group(0))
+PY
+else
+  echo "artifact-check: skipped the tutorial run: dataset-fashion-mnist is not installed (it compiled)"
+fi
 
 echo "artifact-check: a name that is neither a class nor a command is refused, naming both"
 set +e

@@ -59,6 +59,10 @@ class ReadmeExamplesTest {
             Map.entry("var accumulation = new GradientAccumulation(ddp, 4);", "DistributedDataParallel ddp, DataLoader loader, SGD optimizer,"
                     + " CrossEntropyLoss criterion"));
 
+    /** A block that declares a public top-level class is a whole source file. */
+    private static final java.util.regex.Pattern TOP_LEVEL_CLASS =
+            java.util.regex.Pattern.compile("(?m)^public class (\\w+)");
+
     /** Blocks of the benchmarks module (JMH classes): compiled by that module's build, not here. */
     private static final String BENCHMARK_BLOCK = "extends CollectiveBenchmark";
 
@@ -74,6 +78,12 @@ class ReadmeExamplesTest {
         for (String block : blocks) {
             if (block.contains(BENCHMARK_BLOCK)) {
                 skipped++;
+                continue;
+            }
+            java.util.regex.Matcher topLevel = TOP_LEVEL_CLASS.matcher(block);
+            if (topLevel.find()) {
+                // a whole source file (the tutorial): compiled as written, under its class's name
+                sources.put(topLevel.group(1), block);
                 continue;
             }
             String name = "ReadmeBlock" + sources.size();
