@@ -79,22 +79,33 @@ public record OptimizerStateDict(String optimizer, Map<Integer, Map<String, Tens
      *     name other than {@code state.<index>.<name>})
      */
     public static OptimizerStateDict load(Path file) {
-        Map<String, String> metadata = SafeTensors.loadMetadata(file);
+        return of(SafeTensors.loadFile(file), SafeTensors.loadMetadata(file), file.toString());
+    }
+
+    /**
+     * The state held by {@link #tensors()} and {@link #metadata()} (e.g. read back from a file
+     * holding more than this state).
+     *
+     * @param where names the source in messages, e.g. the file
+     * @throws IllegalArgumentException naming {@code where} when the metadata lacks {@code optimizer}
+     *     or {@code param_groups}, or a tensor name is not {@code state.<index>.<name>}
+     */
+    public static OptimizerStateDict of(Map<String, Tensor> tensors, Map<String, String> metadata, String where) {
         String optimizer = metadata.get(OPTIMIZER_KEY);
         String groups = metadata.get(PARAM_GROUPS_KEY);
         if (optimizer == null || groups == null) {
-            throw new IllegalArgumentException(file + " is not an optimizer state: its metadata lacks '" + OPTIMIZER_KEY
+            throw new IllegalArgumentException(where + " is not an optimizer state: its metadata lacks '" + OPTIMIZER_KEY
                     + "' or '" + PARAM_GROUPS_KEY + "' (a model's state dict? load it with Module.loadStateDict)");
         }
         List<Map<String, Object>> paramGroups;
         try {
             paramGroups = JSON.readValue(groups, new TypeReference<List<Map<String, Object>>>() {});
         } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException(file + ": metadata '" + PARAM_GROUPS_KEY + "' is not a JSON list of"
+            throw new IllegalArgumentException(where + ": metadata '" + PARAM_GROUPS_KEY + "' is not a JSON list of"
                     + " objects: " + e.getOriginalMessage(), e);
         }
         Map<Integer, Map<String, Tensor>> state = new TreeMap<>();
-        SafeTensors.loadFile(file).forEach((name, t) -> {
+        tensors.forEach((name, t) -> {
             String[] parts = name.split("\\.", 3);
             int index;
             try {
@@ -103,7 +114,7 @@ public record OptimizerStateDict(String optimizer, Map<Integer, Map<String, Tens
                 index = -1;
             }
             if (index < 0) {
-                throw new IllegalArgumentException(file + ": tensor '" + name + "' is not named state.<index>.<name>,"
+                throw new IllegalArgumentException(where + ": tensor '" + name + "' is not named state.<index>.<name>,"
                         + " so this is not an optimizer state saved by ddp4j");
             }
             state.computeIfAbsent(index, i -> new LinkedHashMap<>()).put(parts[2], t);
