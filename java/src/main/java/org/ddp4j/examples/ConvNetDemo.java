@@ -110,6 +110,11 @@ public class ConvNetDemo implements Callable<Integer> {
                     + " effective batch is N x --batch-size per rank.")
     int accumulate = 1;
 
+    @Option(names = "--workers", paramLabel = "N",
+            description = "DataLoader worker threads preparing batches ahead of the step (default: ${DEFAULT-VALUE}: on the"
+                    + " training thread); the batches are the same either way.")
+    int workers = 0;
+
     @Option(names = "--print-model",
             description = "Rank 0 prints the model once before training, as print(model) does (the DDP wrapper included).")
     boolean printModel;
@@ -146,6 +151,10 @@ public class ConvNetDemo implements Callable<Integer> {
             throw new IllegalArgumentException("--accumulate must be at least 1 (micro-batches per optimizer step), got "
                     + accumulate);
         }
+        if (workers < 0) {
+            throw new IllegalArgumentException("--workers must be 0 (batches made on the training thread) or more, got "
+                    + workers);
+        }
         if (logEvery <= 0) {
             throw new IllegalArgumentException("--log-every must be positive (steps between loss lines), got " + logEvery);
         }
@@ -174,7 +183,8 @@ public class ConvNetDemo implements Callable<Integer> {
         }
 
         DistributedSampler sampler = new DistributedSampler(train.size(), world, rank, true, seed, false);
-        DataLoader loader = new DataLoader(train, batchSize, sampler, false);
+        DataLoader loader = new DataLoader(train, batchSize, sampler, false,
+                DataLoader.Options.defaults().numWorkers(workers));
         DistributedDataParallel model = new DistributedDataParallel(createModel(new Generator(seed)).to(device));
         CrossEntropyLoss criterion = new CrossEntropyLoss();
         Optimizer optimizer = optimizerChoice.create(model.parameters(), lr != null ? lr : defaultLr(optimizerChoice), momentum,
@@ -263,6 +273,7 @@ public class ConvNetDemo implements Callable<Integer> {
             }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
+        loader.close(); // stops the worker threads
         if (rank == 0) {
             System.out.println("Training complete in: " + format(Duration.ofNanos((long) (seconds * 1e9))));
         }

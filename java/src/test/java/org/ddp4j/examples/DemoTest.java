@@ -93,7 +93,7 @@ class DemoTest {
         assumeTrue(Files.isDirectory(MnistDataset.DEFAULT_DIR), "dataset-fashion-mnist is not installed");
         List<String> out = launch("--nproc-per-node", "2", "--master-port", Integer.toString(LauncherProcess.freePort()),
                 "org.ddp4j.examples.ConvNetDemo", "--limit", "2000", "--epochs", "2", "--batch-size", "50",
-                "--accumulate", "2", "--print-model", "--device", "cpu");
+                "--accumulate", "2", "--print-model", "--workers", "2", "--device", "cpu");
         String text = String.join("\n", out);
         assertTrue(text.contains("[rank0]: DistributedDataParallel(\n[rank0]:   (module): ConvNet(\n"), text);
         assertTrue(text.contains("(fc): Linear(in_features=1568, out_features=10, bias=True)"), text);
