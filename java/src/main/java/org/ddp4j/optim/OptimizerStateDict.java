@@ -78,6 +78,12 @@ public record OptimizerStateDict(String optimizer, Map<Integer, Map<String, Tens
      *     optimizer state (no {@code optimizer} or {@code param_groups} metadata, or a tensor
      *     name other than {@code state.<index>.<name>})
      */
+    /**
+     * Tensors named with this prefix in an optimizer file belong to another state saved beside it
+     * (the demos' checkpoint keeps a DDP communication hook's state there); {@link #load} skips them.
+     */
+    public static final String OTHER_STATE_PREFIX = "comm_hook.";
+
     public static OptimizerStateDict load(Path file) {
         Map<String, String> metadata = SafeTensors.loadMetadata(file);
         String optimizer = metadata.get(OPTIMIZER_KEY);
@@ -95,6 +101,9 @@ public record OptimizerStateDict(String optimizer, Map<Integer, Map<String, Tens
         }
         Map<Integer, Map<String, Tensor>> state = new TreeMap<>();
         SafeTensors.loadFile(file).forEach((name, t) -> {
+            if (name.startsWith(OTHER_STATE_PREFIX)) {
+                return; // another state kept in the same file (a DDP communication hook's, by the demos' checkpoint)
+            }
             String[] parts = name.split("\\.", 3);
             int index;
             try {

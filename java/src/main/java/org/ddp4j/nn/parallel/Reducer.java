@@ -293,6 +293,35 @@ final class Reducer implements AutoCloseable {
         }
     }
 
+    /**
+     * Under a communication hook, the buckets are rebuilt in the ready order at the end of the
+     * first synchronised backward (or a join's first shadow of one: the same iteration on every
+     * rank), before any hook call, instead of at the next forward: so a hook only ever sees the
+     * final layout, and per-bucket hook state (PowerSGD's error feedback and warm-start memory,
+     * laid out as the bucket) means the same after a resume from a checkpoint as in the run that
+     * saved it. The gradients and which parameters this rank used move to the new buckets.
+     */
+    private void rebuildBeforeFirstHook() {
+        if (hook == null || bucketsRebuilt) {
+            return;
+        }
+        List<Tensor> used = new ArrayList<>();
+        for (GradientBucket b : buckets) {
+            for (int slot = 0; slot < b.parameters.size(); slot++) {
+                if (b.usedLocally(slot)) {
+                    used.add(b.parameters.get(slot));
+                }
+            }
+        }
+        if (readyOrder == null) {
+            readyOrder = new ArrayList<>();
+        }
+        rebuildBucketsOnce();
+        for (Tensor p : used) {
+            bucketOf.get(p).markUsed(slotOf.get(p));
+        }
+    }
+
     /** The post-accumulate hook of every parameter: marks its bucket, launches what is ready. */
     private void onGradientReady(Tensor parameter) {
         GradientBucket bucket = bucketOf.get(parameter);
@@ -309,7 +338,9 @@ final class Reducer implements AutoCloseable {
         if (readyOrder != null && !readyOrderComplete) {
             readyOrder.add(paramIndex.get(parameter));
         }
-        if (bucket.markReady() && overlap) {
+        // Under a hook the first synchronised backward launches nothing early: its buckets are
+        // rebuilt at its end, before the hook sees any (see rebuildBeforeFirstHook).
+        if (bucket.markReady() && overlap && (hook == null || bucketsRebuilt)) {
             try {
                 launchReadyBuckets();
             } catch (RuntimeException e) {
@@ -399,6 +430,7 @@ final class Reducer implements AutoCloseable {
     private void finishBackward() {
         try {
             if (communicates()) {
+                rebuildBeforeFirstHook();
                 while (nextToLaunch < buckets.size()) {
                     launchNext();
                 }
@@ -495,6 +527,7 @@ final class Reducer implements AutoCloseable {
      */
     boolean shadowBackward() {
         try {
+            rebuildBeforeFirstHook();
             for (int i = 0; i < buckets.size(); i++) {
                 GradientBucket b = buckets.get(i);
                 b.flat.fill(0);
