@@ -62,6 +62,11 @@ import org.ddp4j.distributed.algorithms.ddpcommhooks.PowerSGDState;
  * fails in its next backward (a peer is in another collective, has exited, or the group's timeout
  * passes) with a message that suggests {@code ddp.join()}.
  *
+ * <p><b>Communication hooks</b> ({@link #registerCommHook}, PyTorch's {@code register_comm_hook})
+ * replace the bucket all-reduce: bf16/fp16 compression and PowerSGD are built in
+ * ({@link DefaultHooks}, {@link PowerSGD}); the hook's state (PowerSGD's) goes into checkpoints
+ * through {@link #commHookState()}.
+ *
  * <p>Overlap of communication with backward can be turned off with the environment variable
  * {@code DDP4J_DDP_OVERLAP=0}: every bucket is then all-reduced after backward has finished (for
  * measuring what the overlap saves; the results are the same). In a group of one rank there is
