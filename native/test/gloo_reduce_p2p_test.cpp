@@ -264,7 +264,7 @@ void test_bad_arguments() {
     CHECK(error_of([&] { pg.reduce_scatter(out, std::vector<Tensor>{t}, ReduceOp::SUM); }) ==
           "reduceScatter: got 1 input tensors for a world of 2; pass one per rank");
     Tensor ints = Tensor::zeros({4}, DType::Int64);
-    CHECK(error_of([&] { pg.reduce(ints, 0, ReduceOp::AVG); }).find("reduce: ReduceOp.AVG needs a float32 tensor") ==
+    CHECK(error_of([&] { pg.reduce(ints, 0, ReduceOp::AVG); }).find("reduce: ReduceOp.AVG needs a floating tensor") ==
           0);
     pg.barrier()->wait();
   });

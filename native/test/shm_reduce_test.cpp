@@ -3,7 +3,8 @@
 // every op, both dtypes, several source counts and lengths that exercise every tail, with and
 // without the second output, with cached stores and with non-temporal stores into the first output
 // (the segment's way when they are faster), into an aligned output and a misaligned one (which
-// falls back to cached stores); copy_bytes likewise.
+// falls back to cached stores); copy_bytes likewise. bfloat16 and float16 reduce in float32 and
+// round once (check_low).
 #include <cstdint>
 #include <cstdio>
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "comm/host/shm/shm_reduce.h"
 #include "ddp4j/errors.h"
+#include "ddp4j/half.h"
 #include "test_util.h"
 
 using ddp4j::test::mix;
@@ -81,6 +83,48 @@ void check_op(DType dtype, ReduceOp op, int nsrc, size_t count) {
   CHECK(ok);
 }
 
+// bfloat16 / float16: the result must be the float32 reduction of the widened sources (left to
+// right, AVG times 1.0f / nsrc) rounded once to the 16-bit type, on the vector and the scalar
+// paths, into a separate output, in place into source 0, and with the second output.
+void check_low(DType dtype, ReduceOp op, int nsrc, size_t count) {
+  const bool bf16 = dtype == DType::BFloat16;
+  auto narrow = [&](float f) { return bf16 ? float_to_bfloat16(f) : float_to_float16(f); };
+  auto widen = [&](uint16_t h) { return bf16 ? bfloat16_to_float(h) : float16_to_float(h); };
+  std::vector<std::vector<uint16_t>> src(nsrc, std::vector<uint16_t>(count));
+  for (int s = 0; s < nsrc; s++) {
+    for (size_t i = 0; i < count; i++) {
+      const uint64_t h = mix(s * 7919ULL + i * 31ULL + 5);
+      const float u = static_cast<float>(h >> 40) / 16777216.0f;
+      src[s][i] = narrow(op == ReduceOp::PRODUCT ? 0.75f + 0.5f * u : (2 * u - 1) * static_cast<float>(1 << (h & 7)));
+    }
+  }
+  std::vector<uint16_t> expected(count);
+  for (size_t i = 0; i < count; i++) {
+    float a = widen(src[0][i]);
+    for (int s = 1; s < nsrc; s++) a = plain(a, widen(src[s][i]), op);
+    if (op == ReduceOp::AVG) a *= 1.0f / static_cast<float>(nsrc);
+    expected[i] = narrow(a);
+  }
+  for (bool scalar : {false, true}) {
+    shm::force_scalar_reduce(scalar);
+    std::vector<const void*> ptrs;
+    for (auto& v : src) ptrs.push_back(v.data());
+    std::vector<uint16_t> out(count), out2(count);
+    shm::reduce_sources(out.data(), ptrs.data(), nsrc, count, dtype, op, out2.data(), /*stream_out=*/true);
+    bool ok = out == expected && out2 == expected;
+    std::vector<uint16_t> in_place = src[0];
+    ptrs[0] = in_place.data();
+    shm::reduce_sources(in_place.data(), ptrs.data(), nsrc, count, dtype, op);
+    ok = ok && in_place == expected;
+    if (!ok) {
+      std::fprintf(stderr, "mismatch: %s %s nsrc=%d count=%zu scalar=%d\n", dtype_name(dtype), reduce_op_name(op), nsrc,
+                   count, scalar);
+    }
+    CHECK(ok);
+  }
+  shm::force_scalar_reduce(false);
+}
+
 }  // namespace
 
 int main() {
@@ -91,6 +135,8 @@ int main() {
       for (ReduceOp op : {ReduceOp::SUM, ReduceOp::AVG, ReduceOp::PRODUCT, ReduceOp::MIN, ReduceOp::MAX}) {
         check_op<float>(DType::Float32, op, nsrc, count);
         if (op != ReduceOp::AVG) check_op<int64_t>(DType::Int64, op, nsrc, count);
+        check_low(DType::BFloat16, op, nsrc, count);
+        check_low(DType::Float16, op, nsrc, count);
       }
     }
   }

@@ -252,6 +252,14 @@ const char* convert_path_name(ConvertPath path) {
   return "?";
 }
 
+void widen_to_float(DType from, const uint16_t* x, float* y, int64_t n) {
+  if (n > 0) widen_fn(from, convert_path())(x, y, n);
+}
+
+void narrow_from_float(DType to, const float* x, uint16_t* y, int64_t n) {
+  if (n > 0) narrow_fn(to, convert_path())(x, y, n);
+}
+
 DDP4J_REGISTER_KERNEL(to_dtype, CPU, to_dtype);
 
 }  // namespace ddp4j::cpu

@@ -2,6 +2,9 @@
 // use. Chosen once at load from what the CPU has; tests switch it to check every path against the
 // scalar one (half.h), which defines the bits.
 #pragma once
+#include <cstdint>
+
+#include "ddp4j/tensor.h"
 
 namespace ddp4j::cpu {
 
@@ -26,5 +29,16 @@ void set_convert_path(ConvertPath path);
 
 /** "scalar", "avx2" or "avx512". */
 const char* convert_path_name(ConvertPath path);
+
+// ---- raw conversions, for code that works on buffers (the collectives' bfloat16 / float16 reductions)
+
+/**
+ * y[0, n) = x[0, n) widened exactly from `from` (DType::BFloat16 or DType::Float16) to float32, on
+ * the current path, on the calling thread (no parallel_for: callers convert blocks that stay in L1).
+ */
+void widen_to_float(DType from, const uint16_t* x, float* y, int64_t n);
+
+/** y[0, n) = x[0, n) rounded (to nearest even, half.h's bits) to `to` (BFloat16 or Float16); calling thread. */
+void narrow_from_float(DType to, const float* x, uint16_t* y, int64_t n);
 
 }  // namespace ddp4j::cpu

@@ -1,6 +1,7 @@
 // The Gloo group's reductions: all-reduce on the path its size takes (shared memory, the small
 // all-reduce, Gloo's ring), and reduce and reduce-scatter built on it. See process_group.h.
 #include <cstring>
+#include <vector>
 
 #include "comm/gloo/process_group.h"
 #include "comm/gloo/reduce_functions.h"
@@ -8,6 +9,8 @@
 #include "comm/gloo/small_allreduce.h"
 #include "comm/gloo/tensor_checks.h"
 #include "comm/host/host_collectives.h"
+#include "comm/host/shm/shm_reduce.h"
+#include "comm/host/shm/shm_segment.h"
 
 namespace ddp4j {
 
@@ -34,11 +37,7 @@ GlooProcessGroup::Movement GlooProcessGroup::allreduce_movement(const Tensor& te
   Tensor t = tensor;
   const int world = size();
   auto divide_if_avg = [t, op, world] {
-    if (op != ReduceOp::AVG) return;
-    float* p = t.data<float>();
-    const size_t n = static_cast<size_t>(t.numel());
-    const float inv = 1.0f / static_cast<float>(world);
-    for (size_t i = 0; i < n; i++) p[i] *= inv;
+    if (op == ReduceOp::AVG) gloo_detail::divide_by_world(t, static_cast<size_t>(t.numel()), world);
   };
 
   if (host_) {
@@ -57,6 +56,20 @@ GlooProcessGroup::Movement GlooProcessGroup::allreduce_movement(const Tensor& te
               const int parity = small->exchange(f, t.raw_data(), t.nbytes());
               self->check_peers(f, parity);  // before any peer data is used
               if (n == 0) return;
+              if (is_reduced_float(t.dtype())) {
+                // Every rank's payload at hand: combine them in float32 in one pass and round
+                // once (AVG included), as the shared-memory transport does.
+                const void* srcs[shm::ShmSegment::kMaxLocalRanks];
+                std::vector<const void*> many;
+                const void** p = srcs;
+                if (small->size > shm::ShmSegment::kMaxLocalRanks) {
+                  many.resize(static_cast<size_t>(small->size));
+                  p = many.data();
+                }
+                for (int r = 0; r < small->size; r++) p[r] = small->payload(parity, r);
+                shm::reduce_sources(t.raw_data(), p, small->size, n, t.dtype(), op);
+                return;
+              }
               if (t.dtype() == DType::Float32) {
                 small->reduce_into<float>(parity, t.data<float>(), n, reduce_function<float>(op));
               } else {

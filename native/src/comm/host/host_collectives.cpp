@@ -5,6 +5,7 @@
 #include <gloo/broadcast.h>
 #include <gloo/context.h>
 
+#include "comm/gloo/reduce_functions.h"
 #include "comm/gloo/ring.h"
 #include "comm/host/shm/shm_transport.h"
 
@@ -26,11 +27,9 @@ void HostCollectives::allreduce(const Tensor& t, ReduceOp op, uint32_t tag, cons
   if (shm_) shm_->reduce(p, p, n, t.dtype(), base, 0, fp);
   if (leaders_) gloo_detail::ring_allreduce(leaders_, t, n, base, tag, timeout_);
   if (shm_) shm_->broadcast(p, t.nbytes(), 0, fp);
-  if (op == ReduceOp::AVG) {
-    float* f = t.data<float>();
-    const float inv = 1.0f / static_cast<float>(world_);
-    for (size_t i = 0; i < n; i++) f[i] *= inv;
-  }
+  // bfloat16 / float16: the host's reduce rounds once, the leaders' ring once per hop (ring.h),
+  // and AVG's division once more.
+  if (op == ReduceOp::AVG) gloo_detail::divide_by_world(t, n, world_);
 }
 
 void HostCollectives::reduce(const Tensor& t, int root, ReduceOp op, const Fingerprint* fp) {

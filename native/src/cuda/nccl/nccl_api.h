@@ -35,7 +35,9 @@ enum Result : int {
 /** ncclDataType_t (the values we use). */
 enum DataType : int {
   kInt64 = 4,
+  kFloat16 = 6,
   kFloat32 = 7,
+  kBfloat16 = 9,  // since NCCL 2.10
 };
 
 /** ncclRedOp_t (the built-in operations). */

@@ -24,6 +24,8 @@ static_assert(n::kInProgress == static_cast<int>(ncclInProgress), "ncclInProgres
 static_assert(sizeof(n::DataType) == sizeof(ncclDataType_t), "ncclDataType_t size");
 static_assert(n::kInt64 == static_cast<int>(ncclInt64), "ncclInt64");
 static_assert(n::kFloat32 == static_cast<int>(ncclFloat32), "ncclFloat32");
+static_assert(n::kFloat16 == static_cast<int>(ncclFloat16), "ncclFloat16");
+static_assert(n::kBfloat16 == static_cast<int>(ncclBfloat16), "ncclBfloat16");
 
 static_assert(sizeof(n::RedOp) == sizeof(ncclRedOp_t), "ncclRedOp_t size");
 static_assert(n::kSum == static_cast<int>(ncclSum), "ncclSum");

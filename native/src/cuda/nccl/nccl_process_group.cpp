@@ -206,16 +206,16 @@ void NcclProcessGroup::check_tensor(const char* op, const char* what, const Tens
   DDP4J_CHECK_ARG(t.device().type == DeviceType::CUDA && t.device().index == device_, op,
                   ": the nccl process group works on tensors on its device cuda:", device_, ", but the ", what, " is ",
                   t.describe(), "; move it with tensor.to(cuda:", device_, ")");
-  DDP4J_CHECK_ARG(t.dtype() == DType::Float32 || t.dtype() == DType::Int64, op, " of ", dtype_name(t.dtype()),
-                  " is not supported yet (the ", what, " is ", t.describe(),
-                  "; collectives take float32 and int64): convert with tensor.to(DType.FLOAT32)");
+  DDP4J_CHECK_ARG(static_cast<int>(t.dtype()) >= 0 && static_cast<int>(t.dtype()) < kNumDTypes, op, ": the ", what,
+                  " has an unknown dtype ", static_cast<int>(t.dtype()));
 }
 
 void NcclProcessGroup::check_reduce_op(const char* op_name, ReduceOp op, const Tensor& t) const {
   DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, op_name, ": unknown ReduceOp ",
                   static_cast<int>(op));
-  DDP4J_CHECK_ARG(op != ReduceOp::AVG || t.dtype() == DType::Float32, op_name,
-                  ": ReduceOp.AVG needs a float32 tensor, got ", t.describe(), "; use SUM and divide by the world size");
+  DDP4J_CHECK_ARG(op != ReduceOp::AVG || t.dtype() != DType::Int64, op_name,
+                  ": ReduceOp.AVG needs a floating tensor (float32, bfloat16 or float16), got ", t.describe(),
+                  "; use SUM and divide by the world size");
 }
 
 void NcclProcessGroup::throw_if_aborted(const std::string& description) const {

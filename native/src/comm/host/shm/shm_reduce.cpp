@@ -12,6 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu/convert.h"
 #include "ddp4j/errors.h"
 
 // GCC 12's avx512fintrin.h starts some int64 intrinsics from an "undefined" register and then
@@ -287,14 +288,50 @@ Kernel pick(DType dtype, ReduceOp op, Isa isa) {
   throw Error(ErrorKind::InvalidArgument, "allReduce: unknown ReduceOp");
 }
 
+// bfloat16 / float16 (as DeepSpeed's CPU shm all-reduce does): per block of kLowBlock elements,
+// every source is widened exactly to float32 and combined with the float32 kernel of `op` (the same
+// left-to-right order and rules), AVG multiplies by the float reciprocal, and the block is rounded
+// once to the 16-bit type at the end: no partial sum is ever rounded to 16 bits. The blocks stay in
+// L1 (2 x 2 KiB). `out` may be a source: a block is written only after every source's block is read.
+void reduce_low(void* out_v, const void* const* srcs_v, int n, size_t count, DType dtype, ReduceOp op, void* out2_v) {
+  constexpr size_t kLowBlock = 512;
+  alignas(64) float acc[kLowBlock];
+  alignas(64) float next[kLowBlock];
+  const Kernel combine = pick(DType::Float32, op == ReduceOp::AVG ? ReduceOp::SUM : op, current_isa());
+  const float inv = 1.0f / static_cast<float>(n);
+  uint16_t* out = static_cast<uint16_t*>(out_v);
+  uint16_t* out2 = static_cast<uint16_t*>(out2_v);
+  const uint16_t* const* src = reinterpret_cast<const uint16_t* const*>(srcs_v);
+  for (size_t at = 0; at < count; at += kLowBlock) {
+    const size_t m = std::min(kLowBlock, count - at);
+    cpu::widen_to_float(dtype, src[0] + at, acc, static_cast<int64_t>(m));
+    for (int s = 1; s < n; s++) {
+      cpu::widen_to_float(dtype, src[s] + at, next, static_cast<int64_t>(m));
+      const void* two[2] = {acc, next};
+      combine(acc, nullptr, two, 2, m, false, 1.0f, false);
+    }
+    if (op == ReduceOp::AVG) {
+      for (size_t i = 0; i < m; i++) acc[i] *= inv;
+    }
+    cpu::narrow_from_float(dtype, acc, out + at, static_cast<int64_t>(m));
+    if (out2 != nullptr) std::memcpy(out2 + at, out + at, m * sizeof(uint16_t));
+  }
+}
+
 }  // namespace
 
 void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op, void* out2,
                     bool stream_out) {
-  DDP4J_CHECK_ARG(op != ReduceOp::AVG || dtype == DType::Float32, "allReduce: ReduceOp.AVG needs float32, got ",
-                  dtype_name(dtype));
+  DDP4J_CHECK_ARG(op != ReduceOp::AVG || dtype != DType::Int64,
+                  "allReduce: ReduceOp.AVG needs a floating dtype (float32, bfloat16, float16), got ", dtype_name(dtype));
+  DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, "allReduce: unknown ReduceOp");
   DDP4J_CHECK_ARG(nsrc >= 1, "reduce_sources: no sources");
   if (count == 0) return;
+  if (is_reduced_float(dtype)) {
+    // Cached stores only (stream_out is a speed hint): nothing to fence.
+    reduce_low(out, srcs, nsrc, count, dtype, op, out2);
+    return;
+  }
   // AVG as the Gloo path: the sum times the float reciprocal of the number of ranks.
   pick(dtype, op, current_isa())(out, out2, srcs, nsrc, count, op == ReduceOp::AVG,
                                  1.0f / static_cast<float>(nsrc), stream_out);

@@ -14,8 +14,11 @@ namespace ddp4j::shm {
  * Sources are combined strictly left to right, with the same rule at every element whichever code
  * path runs it, so any process of a host that reduces the same sources gets the same bits.
  * MIN/MAX follow the Gloo path's rule (`b < a ? b : a`, `b > a ? b : a` with a the running value).
- * AVG is SUM followed by a multiplication by 1.0f / nsrc (float32 only), as the Gloo path does.
- * int64 arithmetic wraps on overflow.
+ * AVG is SUM followed by a multiplication by 1.0f / nsrc (floating dtypes only), as the Gloo path does.
+ * int64 arithmetic wraps on overflow. bfloat16 and float16 are combined in float32 (each source
+ * widened exactly, the float32 rules above) and rounded once to the 16-bit type at the end, as
+ * DeepSpeed's CPU all-reduce does: the result is the float32 reduction of the widened sources,
+ * rounded once (half.h's rounding), whichever code path runs.
  *
  * When `out2` is not null the result is also stored there (the shared-memory all-reduce writes its
  * slice to the segment and to the caller's buffer in one pass). `out` and `out2` may be a source
@@ -28,8 +31,8 @@ namespace ddp4j::shm {
  * transport uses it for its segment slots when that is faster (ShmOptions::stores). `out2` always
  * takes ordinary stores.
  *
- * dtype: Float32 or Int64 (counts are in elements). nsrc >= 1. Throws Error(InvalidArgument) for
- * AVG on int64 or an unknown op.
+ * dtype: Float32, Int64, BFloat16 or Float16 (counts are in elements). nsrc >= 1. Throws
+ * Error(InvalidArgument) for AVG on int64 or an unknown op.
  */
 void reduce_sources(void* out, const void* const* srcs, int nsrc, size_t count, DType dtype, ReduceOp op,
                     void* out2 = nullptr, bool stream_out = false);

@@ -46,8 +46,8 @@ inline bool reached(uint32_t value, uint32_t target) { return static_cast<int32_
 
 size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
 
-/** The reductions' element types: float32 and int64 (the 16-bit ones are refused by the callers' checks). */
-bool reducible(DType d) { return d == DType::Float32 || d == DType::Int64; }
+/** The reductions' element types: all of them (bfloat16 and float16 reduce in float32, see shm_reduce.h). */
+bool reducible(DType d) { return static_cast<int>(d) >= 0 && static_cast<int>(d) < kNumDTypes; }
 
 }  // namespace
 
@@ -335,8 +335,7 @@ void ShmTransport::check_desc(int peer, int slot, const Op& op) {
 void ShmTransport::allreduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop,
                              const Fingerprint* caller) {
   std::lock_guard<std::mutex> lock(mutex_);
-  DDP4J_CHECK_ARG(reducible(dtype), "allReduce of ", dtype_name(dtype),
-                  " is not supported yet: convert with tensor.to(DType.FLOAT32)");
+  DDP4J_CHECK_ARG(reducible(dtype), "allReduce: unknown dtype ", static_cast<int>(dtype));
   const Op op{kAllReduce, (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop), count,
               Clock::now() + options_.timeout, caller};
   reduce_any(op, input, output, count, dtype, rop, -1);
@@ -345,8 +344,7 @@ void ShmTransport::allreduce(const void* input, void* output, size_t count, DTyp
 void ShmTransport::reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp rop, int root,
                           const Fingerprint* caller) {
   std::lock_guard<std::mutex> lock(mutex_);
-  DDP4J_CHECK_ARG(reducible(dtype), "reduce of ", dtype_name(dtype),
-                  " is not supported yet: convert with tensor.to(DType.FLOAT32)");
+  DDP4J_CHECK_ARG(reducible(dtype), "reduce: unknown dtype ", static_cast<int>(dtype));
   DDP4J_CHECK_ARG(root >= 0 && root < local_size_, "reduce: root ", root, " is not a local rank of ", local_size_);
   const Op op{kReduce,
               (static_cast<uint32_t>(root) << 16) | (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop),
@@ -356,7 +354,8 @@ void ShmTransport::reduce(const void* input, void* output, size_t count, DType d
 
 void ShmTransport::reduce_any(const Op& op, const void* input, void* output, size_t count, DType dtype, ReduceOp rop,
                               int root) {
-  DDP4J_CHECK_ARG(rop != ReduceOp::AVG || dtype == DType::Float32, describe(op), ": ReduceOp.AVG needs float32");
+  DDP4J_CHECK_ARG(rop != ReduceOp::AVG || dtype != DType::Int64, describe(op),
+                  ": ReduceOp.AVG needs a floating dtype (float32, bfloat16, float16)");
   check_usable(op);
   const size_t bytes = count * dtype_size(dtype);
   if (local_size_ == 1) {

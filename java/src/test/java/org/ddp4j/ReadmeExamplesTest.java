@@ -57,7 +57,9 @@ class ReadmeExamplesTest {
             Map.entry("List<Tensor> decay = new ArrayList<>();", "Module model, int epochs"),
             Map.entry("ResNet model = ResNet.resnet50(10);", ""),
             Map.entry("var accumulation = new GradientAccumulation(ddp, 4);", "DistributedDataParallel ddp, DataLoader loader, SGD optimizer,"
-                    + " CrossEntropyLoss criterion"));
+                    + " CrossEntropyLoss criterion"),
+            Map.entry("ddp.registerCommHook(group, DefaultHooks.BF16_COMPRESS);",
+                    "DistributedDataParallel ddp, DistributedDataParallel other, ProcessGroup group"));
 
     /** A block that declares a public top-level class is a whole source file. */
     private static final java.util.regex.Pattern TOP_LEVEL_CLASS =

@@ -291,7 +291,7 @@ public final class Distributed {
      * {@code async_op=False}): on a GPU, as PyTorch's, the return orders the device's stream after
      * the collective rather than blocking the host, so later kernels and host reads see the result.
      *
-     * @param tensor float32 or int64 (AVG: float32 only), the same number of elements on every rank
+     * @param tensor any dtype: float32, int64, bfloat16, float16 (AVG: not int64), the same number of elements on every rank
      * @throws IllegalStateException if the default group is not initialised
      * @throws IllegalArgumentException for an unsupported dtype or device, or AVG on int64
      * @throws DistributedException if the ranks disagree on the collective or a peer fails

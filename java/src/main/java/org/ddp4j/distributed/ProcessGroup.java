@@ -18,9 +18,13 @@ import org.ddp4j.tensor.Tensor;
  * from {@link Work#await()} naming what each rank passed (not a hang, not a crash).
  *
  * <p>Tensors are used in place and must stay open until the Work is awaited (the native storage
- * is kept alive regardless). Supported dtypes: float32 and int64 (bfloat16 and float16 are refused,
- * naming the fix: convert with {@code tensor.to(DType.FLOAT32)}); the Gloo backend needs CPU
- * tensors. Local argument errors (wrong device or dtype, output sizes that cannot fit) throw
+ * is kept alive regardless). Supported dtypes: float32, int64, bfloat16 and float16 (AVG on the
+ * floating ones only). Gloo reduces bfloat16 and float16 in float32 and rounds once at the end
+ * (as DeepSpeed's CPU all-reduce does) over shared memory and its small all-reduce; Gloo's ring
+ * (tensors over 256 KiB, and between hosts) sends its partial sums in the 16-bit type, rounding
+ * once per hop: exact for two ranks, within about (p - 1) half-ulps of the sum of |inputs| for p
+ * ranks. NCCL reduces them natively. Broadcast, allGather and send/recv move the bits unchanged.
+ * The Gloo backend needs CPU tensors. Local argument errors (wrong device or dtype, output sizes that cannot fit) throw
  * {@link IllegalArgumentException} at the call; calls on a closed group throw
  * {@link IllegalStateException}.
  *
@@ -67,7 +71,7 @@ public abstract class ProcessGroup implements AutoCloseable {
      * Reduces {@code tensor} element-wise over all ranks, in place: when the Work completes, every
      * rank's tensor holds the result. Mirrors {@code all_reduce(tensor, op, async_op=True)}.
      *
-     * @param tensor float32 or int64 (AVG: float32 only); same number of elements on every rank
+     * @param tensor any dtype: float32, int64, bfloat16, float16 (AVG: not int64); same number of elements on every rank
      * @throws IllegalArgumentException for an unsupported dtype or device, or AVG on int64
      */
     public abstract Work allReduce(Tensor tensor, ReduceOp op);
@@ -140,7 +144,7 @@ public abstract class ProcessGroup implements AutoCloseable {
      * place there; the other ranks' tensors are left as they were. Mirrors
      * {@code reduce(tensor, dst, op, async_op=True)}.
      *
-     * @param tensor float32 or int64 (AVG: float32 only); same dtype and number of elements on every rank
+     * @param tensor any dtype: float32, int64, bfloat16, float16 (AVG: not int64); same dtype and number of elements on every rank
      * @param dst the rank that receives the result, in {@code [0, size())}
      * @throws IllegalArgumentException for {@code dst} out of range, an unsupported dtype or device, or AVG on int64
      */

@@ -6,17 +6,17 @@ package org.ddp4j.distributed;
  * PyTorch's numbering (SUM 0, AVG 1, PRODUCT 2, MIN 3, MAX 4) and the native enum.
  */
 public enum ReduceOp {
-    /** Sum over ranks. float32 and int64. */
+    /** Sum over ranks. Every dtype (bfloat16 and float16 computed in float32). */
     SUM,
     /**
-     * Mean over ranks: the sum divided by the world size. float32 only (an int64 tensor gives
+     * Mean over ranks: the sum divided by the world size. float32, bfloat16, float16 (an int64 tensor gives
      * {@link IllegalArgumentException}). PyTorch's Gloo backend lacks AVG; ddp4j's has it.
      */
     AVG,
-    /** Product over ranks. float32 and int64. */
+    /** Product over ranks. Every dtype (bfloat16 and float16 computed in float32). */
     PRODUCT,
-    /** Minimum over ranks. float32 and int64. */
+    /** Minimum over ranks. Every dtype (bfloat16 and float16 computed in float32). */
     MIN,
-    /** Maximum over ranks. float32 and int64. */
+    /** Maximum over ranks. Every dtype (bfloat16 and float16 computed in float32). */
     MAX
 }

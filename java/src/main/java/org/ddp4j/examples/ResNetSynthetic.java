@@ -109,6 +109,12 @@ public final class ResNetSynthetic implements Callable<Integer> {
             description = "At the end, rank 0 writes the trained state dict (torchvision's names) to FILE (safetensors).")
     Path save;
 
+    @Option(names = "--comm-hook", paramLabel = "allreduce|bf16|fp16|powersgd[:RANK]",
+            description = "Register this DDP communication hook (ddp.registerCommHook); PowerSGD compresses from"
+                    + " the first timed step (start_powerSGD_iter = max(2, --warmup-steps)). Default: none (DDP's"
+                    + " built-in all-reduce).")
+    String commHook;
+
     /** Where the lines go (a test swaps it). */
     PrintStream out = System.out;
 
@@ -119,6 +125,9 @@ public final class ResNetSynthetic implements Callable<Integer> {
     @Override
     public Integer call() {
         checkOptions();
+        if (commHook != null) {
+            CommHookChoice.parse(commHook); // a bad value fails before the rendezvous
+        }
         // Before the rendezvous: every rank fails at once on a bad file, none waits for the others.
         Batch batch = input == null ? null : readInput(input, batchSize, imageSize);
         if (threads > 0) {
@@ -145,14 +154,19 @@ public final class ResNetSynthetic implements Callable<Integer> {
         DistributedDataParallel ddp = distributed
                 ? new DistributedDataParallel(net, DistributedDataParallelOptions.defaults().bucketCapMb(bucketCapMb))
                 : null;
+        CommHookChoice hook = commHook == null ? null : CommHookChoice.parse(commHook);
+        if (ddp != null && hook != null) {
+            hook.register(ddp, ddp.processGroup(), Math.max(2, warmupSteps));
+        }
         Module trained = ddp != null ? ddp : net;
         CrossEntropyLoss criterion = new CrossEntropyLoss();
         Optimizer optimizer = new SGD(trained.parameters(), lr, 0.9, 0, 0, false);
         if (rank == 0) {
             out.printf(Locale.ROOT, "# ddp4j model=%s batch=%d image=%d world=%d threads=%d ddp=%d bucket_cap_mb=%s"
-                            + " warmup=%d steps=%d weights=%s input=%s%n",
+                            + " warmup=%d steps=%d weights=%s input=%s%s%n",
                     model, batchSize, imageSize, world, Threads.getNumThreads(), ddp != null ? 1 : 0, formatMb(bucketCapMb),
-                    warmupSteps, steps, weights == null ? "-" : weights, input == null ? "random" : input);
+                    warmupSteps, steps, weights == null ? "-" : weights, input == null ? "random" : input,
+                    hook == null ? "" : " comm_hook=" + hook);
         }
 
         float loss = Float.NaN;

@@ -8,11 +8,13 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 import java.util.function.Consumer;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.CommHookState;
 import org.ddp4j.nn.Module;
 import org.ddp4j.optim.Optimizer;
 import org.ddp4j.optim.OptimizerStateDict;
 import org.ddp4j.serialization.AtomicFiles;
 import org.ddp4j.serialization.SafeTensors;
+import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 
 /**
@@ -47,6 +49,8 @@ final class TrainingCheckpoint {
     static final String EPOCH_KEY = "epoch";
     /** Metadata key: the id of one save, the same in the model file and its optimizer file. */
     static final String CHECKPOINT_KEY = "checkpoint";
+    /** Prefix of the communication hook's entries in the optimizer file (see {@link OptimizerStateDict#OTHER_STATE_PREFIX}). */
+    static final String COMM_HOOK_PREFIX = OptimizerStateDict.OTHER_STATE_PREFIX;
 
     /** The steps of a save, in order; a test can fail or stop a save before any of them. */
     enum SaveStep {
@@ -82,7 +86,22 @@ final class TrainingCheckpoint {
 
     /** Writes the checkpoint so that the previous one at {@code file} stays resumable until this one is (see the class comment). */
     static void save(Path file, Module model, Optimizer optimizer, int epochsDone) {
-        save(file, model, optimizer, epochsDone, step -> {});
+        save(file, model, optimizer, epochsDone, null, step -> {});
+    }
+
+    /**
+     * As {@link #save(Path, Module, Optimizer, int)}, with a DDP communication hook's state (e.g.
+     * PowerSGD's iteration count, error feedback and warm-start memory) saved in the optimizer
+     * file, each entry named {@link #COMM_HOOK_PREFIX} + its key. hookState may be null (none).
+     * PowerSGD's error feedback is this rank's own: a checkpoint written by rank 0 alone gives
+     * every rank rank 0's residuals on resume (still the same result on every rank).
+     */
+    static void save(Path file, Module model, Optimizer optimizer, int epochsDone, CommHookState hookState) {
+        save(file, model, optimizer, epochsDone, hookState, step -> {});
+    }
+
+    static void save(Path file, Module model, Optimizer optimizer, int epochsDone, Consumer<SaveStep> beforeStep) {
+        save(file, model, optimizer, epochsDone, null, beforeStep);
     }
 
     /**
@@ -94,7 +113,8 @@ final class TrainingCheckpoint {
      *     saying that the save failed, why, and where the previous checkpoint is: intact, or that
      *     there was none
      */
-    static void save(Path file, Module model, Optimizer optimizer, int epochsDone, Consumer<SaveStep> beforeStep) {
+    static void save(Path file, Module model, Optimizer optimizer, int epochsDone, CommHookState hookState,
+            Consumer<SaveStep> beforeStep) {
         Pair previous;
         String noPrevious = null;
         try {
@@ -116,7 +136,14 @@ final class TrainingCheckpoint {
             Map<String, String> optimMetadata = new LinkedHashMap<>(state.metadata());
             optimMetadata.put(EPOCH_KEY, Integer.toString(epochsDone));
             optimMetadata.put(CHECKPOINT_KEY, id);
-            SafeTensors.saveFile(state.tensors(), staged(optim), optimMetadata);
+            Map<String, Tensor> optimTensors = new LinkedHashMap<>(state.tensors());
+            Map<String, Tensor> hookTensors = hookState == null ? Map.of() : hookState.stateDict();
+            try {
+                hookTensors.forEach((k, t) -> optimTensors.put(COMM_HOOK_PREFIX + k, t));
+                SafeTensors.saveFile(optimTensors, staged(optim), optimMetadata);
+            } finally {
+                hookTensors.values().forEach(Tensor::close);
+            }
             beforeStep.accept(SaveStep.WRITE_MODEL);
             // "format": "pt" is what safetensors.torch.save_file writes; loaders such as transformers check it
             SafeTensors.saveFile(model.stateDict(), staged(file),
@@ -230,10 +257,30 @@ final class TrainingCheckpoint {
 
     /** Loads the model (strict) and the optimizer state that belongs to it from the checkpoint. */
     static void restore(Path file, Module model, Optimizer optimizer) {
+        restore(file, model, optimizer, null);
+    }
+
+    /**
+     * As {@link #restore(Path, Module, Optimizer)}, and the communication hook's state when the
+     * checkpoint has one (entries {@link #COMM_HOOK_PREFIX}*); a checkpoint without them (written
+     * with no hook, or before hooks existed) leaves hookState as it is (fresh). hookState may be null.
+     */
+    static void restore(Path file, Module model, Optimizer optimizer, CommHookState hookState) {
         Pair pair = pairOf(file);
         try (var scope = Tensors.scope()) { // frees the loaded copies
             model.loadStateDict(SafeTensors.loadFile(pair.model()));
             optimizer.loadStateDict(OptimizerStateDict.load(pair.optimizer()));
+            if (hookState != null) {
+                Map<String, Tensor> hook = new LinkedHashMap<>();
+                SafeTensors.loadFile(pair.optimizer()).forEach((name, t) -> {
+                    if (name.startsWith(COMM_HOOK_PREFIX)) {
+                        hook.put(name.substring(COMM_HOOK_PREFIX.length()), t);
+                    }
+                });
+                if (!hook.isEmpty()) {
+                    hookState.loadStateDict(hook);
+                }
+            }
         }
     }
 }

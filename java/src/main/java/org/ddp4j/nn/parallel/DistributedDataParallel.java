@@ -14,6 +14,12 @@ import org.ddp4j.tensor.Tensors;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.Work;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.CommHook;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.CommHookState;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.DefaultHooks;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.GradBucket;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.PowerSGD;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.PowerSGDState;
 
 /**
  * Data-parallel training of a module: PyTorch's {@code torch.nn.parallel.DistributedDataParallel}.
@@ -55,6 +61,11 @@ import org.ddp4j.distributed.Work;
  * {@link #join()} (PyTorch's {@code with model.join():}); without it the rank with more batches
  * fails in its next backward (a peer is in another collective, has exited, or the group's timeout
  * passes) with a message that suggests {@code ddp.join()}.
+ *
+ * <p><b>Communication hooks</b> ({@link #registerCommHook}, PyTorch's {@code register_comm_hook})
+ * replace the bucket all-reduce: bf16/fp16 compression and PowerSGD are built in
+ * ({@link DefaultHooks}, {@link PowerSGD}); the hook's state (PowerSGD's) goes into checkpoints
+ * through {@link #commHookState()}.
  *
  * <p>Overlap of communication with backward can be turned off with the environment variable
  * {@code DDP4J_DDP_OVERLAP=0}: every bucket is then all-reduced after backward has finished (for
@@ -304,6 +315,41 @@ public class DistributedDataParallel extends Module {
         }
         join = new Join(this);
         return join;
+    }
+
+    /**
+     * Replaces how each gradient bucket is reduced over the ranks: {@code hook} gets every bucket
+     * ({@link GradBucket}: its flat float32 gradient, index, parameters) and returns the future of
+     * the reduced gradient, which becomes the parameters' {@code grad()}. Mirrors
+     * {@code DistributedDataParallel.register_comm_hook(state, hook)}; the built-ins are in
+     * {@link DefaultHooks} (allreduce, fp16 and bf16 compression) and {@link PowerSGD}:
+     * <pre>{@code
+     * ddp.registerCommHook(group, DefaultHooks.BF16_COMPRESS);
+     * ddp.registerCommHook(new PowerSGDState(group, 4, 10, 2, true, true, 0f, 0), PowerSGD.POWER_SGD);
+     * }</pre>
+     * Hooks are called on the training thread in bucket order; DDP waits for their futures at the
+     * end of backward, in bucket order (each wait bounded by the group's timeout, as the
+     * collectives inside). Unused parameters and {@link #join()} keep working: under a hook, each
+     * bucket's flags (see the class comment) travel in one small all-reduce of their own after the
+     * hook's. {@code DefaultHooks.ALLREDUCE} with this model's group is the built-in path itself
+     * (no extra message). At world size 1 no hook is called (nothing to reduce). Every rank must
+     * register the same hook.
+     *
+     * @param state the hook's state (the process group for {@link DefaultHooks}; null there means
+     *     the default group), kept and returned by {@link #commHookState()}
+     * @throws IllegalStateException if a hook was registered already, or a backward has run
+     * @throws IllegalArgumentException if {@code hook} is null
+     */
+    public <S> void registerCommHook(S state, CommHook<S> hook) {
+        reducer.registerCommHook(state, hook);
+    }
+
+    /**
+     * The state passed to {@link #registerCommHook} (null when no hook was registered): for a
+     * {@link CommHookState} such as {@link PowerSGDState}, what a checkpoint saves.
+     */
+    public Object commHookState() {
+        return reducer.commHookState();
     }
 
     /** Called by {@link Join#close()}. */

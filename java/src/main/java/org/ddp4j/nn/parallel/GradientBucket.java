@@ -2,8 +2,10 @@ package org.ddp4j.nn.parallel;
 
 import java.util.Arrays;
 import java.util.List;
-import org.ddp4j.tensor.Tensor;
 import org.ddp4j.distributed.Work;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.GradBucket;
+import org.ddp4j.futures.Future;
+import org.ddp4j.tensor.Tensor;
 
 /**
  * One DDP bucket: a flat float32 tensor whose slices are the gradients of a group of parameters,
@@ -30,7 +32,13 @@ final class GradientBucket {
     private final boolean[] used;
     private int usedCount;
     private int pending;
+    /** The bucket's all-reduce: of {@link #flat} on the built-in path; of {@link #flags} alone under a hook. */
     Work work;
+    /** Under a communication hook: the future of the reduced gradient. */
+    Future<Tensor> future;
+    /** The gradients alone (the first {@link #gradientNumel} elements of flat), made for the first hook call. */
+    private Tensor gradients;
+    private GradBucket hookView;
 
     GradientBucket(int index, List<Tensor> parameters, Tensor flat, List<Tensor> views, long gradientNumel) {
         this.index = index;
@@ -47,6 +55,23 @@ final class GradientBucket {
     void reset() {
         pending = parameters.size();
         work = null;
+        future = null;
+    }
+
+    /** The flat float32 gradients (a view of flat without the flags). */
+    Tensor gradients() {
+        if (gradients == null) {
+            gradients = flat.flatSlice(0, gradientNumel).keep();
+        }
+        return gradients;
+    }
+
+    /** What a communication hook gets for this bucket; {@code last}: whether it is the last one launched. */
+    GradBucket hookView(boolean last) {
+        if (hookView == null || hookView.isLast() != last) {
+            hookView = new GradBucket(index, gradients(), parameters, views, last);
+        }
+        return hookView;
     }
 
     /** Marks one parameter's gradient as accumulated; returns whether the bucket is now ready. */
@@ -108,6 +133,9 @@ final class GradientBucket {
 
     /** Frees the flat tensor and its views. */
     void close() {
+        if (gradients != null) {
+            gradients.close();
+        }
         flags.close();
         for (Tensor v : views) {
             v.close();

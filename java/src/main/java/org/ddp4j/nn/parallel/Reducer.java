@@ -13,6 +13,8 @@ import org.ddp4j.distributed.DistributedTimeoutException;
 import org.ddp4j.distributed.ExitMarks;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.ReduceOp;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.CommHook;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.DefaultHooks;
 import org.ddp4j.internal.Setting;
 
 /**
@@ -64,6 +66,12 @@ final class Reducer implements AutoCloseable {
     private List<Integer> readyOrder = new ArrayList<>();
     private boolean readyOrderComplete;
     private boolean bucketsRebuilt;
+    /** The registered communication hook and its state; null: the built-in all-reduce (flags in the same message). */
+    private CommHook<Object> hook;
+    private Object hookState;
+    private boolean hookRegistered;
+    /** Whether a synchronised backward (or a join's shadow of one) has started: hooks are registered before. */
+    private boolean started;
 
     /**
      * Lays out the gradients of {@code params} in buckets on the group's device and registers the
@@ -103,6 +111,35 @@ final class Reducer implements AutoCloseable {
     /** The parameters of each bucket, in launch order. */
     List<List<Tensor>> bucketParameters() {
         return buckets.stream().map(b -> b.parameters).toList();
+    }
+
+    /** See {@link DistributedDataParallel#registerCommHook}. */
+    @SuppressWarnings("unchecked")
+    <S> void registerCommHook(S state, CommHook<S> commHook) {
+        if (commHook == null) {
+            throw new IllegalArgumentException("registerCommHook: the hook is null; pass one, e.g."
+                    + " DefaultHooks.BF16_COMPRESS or PowerSGD.POWER_SGD");
+        }
+        if (hookRegistered) {
+            throw new IllegalStateException("registerCommHook can only be called once: this DDP model already has a"
+                    + " communication hook; register one hook (combine what you need in it) on a fresh"
+                    + " DistributedDataParallel");
+        }
+        if (started) {
+            throw new IllegalStateException("registerCommHook must be called before the first backward (training"
+                    + " has started on this DDP model); register the hook right after constructing"
+                    + " DistributedDataParallel");
+        }
+        hookRegistered = true;
+        hookState = state;
+        // DDP's own average on its own group is the built-in path: flags in the same message, no extra cost.
+        boolean builtin = commHook == DefaultHooks.ALLREDUCE && state == group;
+        hook = builtin ? null : (CommHook<Object>) commHook;
+    }
+
+    /** The registered hook's state (null when none was registered). */
+    Object commHookState() {
+        return hookState;
     }
 
     /** Whether backward all-reduces gradients; false inside DDP's {@code noSync()}. */
@@ -256,6 +293,35 @@ final class Reducer implements AutoCloseable {
         }
     }
 
+    /**
+     * Under a communication hook, the buckets are rebuilt in the ready order at the end of the
+     * first synchronised backward (or a join's first shadow of one: the same iteration on every
+     * rank), before any hook call, instead of at the next forward: so a hook only ever sees the
+     * final layout, and per-bucket hook state (PowerSGD's error feedback and warm-start memory,
+     * laid out as the bucket) means the same after a resume from a checkpoint as in the run that
+     * saved it. The gradients and which parameters this rank used move to the new buckets.
+     */
+    private void rebuildBeforeFirstHook() {
+        if (hook == null || bucketsRebuilt) {
+            return;
+        }
+        List<Tensor> used = new ArrayList<>();
+        for (GradientBucket b : buckets) {
+            for (int slot = 0; slot < b.parameters.size(); slot++) {
+                if (b.usedLocally(slot)) {
+                    used.add(b.parameters.get(slot));
+                }
+            }
+        }
+        if (readyOrder == null) {
+            readyOrder = new ArrayList<>();
+        }
+        rebuildBucketsOnce();
+        for (Tensor p : used) {
+            bucketOf.get(p).markUsed(slotOf.get(p));
+        }
+    }
+
     /** The post-accumulate hook of every parameter: marks its bucket, launches what is ready. */
     private void onGradientReady(Tensor parameter) {
         GradientBucket bucket = bucketOf.get(parameter);
@@ -272,7 +338,9 @@ final class Reducer implements AutoCloseable {
         if (readyOrder != null && !readyOrderComplete) {
             readyOrder.add(paramIndex.get(parameter));
         }
-        if (bucket.markReady() && overlap) {
+        // Under a hook the first synchronised backward launches nothing early: its buckets are
+        // rebuilt at its end, before the hook sees any (see rebuildBeforeFirstHook).
+        if (bucket.markReady() && overlap && (hook == null || bucketsRebuilt)) {
             try {
                 launchReadyBuckets();
             } catch (RuntimeException e) {
@@ -314,8 +382,43 @@ final class Reducer implements AutoCloseable {
             }
         }
         b.writeFlags(true);
-        b.work = group.allReduceBucket(b.flat, ReduceOp.AVG, nextToLaunch == buckets.size(), b.index,
-                buckets.size());
+        launch(b, nextToLaunch == buckets.size());
+    }
+
+    /**
+     * Starts bucket b's reduction: the built-in all-reduce of gradients and flags together, or the
+     * hook on the gradients followed by an all-reduce of the flags alone (so that unused
+     * parameters and join keep working under any hook).
+     */
+    private void launch(GradientBucket b, boolean last) {
+        started = true;
+        if (hook == null) {
+            b.work = group.allReduceBucket(b.flat, ReduceOp.AVG, last, b.index, buckets.size());
+            return;
+        }
+        b.future = hook.apply(hookState, b.hookView(b.index == buckets.size() - 1));
+        b.work = group.allReduceBucket(b.flags, ReduceOp.AVG, false, b.index, buckets.size());
+    }
+
+    /**
+     * Waits for bucket b's reduction. Under a hook its future is waited for first (its callbacks,
+     * and the collectives they issue, run here: in bucket order on every rank) and the result
+     * copied into the bucket when the hook returned another tensor.
+     */
+    private void await(GradientBucket b) {
+        if (b.future != null) {
+            Tensor result = b.future.value();
+            Tensor gradients = b.gradients();
+            if (result != gradients) {
+                if (result == null || result.numel() != gradients.numel()) {
+                    throw new IllegalStateException("the communication hook's future for bucket " + b.index
+                            + " completed with " + (result == null ? "null" : result.describe()) + "; it must give"
+                            + " the reduced bucket: a float32 tensor of " + gradients.numel() + " elements");
+                }
+                gradients.copyFrom(result);
+            }
+        }
+        b.work.await();
     }
 
     /**
@@ -327,11 +430,12 @@ final class Reducer implements AutoCloseable {
     private void finishBackward() {
         try {
             if (communicates()) {
+                rebuildBeforeFirstHook();
                 while (nextToLaunch < buckets.size()) {
                     launchNext();
                 }
                 for (GradientBucket b : buckets) {
-                    b.work.await();
+                    await(b);
                 }
                 readyOrderComplete = readyOrder != null;
             }
@@ -423,21 +527,24 @@ final class Reducer implements AutoCloseable {
      */
     boolean shadowBackward() {
         try {
+            rebuildBeforeFirstHook();
             for (int i = 0; i < buckets.size(); i++) {
                 GradientBucket b = buckets.get(i);
                 b.flat.fill(0);
-                b.work = group.allReduceBucket(b.flat, ReduceOp.AVG, i == buckets.size() - 1, b.index,
-                        buckets.size());
+                launch(b, i == buckets.size() - 1);
                 if (i == 0) {
                     b.work.await();
                     float[] flags = b.flags.toFloatArray();
                     if (flags[flags.length - 1] == 0f) {
+                        if (b.future != null) {
+                            b.future.value(); // every rank is here: its callbacks' collectives match
+                        }
                         return false;
                     }
                 }
             }
             for (GradientBucket b : buckets) {
-                b.work.await();
+                await(b);
             }
             readyOrderComplete = readyOrder != null;
             return true;

@@ -1,0 +1,98 @@
+package org.ddp4j.distributed.algorithms.ddpcommhooks;
+
+import org.ddp4j.internal.LinearNatives;
+import org.ddp4j.internal.NativeResults;
+import org.ddp4j.nn.functional.LinearFunction;
+import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
+
+/**
+ * PowerSGD's matrix products on the native GEMM (the linear layer's kernels: BLAS on the CPU,
+ * cuBLAS-style kernels on a GPU) and its Gram–Schmidt orthogonalisation of the thin factors. All
+ * matrices are float32 and row-major; P is [n, r], Q is [m, r], M is [n, m] with r small.
+ */
+final class LowRankMath {
+    private LowRankMath() {}
+
+    /** P[n, r] = M[n, m] · Q[m, r], written into {@code p}. (torch.bmm(M, Q, out=P).) */
+    static void mq(Tensor m, Tensor q, Tensor p) {
+        try (var ng = Tensors.noGrad(); var scope = Tensors.scope()) {
+            // linear computes x · wᵀ: w must be Qᵀ [r, m]; Q is thin, so transposing it is cheap.
+            Tensor qt = transpose(q);
+            p.copyFrom(LinearFunction.apply(m, qt, null));
+        }
+    }
+
+    /** Q[m, r] = M[n, m]ᵀ · P[n, r], written into {@code q}. (torch.bmm(M.transpose(1, 2), P, out=Q).) */
+    static void mtp(Tensor m, Tensor p, Tensor q) {
+        try (var ng = Tensors.noGrad(); var scope = Tensors.scope()) {
+            // The linear backward's weight gradient is gyᵀ · x = Pᵀ · M = Qᵀ [r, m], with no copy of M.
+            long r = p.size(1);
+            Tensor shapeOfW = Tensor.zeros(r, m.size(1)); // only its shape is read (no input gradient asked)
+            long[] results = NativeResults.buffer();
+            LinearNatives.linearBackward(p.nativeHandle(), m.nativeHandle(), shapeOfW.nativeHandle(), false, false,
+                    results);
+            Tensor qt = Tensor.fromNativeResult(results, 1);
+            q.copyFrom(transpose(qt));
+        }
+    }
+
+    /** M[n, m] = P[n, r] · Q[m, r]ᵀ, written into {@code m}. (torch.bmm(P, Q.transpose(1, 2), out=M).) */
+    static void pqt(Tensor p, Tensor q, Tensor m) {
+        try (var ng = Tensors.noGrad(); var scope = Tensors.scope()) {
+            m.copyFrom(LinearFunction.apply(p, q, null));
+        }
+    }
+
+    /** The transpose of a 2-D tensor, as a new contiguous tensor (in the current scope). */
+    static Tensor transpose(Tensor a) {
+        int rows = (int) a.size(0), cols = (int) a.size(1);
+        float[] x = a.toFloatArray();
+        float[] y = new float[x.length];
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) {
+                y[j * rows + i] = x[i * cols + j];
+            }
+        }
+        return Tensor.of(y, cols, rows).to(a.device());
+    }
+
+    /**
+     * Orthonormalises the columns of {@code a} [rows, cols] in place by Gram–Schmidt, as PyTorch's
+     * {@code _orthogonalize_gram_schmidt}: each column divided by its norm (plus {@code epsilon}
+     * when it is not zero), then its projection removed from the columns after it. A zero column
+     * with epsilon 0 gives NaN, as in PyTorch (set a small epsilon such as 1e-8 to avoid it).
+     */
+    static void orthogonalize(Tensor a, float epsilon) {
+        int rows = (int) a.size(0), cols = (int) a.size(1);
+        float[] x = a.toFloatArray();
+        orthogonalize(x, rows, cols, epsilon);
+        try (Tensor t = Tensor.of(x, rows, cols); Tensor d = t.to(a.device())) {
+            a.copyFrom(d);
+        }
+    }
+
+    static void orthogonalize(float[] x, int rows, int cols, float epsilon) {
+        for (int i = 0; i < cols; i++) {
+            double sq = 0;
+            for (int k = 0; k < rows; k++) {
+                sq += (double) x[k * cols + i] * x[k * cols + i];
+            }
+            float norm = (float) Math.sqrt(sq);
+            float div = epsilon == 0f ? norm : norm + epsilon;
+            for (int k = 0; k < rows; k++) {
+                x[k * cols + i] /= div;
+            }
+            for (int j = i + 1; j < cols; j++) {
+                double dot = 0;
+                for (int k = 0; k < rows; k++) {
+                    dot += (double) x[k * cols + i] * x[k * cols + j];
+                }
+                float d = (float) dot;
+                for (int k = 0; k < rows; k++) {
+                    x[k * cols + j] -= d * x[k * cols + i];
+                }
+            }
+        }
+    }
+}
