@@ -11,6 +11,8 @@ import org.ddp4j.data.MnistDataset;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.nn.parallel.GradientAccumulation;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.CommHookState;
+import org.ddp4j.serialization.Checkpoint;
 import org.ddp4j.data.DistributedSampler;
 import org.ddp4j.nn.CrossEntropyLoss;
 import org.ddp4j.nn.Module;
@@ -85,14 +87,14 @@ public class ConvNetDemo implements Callable<Integer> {
     int testBatchSize = 100;
 
     @Option(names = "--save", paramLabel = "FILE",
-            description = "After each epoch, rank 0 writes the model's state dict to FILE (safetensors, PyTorch's names without"
-                    + " DDP's module. prefix) and the optimizer's state to FILE with .optim before the extension; a save that"
-                    + " fails or is killed leaves the previous checkpoint resumable.")
+            description = "After each epoch, rank 0 writes the run's state to FILE, one safetensors file (Checkpoint): the"
+                    + " model (model/<PyTorch's name>), the optimizer, the schedule, the epoch, the generator of the Dropout"
+                    + " masks and the communication hook's state; a save that fails or is killed leaves the previous file whole.")
     Path save;
 
     @Option(names = "--resume", paramLabel = "FILE",
             description = "Start from a checkpoint written by --save: the model, the optimizer's state (SGD's momentum,"
-                    + " Adam's moments; use the same --optimizer), the schedule's position and the epoch counter;"
+                    + " Adam's moments; use the same --optimizer), the schedule, the generator and the epoch counter;"
                     + " --epochs stays the total. Every rank reads FILE and its .optim twin (copy them to each node).")
     Path resume;
 
@@ -115,6 +117,12 @@ public class ConvNetDemo implements Callable<Integer> {
                     + " training thread); the batches are the same either way.")
     int workers = 0;
 
+    @Option(names = "--comm-hook", paramLabel = "allreduce|bf16|fp16|powersgd[:RANK]",
+            description = "A DDP communication hook (ddp.registerCommHook): bf16/fp16 halve the bytes of each bucket's"
+                    + " all-reduce, powersgd:RANK sends rank-RANK factors instead of the gradient matrices (from iteration "
+                    + POWER_SGD_START_ITERATION + " on, after plain all-reduces; its state goes into --save). Default: none.")
+    String commHook;
+
     @Option(names = "--print-model",
             description = "Rank 0 prints the model once before training, as print(model) does (the DDP wrapper included).")
     boolean printModel;
@@ -125,6 +133,9 @@ public class ConvNetDemo implements Callable<Integer> {
 
     @Mixin
     DeviceOption deviceOption = new DeviceOption();
+
+    /** --comm-hook powersgd's startPowerSGDIter: PyTorch's 1000 would never compress in a 600-step epoch. */
+    static final long POWER_SGD_START_ITERATION = 100;
 
     public static void main(String[] args) {
         System.exit(DemoCommandLine.execute(new ConvNetDemo(), args));
@@ -170,7 +181,9 @@ public class ConvNetDemo implements Callable<Integer> {
                     + " train on: point --data at a folder with Fashion-MNIST's (or MNIST's) IDX files");
         }
         TrainingPlot.checkPath(plot);
-        int firstEpoch = resume == null ? 0 : TrainingCheckpoint.epochsDone(resume); // validates both files
+        CommHookChoice hookChoice = commHook == null ? null : CommHookChoice.parse(commHook);
+        Checkpoint resumed = resume == null ? null : TrainingCheckpoint.read(resume); // validates the file
+        int firstEpoch = resumed == null ? 0 : TrainingCheckpoint.epochsDone(resumed);
         if (firstEpoch >= epochs) {
             throw new IllegalArgumentException(resume + " was saved after epoch " + firstEpoch + " and --epochs is " + epochs
                     + ", so there is nothing left to train: raise --epochs (the total, counting the epochs done)");
@@ -185,20 +198,23 @@ public class ConvNetDemo implements Callable<Integer> {
         DistributedSampler sampler = new DistributedSampler(train.size(), world, rank, true, seed, false);
         DataLoader loader = new DataLoader(train, batchSize, sampler, false,
                 DataLoader.Options.defaults().numWorkers(workers));
-        DistributedDataParallel model = new DistributedDataParallel(createModel(new Generator(seed)).to(device));
+        Generator generator = new Generator(seed); // initialises the model, then draws its Dropout masks
+        DistributedDataParallel model = new DistributedDataParallel(createModel(generator).to(device));
+        Object hookState = hookChoice == null ? null
+                : hookChoice.register(model, model.processGroup(), POWER_SGD_START_ITERATION);
         CrossEntropyLoss criterion = new CrossEntropyLoss();
         Optimizer optimizer = optimizerChoice.create(model.parameters(), lr != null ? lr : defaultLr(optimizerChoice), momentum,
                 weightDecay);
         GradientAccumulation accumulation = new GradientAccumulation(model, accumulate);
         int optimizerStepsPerEpoch = (loader.size() + accumulate - 1) / accumulate;
         LRScheduler schedule = schedulerChoice.create(optimizer, epochs, optimizerStepsPerEpoch, gamma);
-        long stepsDone = (long) firstEpoch * (schedulerChoice.perBatch() ? optimizerStepsPerEpoch : 1);
-        for (long k = 0; k < stepsDone && schedule != null; k++) {
-            schedule.step(); // where the schedule stood when the checkpoint was saved (its lr comes with the optimizer state)
-        }
-        if (resume != null) {
-            // every rank reads the file, so each restores its own (equal) momentum buffers
-            TrainingCheckpoint.restore(resume, model.module(), optimizer);
+        TrainingCheckpoint.Run run = new TrainingCheckpoint.Run(model.module(), optimizer, schedule, generator,
+                hookState instanceof CommHookState s ? s : null);
+        if (resumed != null) {
+            // every rank reads the file, so each restores its own (equal) momentum buffers and generator
+            try (var scope = Tensors.scope()) { // frees the loaded copies
+                TrainingCheckpoint.restore(resume, resumed, run);
+            }
             if (rank == 0) {
                 System.out.println("Resumed from " + resume + " after epoch " + firstEpoch);
             }
@@ -269,7 +285,7 @@ public class ConvNetDemo implements Callable<Integer> {
                 schedule.step();
             }
             if (save != null && rank == 0) {
-                TrainingCheckpoint.save(save, model.module(), optimizer, epoch + 1);
+                TrainingCheckpoint.save(save, run, epoch + 1);
             }
         }
         double seconds = (System.nanoTime() - start) / 1e9;

@@ -70,12 +70,6 @@ public record OptimizerStateDict(String optimizer, Map<Integer, Map<String, Tens
     }
 
     /**
-     * Tensors named with this prefix in an optimizer file belong to another state saved beside it
-     * (the demos' checkpoint keeps a DDP communication hook's state there); {@link #load} skips them.
-     */
-    public static final String OTHER_STATE_PREFIX = "comm_hook.";
-
-    /**
      * Reads a state that {@link #save} wrote; its tensors are new CPU tensors in the current
      * {@link org.ddp4j.tensor.Tensors#scope()}.
      *
@@ -112,9 +106,6 @@ public record OptimizerStateDict(String optimizer, Map<Integer, Map<String, Tens
         }
         Map<Integer, Map<String, Tensor>> state = new TreeMap<>();
         tensors.forEach((name, t) -> {
-            if (name.startsWith(OTHER_STATE_PREFIX)) {
-                return; // another state kept in the same file (a DDP communication hook's, by the demos' checkpoint)
-            }
             String[] parts = name.split("\\.", 3);
             int index;
             try {

@@ -67,7 +67,7 @@ public final class Checkpoint {
         void loadState(Map<String, Tensor> tensors, Map<String, Object> values);
     }
 
-    private enum Kind { MODULE, OPTIMIZER, SCHEDULER, GENERATOR, STATEFUL, VALUE }
+    private enum Kind { MODULE, OPTIMIZER, SCHEDULER, GENERATOR, STATEFUL, TENSORS, VALUE }
 
     private final Map<String, Map<String, Tensor>> tensors = new LinkedHashMap<>();
     private final Map<String, Map<String, Object>> entries = new LinkedHashMap<>();
@@ -112,6 +112,14 @@ public final class Checkpoint {
         return add(key, Kind.STATEFUL, state.stateTensors(), state.stateValues());
     }
 
+    /**
+     * Named tensors, e.g. a state dict that some object gives as a map (a DDP communication hook's
+     * {@code stateDict()}); {@link #tensors(String)} returns them.
+     */
+    public Checkpoint put(String key, Map<String, Tensor> namedTensors) {
+        return add(key, Kind.TENSORS, namedTensors, Map.of());
+    }
+
     /** A number, string or boolean (e.g. the epoch and step counters). */
     public Checkpoint put(String key, Object value) {
         if (!(value instanceof Number || value instanceof String || value instanceof Boolean)) {
@@ -154,6 +162,21 @@ public final class Checkpoint {
      * @throws java.io.UncheckedIOException naming the file when it cannot be written (the previous file stays whole)
      */
     public void save(Path file) {
+        try {
+            write(file);
+        } catch (java.io.UncheckedIOException e) {
+            throw new java.io.UncheckedIOException(failedSave(file, e), e.getCause());
+        } catch (RuntimeException e) {
+            throw new IllegalStateException(failedSave(file, e), e);
+        }
+    }
+
+    private static String failedSave(Path file, RuntimeException e) {
+        return "cannot save the checkpoint to " + file + ": " + e.getMessage() + "; the file that was there before, if"
+                + " any, is unchanged (the save writes a temporary file and renames it in only when it is complete)";
+    }
+
+    private void write(Path file) {
         Map<String, Tensor> all = new LinkedHashMap<>();
         tensors.forEach((key, t) -> t.forEach((name, tensor) -> all.put(key + "/" + name, tensor)));
         String json;
@@ -245,6 +268,12 @@ public final class Checkpoint {
         Map<String, Object> values = new LinkedHashMap<>(entry(key, Kind.STATEFUL));
         values.remove("kind");
         state.loadState(tensors.get(key), values);
+    }
+
+    /** The tensors of entry {@code key} put as a map (in the current scope, after {@link #load}). */
+    public Map<String, Tensor> tensors(String key) {
+        entry(key, Kind.TENSORS);
+        return java.util.Collections.unmodifiableMap(tensors.get(key));
     }
 
     /** Whether the checkpoint has entry {@code key}. */

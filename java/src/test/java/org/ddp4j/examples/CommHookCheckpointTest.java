@@ -19,6 +19,7 @@ import org.ddp4j.nn.ReLU;
 import org.ddp4j.nn.Sequential;
 import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.optim.SGD;
+import org.ddp4j.serialization.Checkpoint;
 import org.ddp4j.serialization.SafeTensors;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
@@ -79,7 +80,7 @@ class CommHookCheckpointTest {
             for (int i = 0; i < SAVE_AFTER; i++) {
                 step(ddp, opt, rank, i);
             }
-            TrainingCheckpoint.save(file, a, opt, 1, s);
+            TrainingCheckpoint.save(file, new TrainingCheckpoint.Run(a, opt, null, new Generator(0), s), 1);
             for (int i = SAVE_AFTER; i < SAVE_AFTER + MORE; i++) {
                 step(ddp, opt, rank, i);
             }
@@ -91,7 +92,10 @@ class CommHookCheckpointTest {
         try (DistributedDataParallel ddp = new DistributedDataParallel(b, g, 1 << 20); PowerSGDState s = state(g)) {
             ddp.registerCommHook(s, PowerSGD.POWER_SGD);
             SGD opt = new SGD(ddp.parameters(), 0.05, 0.9, 0, 0, false);
-            TrainingCheckpoint.restore(file, b, opt, (PowerSGDState) ddp.commHookState());
+            try (var scope = Tensors.scope()) {
+                TrainingCheckpoint.restore(file, TrainingCheckpoint.read(file), new TrainingCheckpoint.Run(b, opt, null,
+                        new Generator(0), (PowerSGDState) ddp.commHookState()));
+            }
             iter = s.iter();
             for (int i = SAVE_AFTER; i < SAVE_AFTER + MORE; i++) {
                 step(ddp, opt, rank, i);
@@ -104,7 +108,11 @@ class CommHookCheckpointTest {
                 PowerSGDState s = new PowerSGDState(g, 1, 3, 0.5, true, true, 1e-8f, 0)) {
             ddp.registerCommHook(s, PowerSGD.POWER_SGD);
             SGD opt = new SGD(ddp.parameters(), 0.05, 0.9, 0, 0, false);
-            TrainingCheckpoint.restore(file, c, opt); // no hook state: PowerSGD starts over (plain all-reduce first)
+            try (var scope = Tensors.scope()) { // no hook state: PowerSGD starts over (plain all-reduce first)
+                Checkpoint ck = TrainingCheckpoint.read(file);
+                ck.restore(TrainingCheckpoint.MODEL, c);
+                ck.restore(TrainingCheckpoint.OPTIMIZER, opt);
+            }
             for (int i = SAVE_AFTER; i < SAVE_AFTER + MORE; i++) {
                 step(ddp, opt, rank, i);
             }
@@ -127,14 +135,11 @@ class CommHookCheckpointTest {
             }
             assertTrue(freshDiffers, "resuming without the hook state gave the same parameters: the test shows nothing");
         }
-        // The hook's entries sit in the optimizer file under their prefix; the model file stays PyTorch's.
-        Path optim = TrainingCheckpoint.optimizerFile(dir.resolve("ckpt-rank0.safetensors"));
+        // The hook's tensors are the checkpoint's comm_hook entry
         try (var scope = Tensors.scope()) {
-            var keys = SafeTensors.loadFile(optim).keySet();
-            assertTrue(keys.contains("comm_hook.iter") && keys.contains("comm_hook.error.0")
-                    && keys.contains("comm_hook.q_memory.0"), keys.toString());
-            assertTrue(SafeTensors.loadFile(dir.resolve("ckpt-rank0.safetensors")).keySet().stream()
-                    .noneMatch(k -> k.startsWith("comm_hook.")));
+            var keys = SafeTensors.loadFile(dir.resolve("ckpt-rank0.safetensors")).keySet();
+            assertTrue(keys.contains("comm_hook/iter") && keys.contains("comm_hook/error.0")
+                    && keys.contains("comm_hook/q_memory.0"), keys.toString());
         }
     }
 }

@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.data.MnistDataset;
 import org.ddp4j.nn.StateDicts;
+import org.ddp4j.serialization.Checkpoint;
 import org.ddp4j.serialization.SafeTensors;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Tensor;
@@ -26,8 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * ConvNetDemo --save / --resume on 2 ranks: 2 epochs in one go and 1 epoch, save, resume for the
- * second give bit-identical parameters, buffers and momentum; the files carry PyTorch's names
- * (no module. prefix) and the epoch.
+ * second give bit-identical parameters, buffers, momentum and Dropout generator; the file carries
+ * PyTorch's names (no module. prefix) under model/ and the epoch.
  */
 @Timeout(value = 600, unit = TimeUnit.SECONDS) // backstop above LauncherProcess's 240 s bound per run
 class ConvNetDemoResumeTest {
@@ -65,37 +66,48 @@ class ConvNetDemoResumeTest {
     }
 
     @Test
-    void oneEpochSavedAndResumedEqualsTwoEpochsInOneGo() throws Exception {
+    void oneEpochSavedAndResumedEqualsTwoEpochsInOneGoWithDropout() throws Exception {
         assumeTrue(Files.isDirectory(MnistDataset.DEFAULT_DIR), "dataset-fashion-mnist is not installed");
         Path straight = dir.resolve("straight.safetensors");
         Path half = dir.resolve("half.safetensors");
         Path resumed = dir.resolve("resumed.safetensors");
-        demo("--epochs", "2", "--save", straight.toString());
-        demo("--epochs", "1", "--save", half.toString());
-        List<String> out = demo("--epochs", "2", "--resume", half.toString(), "--save", resumed.toString());
+        // Dropout and a per-epoch schedule: the generator's and the schedule's state must come back too
+        String[] common = {"--dropout", "0.2", "--scheduler", "step"};
+        demo(concat(common, "--epochs", "2", "--save", straight.toString()));
+        demo(concat(common, "--epochs", "1", "--save", half.toString()));
+        List<String> out = demo(concat(common, "--epochs", "2", "--resume", half.toString(), "--save", resumed.toString()));
         assertTrue(out.stream().anyMatch(l -> l.contains("Resumed from " + half + " after epoch 1")), String.join("\n", out));
 
-        assertSameBits(straight, resumed);
-        assertSameBits(TrainingCheckpoint.optimizerFile(straight), TrainingCheckpoint.optimizerFile(resumed));
-        assertEquals(dir.resolve("resumed.optim.safetensors"), TrainingCheckpoint.optimizerFile(resumed));
-
-        Map<String, String> metadata = SafeTensors.loadMetadata(resumed);
-        assertEquals(Map.of("format", "pt", "epoch", "2", "checkpoint", metadata.get("checkpoint")), metadata);
-        assertEquals(metadata.get("checkpoint"), SafeTensors.loadMetadata(TrainingCheckpoint.optimizerFile(resumed))
-                .get("checkpoint"), "one save's two files carry one id");
-        assertEquals("1", SafeTensors.loadMetadata(TrainingCheckpoint.optimizerFile(half)).get("epoch"));
+        assertSameBits(straight, resumed); // model, optimizer and hook tensors: every tensor of the file
         try (var scope = Tensors.scope()) {
+            Checkpoint a = Checkpoint.load(straight);
+            Checkpoint b = Checkpoint.load(resumed);
+            assertEquals(2, b.getInt(TrainingCheckpoint.EPOCH));
+            assertEquals(List.of("model", "optimizer", "scheduler", "epoch", "rng"), List.copyOf(b.keys()));
+            org.ddp4j.tensor.Generator ga = new org.ddp4j.tensor.Generator(0);
+            org.ddp4j.tensor.Generator gb = new org.ddp4j.tensor.Generator(1);
+            a.restore(TrainingCheckpoint.RNG, ga);
+            b.restore(TrainingCheckpoint.RNG, gb);
+            assertArrayEquals(ga.getState(), gb.getState(), "the Dropout generator went on where it stopped");
             List<String> names = List.copyOf(SafeTensors.loadFile(resumed).keySet());
-            assertEquals(List.of("layer1.0.weight", "layer1.0.bias", "layer1.1.weight", "layer1.1.bias",
-                    "layer1.1.running_mean", "layer1.1.running_var", "layer1.1.num_batches_tracked"), names.subList(0, 7));
-            assertTrue(names.stream().noneMatch(n -> n.startsWith(StateDicts.DATA_PARALLEL_PREFIX)), names.toString());
+            assertEquals(List.of("model/layer1.0.weight", "model/layer1.0.bias", "model/layer1.1.weight",
+                    "model/layer1.1.bias", "model/layer1.1.running_mean", "model/layer1.1.running_var",
+                    "model/layer1.1.num_batches_tracked"), names.subList(0, 7));
+            assertTrue(names.stream().noneMatch(n -> n.startsWith("model/" + StateDicts.DATA_PARALLEL_PREFIX)), names.toString());
             // 600 images, 2 ranks, 50 per step: 6 steps per epoch
-            assertArrayEquals(new long[] {12}, SafeTensors.loadFile(resumed).get("layer2.1.num_batches_tracked").toLongArray());
+            assertArrayEquals(new long[] {12}, SafeTensors.loadFile(resumed).get("model/layer2.1.num_batches_tracked")
+                    .toLongArray());
         }
         // the check has teeth: after 1 epoch the state is elsewhere
         AssertionError differs = org.junit.jupiter.api.Assertions.assertThrows(AssertionError.class,
                 () -> assertSameBits(straight, half));
         assertTrue(differs.getMessage().contains("differs after resuming"), differs.getMessage());
+    }
+
+    private static String[] concat(String[] a, String... b) {
+        String[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
     }
 
     /** Runs the demo in this JVM (its checks come before any rendezvous) and returns what it printed to stderr. */
@@ -124,21 +136,19 @@ class ConvNetDemoResumeTest {
         Path done = dir.resolve("done.safetensors");
         try (var net = new ConvNet(10, new org.ddp4j.tensor.Generator(0));
                 var opt = new org.ddp4j.optim.SGD(net.parameters(), 0.05, 0.9, 0, 0, false)) {
-            TrainingCheckpoint.save(done, net, opt, 2);
+            TrainingCheckpoint.save(done, new TrainingCheckpoint.Run(net, opt, null, new org.ddp4j.tensor.Generator(0),
+                    null), 2);
         }
         text = demoErrorInProcess("--limit", "100", "--device", "cpu", "--epochs", "2", "--resume", done.toString());
         assertTrue(text.contains(done + " was saved after epoch 2 and --epochs is 2, so there is nothing left to train:"
                 + " raise --epochs (the total, counting the epochs done)"), text);
 
-        // a pair torn by a crash between the two writes
-        try (var net = new ConvNet(10, new org.ddp4j.tensor.Generator(0));
-                var opt = new org.ddp4j.optim.SGD(net.parameters(), 0.05, 0.9, 0, 0, false)) {
-            TrainingCheckpoint.save(dir.resolve("other.safetensors"), net, opt, 3);
+        // a bare state dict is not a checkpoint
+        Path bare = dir.resolve("bare.safetensors");
+        try (var net = new ConvNet(10, new org.ddp4j.tensor.Generator(0))) {
+            SafeTensors.saveFile(net.stateDict(), bare);
         }
-        Files.copy(dir.resolve("other.optim.safetensors"), TrainingCheckpoint.optimizerFile(done),
-                java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-        text = demoErrorInProcess("--limit", "100", "--device", "cpu", "--epochs", "5", "--resume", done.toString());
-        assertTrue(text.contains(done + " (epoch 2) and " + TrainingCheckpoint.optimizerFile(done)
-                + " (epoch 3) are from different epochs"), text);
+        text = demoErrorInProcess("--limit", "100", "--device", "cpu", "--epochs", "5", "--resume", bare.toString());
+        assertTrue(text.contains(bare + " is not a checkpoint written by Checkpoint.save"), text);
     }
 }

@@ -189,7 +189,7 @@ class ParamGroupsTest {
         }
     }
 
-    /** The layout of a file that ddp4j wrote before parameter groups (one group), as TrainingCheckpoint's .optim file. */
+    /** The layout of a file that ddp4j wrote before parameter groups (one group), as the demos' former .optim file. */
     @Test
     void aSingleGroupFileOfEarlierVersionsStillLoads() {
         Path file = dir.resolve("old.optim.safetensors");
