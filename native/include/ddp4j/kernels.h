@@ -116,30 +116,36 @@ using batch_norm2d_relu_backward_fn = void (*)(const Tensor& gy, const Tensor& y
 using sync_batch_norm_stats_fn = void (*)(const Tensor& x, Tensor& stats);
 /**
  * Combines the ranks' rows gathered[W, 3C + 2] (sync_batch_norm_stats of each) in double
- * (Chan's parallel variance): save_mean[C] and save_invstd[C] = 1 / sqrt(var + eps), var the
+ * (Chan's parallel variance): save_mean[C] and save_mean_lo[C] (the group's mean, a double in
+ * two floats: mean = save_mean + save_mean_lo), save_invstd[C] = 1 / sqrt(var + eps), var the
  * biased variance over all ranks; when running_mean is defined also running = (1 - momentum) *
  * running + momentum * batch with the unbiased variance for running_var. The total count is > 1
  * (ops.h checks).
  */
 using sync_batch_norm_gather_stats_fn = void (*)(const Tensor& gathered, Tensor& running_mean, Tensor& running_var,
-                                                 double momentum, double eps, Tensor& save_mean, Tensor& save_invstd);
-/** y = (x - mean) * invstd * gamma + beta per channel, the coefficients in double (y like x). */
-using sync_batch_norm_elemt_fn = void (*)(const Tensor& x, const Tensor& mean, const Tensor& invstd,
-                                          const Tensor& gamma, const Tensor& beta, Tensor& y);
+                                                 double momentum, double eps, Tensor& save_mean,
+                                                 Tensor& save_mean_lo, Tensor& save_invstd);
 /**
- * This rank's gradient sums: sums[2C] = {Σ gy, Σ gy (x - mean)} per channel (in double, stored
- * float32; what SyncBatchNorm all-reduces), gbeta = Σ gy and ggamma = Σ gy (x - mean) * invstd.
+ * y = ((x - mean) - mean_lo) * (invstd * gamma) + beta per channel (y like x): the mean in two
+ * floats, so a mean large against the spread costs no precision.
+ */
+using sync_batch_norm_elemt_fn = void (*)(const Tensor& x, const Tensor& mean, const Tensor& mean_lo,
+                                          const Tensor& invstd, const Tensor& gamma, const Tensor& beta, Tensor& y);
+/**
+ * This rank's gradient sums: sums[2C] = {Σ gy, Σ gy (x - mean)} per channel, mean = mean +
+ * mean_lo (in double, stored float32; what SyncBatchNorm all-reduces), gbeta = Σ gy and
+ * ggamma = Σ gy (x - mean) * invstd.
  */
 using sync_batch_norm_backward_reduce_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& mean,
-                                                    const Tensor& invstd, Tensor& sums, Tensor& ggamma,
-                                                    Tensor& gbeta);
+                                                    const Tensor& mean_lo, const Tensor& invstd, Tensor& sums,
+                                                    Tensor& ggamma, Tensor& gbeta);
 /**
- * gx = gamma * invstd * (gy - Σgy / count - (x - mean) * invstd² * Σgy(x - mean) / count), the
- * sums (sums[2C], all ranks') and count (> 0, all ranks' N * S) being global.
+ * gx = gamma * invstd * (gy - Σgy / count - (x - mean) * invstd² * Σgy(x - mean) / count), mean =
+ * mean + mean_lo, the sums (sums[2C], all ranks') and count (> 0, all ranks' N * S) being global.
  */
 using sync_batch_norm_backward_elemt_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& mean,
-                                                   const Tensor& invstd, const Tensor& gamma, const Tensor& sums,
-                                                   int64_t count, Tensor& gx);
+                                                   const Tensor& mean_lo, const Tensor& invstd, const Tensor& gamma,
+                                                   const Tensor& sums, int64_t count, Tensor& gx);
 
 /**
  * Pooling geometry of torch.nn.MaxPool2d / AvgPool2d. Window (p, q) of the output covers input

@@ -87,49 +87,54 @@ std::vector<Tensor> sync_batch_norm_gather_stats(const Tensor& gathered, int64_t
                   "]); give the ranks larger batches, or use eval mode");
   *total_count = total;
   Tensor save_mean = Tensor::empty({channels}, DType::Float32, gathered.device());
+  Tensor save_mean_lo = Tensor::empty({channels}, DType::Float32, gathered.device());
   Tensor save_invstd = Tensor::empty({channels}, DType::Float32, gathered.device());
   static KernelSlot slot("sync_batch_norm_gather_stats");
   slot.get<kernels::sync_batch_norm_gather_stats_fn>(gathered.device())(rows, running_mean, running_var, momentum, eps,
-                                                                         save_mean, save_invstd);
-  return {save_mean, save_invstd};
+                                                                         save_mean, save_mean_lo, save_invstd);
+  return {save_mean, save_invstd, save_mean_lo};
 }
 
-Tensor sync_batch_norm_elemt(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma,
-                             const Tensor& beta) {
+Tensor sync_batch_norm_elemt(const Tensor& x, const Tensor& mean, const Tensor& mean_lo, const Tensor& invstd,
+                             const Tensor& gamma, const Tensor& beta) {
   constexpr const char* op = "sync_batch_norm_elemt";
   check_input(op, "input", x);
   check_channel_tensor(op, "mean", x, mean);
+  check_channel_tensor(op, "mean_lo", x, mean_lo);
   check_channel_tensor(op, "invstd", x, invstd);
   check_channel_tensor(op, "weight", x, gamma);
   check_channel_tensor(op, "bias", x, beta);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   static KernelSlot slot("sync_batch_norm_elemt");
-  slot.get<kernels::sync_batch_norm_elemt_fn>(x.device())(x, mean, invstd, gamma, beta, y);
+  slot.get<kernels::sync_batch_norm_elemt_fn>(x.device())(x, mean, mean_lo, invstd, gamma, beta, y);
   return y;
 }
 
 std::vector<Tensor> sync_batch_norm_backward_reduce(const Tensor& gy, const Tensor& x, const Tensor& mean,
-                                                    const Tensor& invstd) {
+                                                    const Tensor& mean_lo, const Tensor& invstd) {
   constexpr const char* op = "sync_batch_norm_backward_reduce";
   check_input(op, "input", x);
   check_like_input(op, gy, x);
   check_channel_tensor(op, "mean", x, mean);
+  check_channel_tensor(op, "mean_lo", x, mean_lo);
   check_channel_tensor(op, "invstd", x, invstd);
   const int64_t c = x.size(1);
   Tensor sums = Tensor::empty({2 * c}, DType::Float32, x.device());
   Tensor ggamma = Tensor::empty({c}, DType::Float32, x.device());
   Tensor gbeta = Tensor::empty({c}, DType::Float32, x.device());
   static KernelSlot slot("sync_batch_norm_backward_reduce");
-  slot.get<kernels::sync_batch_norm_backward_reduce_fn>(x.device())(gy, x, mean, invstd, sums, ggamma, gbeta);
+  slot.get<kernels::sync_batch_norm_backward_reduce_fn>(x.device())(gy, x, mean, mean_lo, invstd, sums, ggamma,
+                                                                    gbeta);
   return {sums, ggamma, gbeta};
 }
 
-Tensor sync_batch_norm_backward_elemt(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
-                                      const Tensor& gamma, const Tensor& sums, int64_t count) {
+Tensor sync_batch_norm_backward_elemt(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& mean_lo,
+                                      const Tensor& invstd, const Tensor& gamma, const Tensor& sums, int64_t count) {
   constexpr const char* op = "sync_batch_norm_backward_elemt";
   check_input(op, "input", x);
   check_like_input(op, gy, x);
   check_channel_tensor(op, "mean", x, mean);
+  check_channel_tensor(op, "mean_lo", x, mean_lo);
   check_channel_tensor(op, "invstd", x, invstd);
   check_channel_tensor(op, "weight", x, gamma);
   check_dtype(op, "gradient sums", sums, DType::Float32);
@@ -139,7 +144,8 @@ Tensor sync_batch_norm_backward_elemt(const Tensor& gy, const Tensor& x, const T
   DDP4J_CHECK_ARG(count > 0, op, ": the total count must be positive, got ", count);
   Tensor gx = Tensor::empty(x.shape(), DType::Float32, x.device());
   static KernelSlot slot("sync_batch_norm_backward_elemt");
-  slot.get<kernels::sync_batch_norm_backward_elemt_fn>(x.device())(gy, x, mean, invstd, gamma, sums, count, gx);
+  slot.get<kernels::sync_batch_norm_backward_elemt_fn>(x.device())(gy, x, mean, mean_lo, invstd, gamma, sums, count,
+                                                                   gx);
   return gx;
 }
 

@@ -1,6 +1,6 @@
 // CPU SyncBatchNorm kernels (kernels.h: sync_batch_norm_*), the local halves of
 // torch.nn.SyncBatchNorm's passes; the collectives between them run in Java on the process group.
-// They use batch_norm.cpp's plane loops (batch_norm_sums.h): per-channel sums in float32 lanes
+// The statistics and gradient sums use batch_norm.cpp's plane loops (batch_norm_sums.h): per-channel sums in float32 lanes
 // added in double, shifted by the channel's first value so E[v²] - E[v]² does not cancel. Threads
 // split the sums by channel (each channel's planes added by one thread in image order) and the
 // element-wise passes by plane, so results do not depend on the thread count.
@@ -60,12 +60,13 @@ void stats(const Tensor& x, Tensor& out) {
 }
 
 void gather_stats(const Tensor& gathered, Tensor& running_mean, Tensor& running_var, double momentum, double eps,
-                  Tensor& save_mean, Tensor& save_invstd) {
+                  Tensor& save_mean, Tensor& save_mean_lo, Tensor& save_invstd) {
   const int64_t W = gathered.size(0), row = gathered.size(1), C = save_mean.size(0);
   const float* g = gathered.data<float>();
   float* rm = running_mean.defined() ? running_mean.data<float>() : nullptr;
   float* rv = running_var.defined() ? running_var.data<float>() : nullptr;
   float* sm = save_mean.data<float>();
+  float* sl = save_mean_lo.data<float>();
   float* si = save_invstd.data<float>();
   std::vector<double> n(static_cast<size_t>(W));
   double total = 0;
@@ -90,6 +91,7 @@ void gather_stats(const Tensor& gathered, Tensor& running_mean, Tensor& running_
     }
     const double var = m2 / total;  // biased: used to normalise
     sm[c] = static_cast<float>(mean);
+    sl[c] = static_cast<float>(mean - sm[c]);
     si[c] = static_cast<float>(1.0 / std::sqrt(var + eps));
     if (rm != nullptr) {
       // Running statistics use the unbiased variance, as torch.nn.SyncBatchNorm.
@@ -99,31 +101,39 @@ void gather_stats(const Tensor& gathered, Tensor& running_mean, Tensor& running_
   }
 }
 
-void elemt(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma, const Tensor& beta,
-           Tensor& y) {
+void elemt(const Tensor& x, const Tensor& mean, const Tensor& mean_lo, const Tensor& invstd, const Tensor& gamma,
+           const Tensor& beta, Tensor& y) {
   const Layout l(x);
   if (l.N * l.S == 0) return;
-  std::vector<float> a(static_cast<size_t>(l.C)), b(static_cast<size_t>(l.C));
+  std::vector<float> a(static_cast<size_t>(l.C));
   for (int64_t c = 0; c < l.C; ++c) {
-    const double ac = static_cast<double>(gamma.data<float>()[c]) * invstd.data<float>()[c];
-    a[c] = static_cast<float>(ac);
-    b[c] = static_cast<float>(beta.data<float>()[c] - static_cast<double>(mean.data<float>()[c]) * ac);
+    a[c] = static_cast<float>(static_cast<double>(gamma.data<float>()[c]) * invstd.data<float>()[c]);
   }
   const float* px = x.data<float>();
+  const float* pm = mean.data<float>();
+  const float* pl = mean_lo.data<float>();
+  const float* pb = beta.data<float>();
   float* py = y.data<float>();
   parallel_for(0, l.N * l.C, plane_grain(l.S), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      affine_plane<false, false>(px + p * l.S, nullptr, py + p * l.S, l.S, a[p % l.C], b[p % l.C]);
+      // x - mean first (exact when x is near the mean), then the mean's low part: no cancellation
+      // of x * a against beta - mean * a when the mean is large against the spread.
+      const int64_t c = p % l.C;
+      const float m = pm[c], lo = pl[c], ac = a[c], bc = pb[c];
+      const float* xp = px + p * l.S;
+      float* out = py + p * l.S;
+      for (int64_t j = 0; j < l.S; ++j) out[j] = ((xp[j] - m) - lo) * ac + bc;
     }
   });
 }
 
-void backward_reduce(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& invstd, Tensor& sums,
-                     Tensor& ggamma, Tensor& gbeta) {
+void backward_reduce(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& mean_lo,
+                     const Tensor& invstd, Tensor& sums, Tensor& ggamma, Tensor& gbeta) {
   const Layout l(x);
   const float* px = x.data<float>();
   const float* pgy = gy.data<float>();
   const float* pm = mean.data<float>();
+  const float* pl = mean_lo.data<float>();
   const float* pi = invstd.data<float>();
   float* ps = sums.data<float>();
   float* pgg = ggamma.data<float>();
@@ -135,6 +145,7 @@ void backward_reduce(const Tensor& gy, const Tensor& x, const Tensor& mean, cons
         const int64_t off = (n * l.C + c) * l.S;
         grad_sums<false>(pgy + off, nullptr, px + off, l.S, pm[c], sg, sxg, nullptr);
       }
+      sxg -= pl[c] * sg;  // Σ gy (x - mean - mean_lo)
       ps[c] = static_cast<float>(sg);
       ps[l.C + c] = static_cast<float>(sxg);
       pgb[c] = static_cast<float>(sg);
@@ -143,12 +154,13 @@ void backward_reduce(const Tensor& gy, const Tensor& x, const Tensor& mean, cons
   });
 }
 
-void backward_elemt(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma,
-                    const Tensor& sums, int64_t count, Tensor& gx) {
+void backward_elemt(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& mean_lo,
+                    const Tensor& invstd, const Tensor& gamma, const Tensor& sums, int64_t count, Tensor& gx) {
   const Layout l(x);
   if (l.N * l.S == 0) return;
   const float* ps = sums.data<float>();
   const float* pm = mean.data<float>();
+  const float* pl = mean_lo.data<float>();
   std::vector<float> a(static_cast<size_t>(l.C)), b(static_cast<size_t>(l.C)), d(static_cast<size_t>(l.C));
   for (int64_t c = 0; c < l.C; ++c) {
     // gx = gy * a + (x - mean) * b + d, as batch_norm.cpp's backward with the group's sums and count.
@@ -165,11 +177,11 @@ void backward_elemt(const Tensor& gy, const Tensor& x, const Tensor& mean, const
   parallel_for(0, l.N * l.C, plane_grain(l.S), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t c = p % l.C;
-      const float ac = a[c], bc = b[c], dc = d[c], m = pm[c];
+      const float ac = a[c], bc = b[c], dc = d[c], m = pm[c], lo = pl[c];
       const float* gp = pgy + p * l.S;
       const float* xp = px + p * l.S;
       float* out = pgx + p * l.S;
-      for (int64_t j = 0; j < l.S; ++j) out[j] = gp[j] * ac + (xp[j] - m) * bc + dc;
+      for (int64_t j = 0; j < l.S; ++j) out[j] = gp[j] * ac + ((xp[j] - m) - lo) * bc + dc;
     }
   });
 }

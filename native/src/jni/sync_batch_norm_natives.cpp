@@ -32,31 +32,34 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_SyncBatchNormNatives_syncBatchNo
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_SyncBatchNormNatives_syncBatchNormElemt(
-    JNIEnv* env, jclass, jlong x, jlong mean, jlong invstd, jlong gamma, jlong beta, jlongArray results) {
+    JNIEnv* env, jclass, jlong x, jlong mean, jlong meanLo, jlong invstd, jlong gamma, jlong beta,
+    jlongArray results) {
   return guarded(env, [&] {
     return result_of(env, results,
                      ops::sync_batch_norm_elemt(required_tensor_of(x), required_tensor_of(mean),
-                                                required_tensor_of(invstd), required_tensor_of(gamma),
+                                                required_tensor_of(meanLo), required_tensor_of(invstd), required_tensor_of(gamma),
                                                 required_tensor_of(beta)));
   });
 }
 
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_SyncBatchNormNatives_syncBatchNormBackwardReduce(
-    JNIEnv* env, jclass, jlong gy, jlong x, jlong mean, jlong invstd, jlongArray results) {
+    JNIEnv* env, jclass, jlong gy, jlong x, jlong mean, jlong meanLo, jlong invstd, jlongArray results) {
   guarded(env, [&] {
     results_of(env, results,
                ops::sync_batch_norm_backward_reduce(required_tensor_of(gy), required_tensor_of(x),
-                                                    required_tensor_of(mean), required_tensor_of(invstd)));
+                                                    required_tensor_of(mean), required_tensor_of(meanLo),
+                                                    required_tensor_of(invstd)));
   });
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_SyncBatchNormNatives_syncBatchNormBackwardElemt(
-    JNIEnv* env, jclass, jlong gy, jlong x, jlong mean, jlong invstd, jlong gamma, jlong sums, jlong count,
-    jlongArray results) {
+    JNIEnv* env, jclass, jlong gy, jlong x, jlong mean, jlong meanLo, jlong invstd, jlong gamma, jlong sums,
+    jlong count, jlongArray results) {
   return guarded(env, [&] {
     return result_of(env, results,
                      ops::sync_batch_norm_backward_elemt(required_tensor_of(gy), required_tensor_of(x),
-                                                         required_tensor_of(mean), required_tensor_of(invstd),
+                                                         required_tensor_of(mean), required_tensor_of(meanLo),
+                                                         required_tensor_of(invstd),
                                                          required_tensor_of(gamma), required_tensor_of(sums), count));
   });
 }

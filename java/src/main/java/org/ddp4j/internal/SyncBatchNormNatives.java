@@ -27,7 +27,8 @@ public final class SyncBatchNormNatives {
 
     /**
      * Combines the rows of every rank, gathered float32 [W * (3C + 2)]: fills results with
-     * {saveMean [C], saveInvstd [C]} (biased variance over the group) and updates runningMean /
+     * {saveMean [C], saveInvstd [C], saveMeanLo [C]} (the group's mean is saveMean + saveMeanLo, a
+     * double in two floats; the biased variance over the group) and updates runningMean /
      * runningVar (0 for none: both or neither) with the unbiased one. Returns the group's count of
      * values per channel.
      *
@@ -37,16 +38,18 @@ public final class SyncBatchNormNatives {
     public static native long syncBatchNormGatherStats(long gathered, long channels, long runningMean, long runningVar,
             double momentum, double eps, long[] results);
 
-    /** y = (x - mean) * invstd * gamma + beta per channel; returns y. */
-    public static native long syncBatchNormElemt(long x, long mean, long invstd, long gamma, long beta, long[] results);
+    /** y = (x - (mean + meanLo)) * invstd * gamma + beta per channel; returns y. */
+    public static native long syncBatchNormElemt(long x, long mean, long meanLo, long invstd, long gamma, long beta,
+            long[] results);
 
     /**
      * This rank's gradient sums: fills results with {sums [2C] = (Σ gy, Σ gy (x - mean)), ggamma [C]
-     * = Σ gy (x - mean) * invstd, gbeta [C] = Σ gy}.
+     * = Σ gy (x - mean) * invstd, gbeta [C] = Σ gy}, mean = mean + meanLo.
      */
-    public static native void syncBatchNormBackwardReduce(long gy, long x, long mean, long invstd, long[] results);
+    public static native void syncBatchNormBackwardReduce(long gy, long x, long mean, long meanLo, long invstd,
+            long[] results);
 
     /** gx from the group's sums [2C] and its count of values per channel (positive); returns gx. */
-    public static native long syncBatchNormBackwardElemt(long gy, long x, long mean, long invstd, long gamma, long sums,
-            long count, long[] results);
+    public static native long syncBatchNormBackwardElemt(long gy, long x, long mean, long meanLo, long invstd, long gamma,
+            long sums, long count, long[] results);
 }

@@ -69,6 +69,7 @@ public final class SyncBatchNormFunction {
         Tensor b = beta != null ? beta : filled(0, x, channels);
         Tensor saveMean;
         Tensor saveInvstd;
+        Tensor saveMeanLo;
         long count;
         Tensor out;
         try {
@@ -82,9 +83,10 @@ public final class SyncBatchNormFunction {
                         runningVar != null ? runningVar.nativeHandle() : 0, momentum, eps, r);
                 saveMean = Tensor.fromNativeResult(r, 0);
                 saveInvstd = Tensor.fromNativeResult(r, 1);
+                saveMeanLo = Tensor.fromNativeResult(r, 2);
             }
             out = Tensor.fromNativeResult(SyncBatchNormNatives.syncBatchNormElemt(x.nativeHandle(),
-                    saveMean.nativeHandle(), saveInvstd.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
+                    saveMean.nativeHandle(), saveMeanLo.nativeHandle(), saveInvstd.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
                     NativeResults.buffer()));
         } finally {
             if (beta == null) {
@@ -101,7 +103,7 @@ public final class SyncBatchNormFunction {
             protected Tensor[] backward(Tensor gradOutput) {
                 long[] gr = NativeResults.buffer();
                 SyncBatchNormNatives.syncBatchNormBackwardReduce(gradOutput.nativeHandle(), x.nativeHandle(),
-                        saveMean.nativeHandle(), saveInvstd.nativeHandle(), gr);
+                        saveMean.nativeHandle(), saveMeanLo.nativeHandle(), saveInvstd.nativeHandle(), gr);
                 Tensor gx = null;
                 try (Tensor sums = Tensor.fromNativeResult(gr, 0)) {
                     Tensor gGamma = Tensor.fromNativeResult(gr, 1);
@@ -112,7 +114,7 @@ public final class SyncBatchNormFunction {
                         group.allReduce(sums, ReduceOp.SUM).await();
                         gx = Tensor.fromNativeResult(SyncBatchNormNatives.syncBatchNormBackwardElemt(
                                 gradOutput.nativeHandle(), x.nativeHandle(), saveMean.nativeHandle(),
-                                saveInvstd.nativeHandle(), gammaForBackward.nativeHandle(), sums.nativeHandle(), total,
+                                saveMeanLo.nativeHandle(), saveInvstd.nativeHandle(), gammaForBackward.nativeHandle(), sums.nativeHandle(), total,
                                 NativeResults.buffer()));
                     }
                     return new Tensor[] {gx, gGamma, gBeta};
