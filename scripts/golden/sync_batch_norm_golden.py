@@ -17,12 +17,20 @@ Each has STEPS training steps (forward, then backward of a fixed random grad_y),
 "<case>.bias", "<case>.repr" (how torch.nn.SyncBatchNorm with those options prints). Channels
 have a shift and scale each, one with a large mean (40) so a variance formed carelessly would cancel.
 
-Run with Debian's python3-torch: /usr/bin/python3 scripts/golden/sync_batch_norm_golden.py
+Also "resnet18.repr": how torchvision's resnet18() prints after
+torch.nn.SyncBatchNorm.convert_sync_batchnorm, and "ddp.repr": a DistributedDataParallel around a
+small model (not converted: PyTorch's DDP takes SyncBatchNorm on GPUs only) (a one-rank gloo group on 127.0.0.1), as print(model) shows them.
+
+Run with Debian's python3-torch and python3-torchvision:
+/usr/bin/python3 scripts/golden/sync_batch_norm_golden.py
 """
 import os
 import sys
 
+import socket
+
 import torch
+import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from linear_loss_golden import write  # noqa: E402  (same file format)
@@ -77,6 +85,15 @@ def main():
         with torch.no_grad():
             values[f"{name}.eval.x"] = x
             values[f"{name}.eval.y"] = bn(x)
+    values["resnet18.repr"] = repr(torch.nn.SyncBatchNorm.convert_sync_batchnorm(torchvision.models.resnet18()))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    small = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2), torch.nn.ReLU())
+    # (PyTorch's DDP refuses SyncBatchNorm on CPU modules, so the wrapped one keeps its BatchNorm2d.)
+    values["ddp.repr"] = repr(torch.nn.parallel.DistributedDataParallel(small))
+    torch.distributed.destroy_process_group()
     write("sync_batch_norm", values)
 
 

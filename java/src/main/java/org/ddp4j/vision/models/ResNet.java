@@ -149,7 +149,7 @@ public class ResNet extends Module {
         for (int i = 0; i < 4; i++) {
             layers[i] = registerModule("layer" + (i + 1), makeLayer(planes[i], blocksPerLayer[i], i == 0 ? 1 : 2, g));
         }
-        this.avgpool = registerModule("avgpool", new AdaptiveAvgPool2d(1));
+        this.avgpool = registerModule("avgpool", new AdaptiveAvgPool2d(1, 1)); // torchvision: AdaptiveAvgPool2d((1, 1))
         this.fc = registerModule("fc", new Linear(512 * block.expansion(), options.numClasses(), true, g));
         initialise(this, options);
     }
