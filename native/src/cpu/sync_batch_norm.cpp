@@ -45,11 +45,16 @@ void stats(const Tensor& x, Tensor& out) {
     return;
   }
   const float* px = x.data<float>();
+  std::vector<double> sum1(static_cast<size_t>(l.C), 0.0), sum2(static_cast<size_t>(l.C), 0.0);
   parallel_for(0, l.C, channel_grain(l.N, l.S), [&](int64_t c0, int64_t c1) {
+    // Image by image over the range's channels: memory order (short strided runs per channel
+    // defeat the prefetcher on small planes), each channel's planes still added in image order.
+    for (int64_t n = 0; n < l.N; ++n) {
+      for (int64_t c = c0; c < c1; ++c) shifted_sums(px + (n * l.C + c) * l.S, l.S, px[c * l.S], sum1[c], sum2[c]);
+    }
     for (int64_t c = c0; c < c1; ++c) {
       const float k = px[c * l.S];
-      double s1 = 0, s2 = 0;
-      for (int64_t n = 0; n < l.N; ++n) shifted_sums(px + (n * l.C + c) * l.S, l.S, k, s1, s2);
+      const double s1 = sum1[c], s2 = sum2[c];
       const double d_mean = s1 / count;
       const double mean = k + d_mean;
       mean_hi[c] = static_cast<float>(mean);
@@ -138,14 +143,17 @@ void backward_reduce(const Tensor& gy, const Tensor& x, const Tensor& mean, cons
   float* ps = sums.data<float>();
   float* pgg = ggamma.data<float>();
   float* pgb = gbeta.data<float>();
+  std::vector<double> sum_g(static_cast<size_t>(l.C), 0.0), sum_xg(static_cast<size_t>(l.C), 0.0);
   parallel_for(0, l.C, channel_grain(l.N, l.S), [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      double sg = 0, sxg = 0;
-      for (int64_t n = 0; n < l.N; ++n) {
+    for (int64_t n = 0; n < l.N; ++n) {  // memory order, as stats
+      for (int64_t c = c0; c < c1; ++c) {
         const int64_t off = (n * l.C + c) * l.S;
-        grad_sums<false>(pgy + off, nullptr, px + off, l.S, pm[c], sg, sxg, nullptr);
+        grad_sums<false>(pgy + off, nullptr, px + off, l.S, pm[c], sum_g[c], sum_xg[c], nullptr);
       }
-      sxg -= pl[c] * sg;  // Σ gy (x - mean - mean_lo)
+    }
+    for (int64_t c = c0; c < c1; ++c) {
+      const double sg = sum_g[c];
+      const double sxg = sum_xg[c] - pl[c] * sg;  // Σ gy (x - mean - mean_lo)
       ps[c] = static_cast<float>(sg);
       ps[l.C + c] = static_cast<float>(sxg);
       pgb[c] = static_cast<float>(sg);
