@@ -2,6 +2,7 @@ package org.ddp4j.nn;
 
 import java.lang.System.Logger.Level;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.ProcessGroup;
@@ -106,10 +107,11 @@ public class SyncBatchNorm extends BatchNorm2d {
             bn.convertedTo(sync);
             out = sync;
         } else {
-            for (Map.Entry<String, Module> child : Map.copyOf(module.namedChildren()).entrySet()) {
-                Module converted = convert(child.getValue(), group, done);
-                if (converted != child.getValue()) {
-                    module.replaceChild(child.getKey(), converted);
+            for (String name : List.copyOf(module.namedChildren().keySet())) {
+                Module child = module.namedChildren().get(name);
+                Module converted = convert(child, group, done);
+                if (converted != child) {
+                    module.replaceChild(name, converted);
                 }
             }
         }
