@@ -172,6 +172,7 @@ int main() {
       int64_t count = 0;
       std::vector<Tensor> r = ops::sync_batch_norm_gather_stats(stats, 48, rm, rv, 0.1, 1e-5, &count);
       r.push_back(ops::sync_batch_norm_elemt(x, r[0], r[2], r[1], gamma, beta));
+      r.push_back(ops::sync_batch_norm_elemt(x, r[0], r[2], r[1], gamma, beta, residual, true));
       std::vector<Tensor> g = ops::sync_batch_norm_backward_reduce(gy, x, r[0], r[2], r[1]);
       r.insert(r.end(), g.begin(), g.end());
       r.push_back(ops::sync_batch_norm_backward_elemt(gy, x, r[0], r[2], r[1], gamma, g[0], count));

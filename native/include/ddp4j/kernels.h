@@ -127,10 +127,13 @@ using sync_batch_norm_gather_stats_fn = void (*)(const Tensor& gathered, Tensor&
                                                  Tensor& save_mean_lo, Tensor& save_invstd);
 /**
  * y = ((x - mean) - mean_lo) * (invstd * gamma) + beta per channel (y like x): the mean in two
- * floats, so a mean large against the spread costs no precision.
+ * floats, so a mean large against the spread costs no precision. With relu, y = relu(that +
+ * residual) (residual, when defined, of x's shape; relu_forward's NaN rule), the bits of the
+ * separate ops (the ResNet blocks' batch norm, addition and ReLU).
  */
 using sync_batch_norm_elemt_fn = void (*)(const Tensor& x, const Tensor& mean, const Tensor& mean_lo,
-                                          const Tensor& invstd, const Tensor& gamma, const Tensor& beta, Tensor& y);
+                                          const Tensor& invstd, const Tensor& gamma, const Tensor& beta,
+                                          const Tensor& residual, bool relu, Tensor& y);
 /**
  * This rank's gradient sums: sums[2C] = {Σ gy, Σ gy (x - mean)} per channel, mean = mean +
  * mean_lo (in double, stored float32; what SyncBatchNorm all-reduces), gbeta = Σ gy and

@@ -110,9 +110,13 @@ Tensor sync_batch_norm_stats(const Tensor& x);
 std::vector<Tensor> sync_batch_norm_gather_stats(const Tensor& gathered, int64_t channels, Tensor& running_mean,
                                                  Tensor& running_var, double momentum, double eps,
                                                  int64_t* total_count);
-/** y = (x - (mean + mean_lo)) * invstd * gamma + beta per channel (torch.batch_norm_elemt). */
+/**
+ * y = (x - (mean + mean_lo)) * invstd * gamma + beta per channel (torch.batch_norm_elemt); with
+ * relu, relu(y + residual) (residual undefined: none; else float32 of x's shape) in the same pass.
+ */
 Tensor sync_batch_norm_elemt(const Tensor& x, const Tensor& mean, const Tensor& mean_lo, const Tensor& invstd,
-                             const Tensor& gamma, const Tensor& beta);
+                             const Tensor& gamma, const Tensor& beta, const Tensor& residual = Tensor(),
+                             bool relu = false);
 /** {sums [2C] = (Σ gy, Σ gy (x - mean)), ggamma [C], gbeta [C]} of this rank (torch.batch_norm_backward_reduce). */
 std::vector<Tensor> sync_batch_norm_backward_reduce(const Tensor& gy, const Tensor& x, const Tensor& mean,
                                                     const Tensor& mean_lo, const Tensor& invstd);

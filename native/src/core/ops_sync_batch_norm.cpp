@@ -96,7 +96,7 @@ std::vector<Tensor> sync_batch_norm_gather_stats(const Tensor& gathered, int64_t
 }
 
 Tensor sync_batch_norm_elemt(const Tensor& x, const Tensor& mean, const Tensor& mean_lo, const Tensor& invstd,
-                             const Tensor& gamma, const Tensor& beta) {
+                             const Tensor& gamma, const Tensor& beta, const Tensor& residual, bool relu) {
   constexpr const char* op = "sync_batch_norm_elemt";
   check_input(op, "input", x);
   check_channel_tensor(op, "mean", x, mean);
@@ -104,9 +104,16 @@ Tensor sync_batch_norm_elemt(const Tensor& x, const Tensor& mean, const Tensor& 
   check_channel_tensor(op, "invstd", x, invstd);
   check_channel_tensor(op, "weight", x, gamma);
   check_channel_tensor(op, "bias", x, beta);
+  if (residual.defined()) {
+    DDP4J_CHECK_ARG(relu, op, ": a residual is added only before the ReLU (relu=true)");
+    check_dtype(op, "residual", residual, DType::Float32);
+    check_same_device(op, x, residual);
+    DDP4J_CHECK_ARG(residual.shape() == x.shape(), op, ": residual ", shape_str(residual.shape()),
+                    " does not match input ", shape_str(x.shape()));
+  }
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   static KernelSlot slot("sync_batch_norm_elemt");
-  slot.get<kernels::sync_batch_norm_elemt_fn>(x.device())(x, mean, mean_lo, invstd, gamma, beta, y);
+  slot.get<kernels::sync_batch_norm_elemt_fn>(x.device())(x, mean, mean_lo, invstd, gamma, beta, residual, relu, y);
   return y;
 }
 

@@ -106,8 +106,19 @@ void gather_stats(const Tensor& gathered, Tensor& running_mean, Tensor& running_
   }
 }
 
+/** One plane of elemt: ((x - m) - lo) * a + b, then with Relu + r (Residual) and max(., 0) keeping NaN. */
+template <bool Relu, bool Residual>
+void elemt_plane(const float* xp, const float* rp, float* out, int64_t n, float m, float lo, float a, float b) {
+  for (int64_t j = 0; j < n; ++j) {
+    float v = ((xp[j] - m) - lo) * a + b;
+    if constexpr (Residual) v = v + rp[j];
+    if constexpr (Relu) v = v <= 0.0f ? 0.0f : v;  // relu_forward: NaN stays
+    out[j] = v;
+  }
+}
+
 void elemt(const Tensor& x, const Tensor& mean, const Tensor& mean_lo, const Tensor& invstd, const Tensor& gamma,
-           const Tensor& beta, Tensor& y) {
+           const Tensor& beta, const Tensor& residual, bool relu, Tensor& y) {
   const Layout l(x);
   if (l.N * l.S == 0) return;
   std::vector<float> a(static_cast<size_t>(l.C));
@@ -115,6 +126,7 @@ void elemt(const Tensor& x, const Tensor& mean, const Tensor& mean_lo, const Ten
     a[c] = static_cast<float>(static_cast<double>(gamma.data<float>()[c]) * invstd.data<float>()[c]);
   }
   const float* px = x.data<float>();
+  const float* pr = residual.defined() ? residual.data<float>() : nullptr;
   const float* pm = mean.data<float>();
   const float* pl = mean_lo.data<float>();
   const float* pb = beta.data<float>();
@@ -123,11 +135,14 @@ void elemt(const Tensor& x, const Tensor& mean, const Tensor& mean_lo, const Ten
     for (int64_t p = p0; p < p1; ++p) {
       // x - mean first (exact when x is near the mean), then the mean's low part: no cancellation
       // of x * a against beta - mean * a when the mean is large against the spread.
-      const int64_t c = p % l.C;
-      const float m = pm[c], lo = pl[c], ac = a[c], bc = pb[c];
-      const float* xp = px + p * l.S;
-      float* out = py + p * l.S;
-      for (int64_t j = 0; j < l.S; ++j) out[j] = ((xp[j] - m) - lo) * ac + bc;
+      const int64_t c = p % l.C, off = p * l.S;
+      if (!relu) {
+        elemt_plane<false, false>(px + off, nullptr, py + off, l.S, pm[c], pl[c], a[c], pb[c]);
+      } else if (pr == nullptr) {
+        elemt_plane<true, false>(px + off, nullptr, py + off, l.S, pm[c], pl[c], a[c], pb[c]);
+      } else {
+        elemt_plane<true, true>(px + off, pr + off, py + off, l.S, pm[c], pl[c], a[c], pb[c]);
+      }
     }
   });
 }

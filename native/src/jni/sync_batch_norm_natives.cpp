@@ -32,13 +32,14 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_SyncBatchNormNatives_syncBatchNo
 }
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_SyncBatchNormNatives_syncBatchNormElemt(
-    JNIEnv* env, jclass, jlong x, jlong mean, jlong meanLo, jlong invstd, jlong gamma, jlong beta,
-    jlongArray results) {
+    JNIEnv* env, jclass, jlong x, jlong mean, jlong meanLo, jlong invstd, jlong gamma, jlong beta, jlong residual,
+    jboolean relu, jlongArray results) {
   return guarded(env, [&] {
     return result_of(env, results,
                      ops::sync_batch_norm_elemt(required_tensor_of(x), required_tensor_of(mean),
-                                                required_tensor_of(meanLo), required_tensor_of(invstd), required_tensor_of(gamma),
-                                                required_tensor_of(beta)));
+                                                required_tensor_of(meanLo), required_tensor_of(invstd),
+                                                required_tensor_of(gamma), required_tensor_of(beta),
+                                                tensor_of(residual), relu == JNI_TRUE));
   });
 }
 

@@ -336,6 +336,9 @@ void test_sync_batch_norm() {
     compare(tag + " running_var", rv, rv_gpu);
     compare(tag + " y", ops::sync_batch_norm_elemt(x, c[0], c[2], c[1], gamma, beta),
             ops::sync_batch_norm_elemt(gxx, g[0], g[2], g[1], gpu(gamma), gpu(beta)));
+    Tensor residual = uniform(s);
+    compare(tag + " relu(y + residual)", ops::sync_batch_norm_elemt(x, c[0], c[2], c[1], gamma, beta, residual, true),
+            ops::sync_batch_norm_elemt(gxx, g[0], g[2], g[1], gpu(gamma), gpu(beta), gpu(residual), true));
     Tensor gy = uniform(s);
     auto cr = ops::sync_batch_norm_backward_reduce(gy, x, c[0], c[2], c[1]);
     auto gr = ops::sync_batch_norm_backward_reduce(gpu(gy), gxx, g[0], g[2], g[1]);

@@ -107,12 +107,16 @@ __global__ void gather_kernel(const float* g, int64_t W, int64_t row, int64_t C,
 }
 
 __global__ void elemt_kernel(const float* x, const float* mean, const float* mean_lo, const float* invstd,
-                             const float* gamma, const float* beta, int64_t n, int64_t C, int64_t S, float* y) {
+                             const float* gamma, const float* beta, const float* residual, bool relu, int64_t n,
+                             int64_t C, int64_t S, float* y) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const int64_t c = (i / S) % C;
     const float a = static_cast<float>(static_cast<double>(gamma[c]) * invstd[c]);
-    y[i] = ((x[i] - mean[c]) - mean_lo[c]) * a + beta[c];
+    float v = __fmaf_rn((x[i] - mean[c]) - mean_lo[c], a, beta[c]);
+    if (residual != nullptr) v = v + residual[i];
+    if (relu) v = v <= 0.0f ? 0.0f : v;  // relu_forward: NaN stays
+    y[i] = v;
   }
 }
 
@@ -170,13 +174,14 @@ void gather_stats(const Tensor& gathered, Tensor& running_mean, Tensor& running_
 }
 
 void elemt(const Tensor& x, const Tensor& mean, const Tensor& mean_lo, const Tensor& invstd, const Tensor& gamma,
-           const Tensor& beta, Tensor& y) {
+           const Tensor& beta, const Tensor& residual, bool relu, Tensor& y) {
   const Layout l(x);
   const int64_t n = x.numel();
   if (n == 0) return;
   LaunchContext ctx(x);
   elemt_kernel<<<grid_for(n), 256, 0, ctx.stream>>>(x.data<float>(), mean.data<float>(), mean_lo.data<float>(),
-                                                    invstd.data<float>(), gamma.data<float>(), beta.data<float>(), n,
+                                                    invstd.data<float>(), gamma.data<float>(), beta.data<float>(),
+                                                    residual.defined() ? residual.data<float>() : nullptr, relu, n,
                                                     l.C, l.S, y.data<float>());
   DDP4J_CUDA_CHECK_LAUNCH("sync_batch_norm_elemt");
 }

@@ -38,9 +38,12 @@ public final class SyncBatchNormNatives {
     public static native long syncBatchNormGatherStats(long gathered, long channels, long runningMean, long runningVar,
             double momentum, double eps, long[] results);
 
-    /** y = (x - (mean + meanLo)) * invstd * gamma + beta per channel; returns y. */
+    /**
+     * y = (x - (mean + meanLo)) * invstd * gamma + beta per channel, and with relu {@code relu(y +
+     * residual)} in the same pass (residual 0 for none, else float32 of x's shape); returns y.
+     */
     public static native long syncBatchNormElemt(long x, long mean, long meanLo, long invstd, long gamma, long beta,
-            long[] results);
+            long residual, boolean relu, long[] results);
 
     /**
      * This rank's gradient sums: fills results with {sums [2C] = (Σ gy, Σ gy (x - mean)), ggamma [C]

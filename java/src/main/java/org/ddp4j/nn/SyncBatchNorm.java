@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.Map;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.ProcessGroup;
-import org.ddp4j.nn.functional.ReluFunction;
 import org.ddp4j.nn.functional.SyncBatchNormFunction;
 import org.ddp4j.tensor.Tensor;
 
@@ -122,7 +121,7 @@ public class SyncBatchNorm extends BatchNorm2d {
     /**
      * The group's statistics in training mode with batch statistics; BatchNorm2d's path otherwise
      * (eval mode with running statistics: no communication) and where there is nothing to
-     * synchronise with. Batch norm + ReLU (the ResNet blocks' fused call) runs as the separate ops.
+     * synchronise with. Batch norm + ReLU (the ResNet blocks' fused call) is fused here too.
      */
     @Override
     Tensor apply(Tensor input, Tensor mean, Tensor var, boolean training, double factor, boolean relu,
@@ -132,11 +131,8 @@ public class SyncBatchNorm extends BatchNorm2d {
         if (group == null) {
             return local(input, mean, var, training, factor, relu, residual);
         }
-        Tensor y = SyncBatchNormFunction.apply(input, weight(), bias(), mean, var, factor, eps(), group);
-        if (!relu) {
-            return y;
-        }
-        return ReluFunction.apply(residual == null ? y : y.add(residual));
+        return relu ? SyncBatchNormFunction.applyRelu(input, weight(), bias(), mean, var, factor, eps(), group, residual)
+                : SyncBatchNormFunction.apply(input, weight(), bias(), mean, var, factor, eps(), group);
     }
 
     /** The group to synchronise over, or null (none initialised, or one rank). */

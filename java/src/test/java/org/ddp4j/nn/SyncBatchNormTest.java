@@ -189,6 +189,38 @@ class SyncBatchNormTest {
     }
 
     @Test
+    void batchNormPlusResidualPlusReluIsTheSeparateOpsOnTwoRanks() throws Exception {
+        Ranks.withGroups(2, Duration.ofSeconds(20), (rank, group) -> {
+            try (var scope = Tensors.scope(); SyncBatchNorm fused = new SyncBatchNorm(4, 1e-5, 0.1, true, true, group);
+                    SyncBatchNorm separate = new SyncBatchNorm(4, 1e-5, 0.1, true, true, group)) {
+                long[] sample = {4, 3, 5};
+                Tensor x = SyncBatchNormGoldenTest.slice("w2.0.x", rank * 3L, 3, sample).requiresGrad(true);
+                Tensor xs = SyncBatchNormGoldenTest.slice("w2.0.x", rank * 3L, 3, sample).requiresGrad(true);
+                Tensor r = SyncBatchNormGoldenTest.slice("w2.1.x", rank * 3L, 3, sample).mul(0.05f).requiresGrad(true);
+                Tensor rs = SyncBatchNormGoldenTest.slice("w2.1.x", rank * 3L, 3, sample).mul(0.05f).requiresGrad(true);
+                Tensor gy = SyncBatchNormGoldenTest.slice("w2.0.grad_y", rank * 3L, 3, sample);
+                Tensor y = fused.forwardRelu(x, r);
+                Tensor ys = org.ddp4j.nn.functional.ReluFunction.apply(separate.forward(xs).add(rs));
+                assertArrayEquals(ys.toFloatArray(), y.toFloatArray(), "y");
+                y.backward(gy);
+                ys.backward(gy);
+                assertArrayEquals(xs.grad().toFloatArray(), x.grad().toFloatArray(), "grad x");
+                assertArrayEquals(rs.grad().toFloatArray(), r.grad().toFloatArray(), "grad residual");
+                assertArrayEquals(separate.weight().grad().toFloatArray(), fused.weight().grad().toFloatArray());
+                assertArrayEquals(separate.bias().grad().toFloatArray(), fused.bias().grad().toFloatArray());
+                assertArrayEquals(separate.runningVar().toFloatArray(), fused.runningVar().toFloatArray());
+                float[] yv = y.toFloatArray();
+                int zeros = 0;
+                for (float v : yv) {
+                    zeros += v == 0 ? 1 : 0;
+                }
+                assertTrue(zeros > 0 && zeros < yv.length, "the ReLU cuts some values and keeps others");
+            }
+            return null;
+        });
+    }
+
+    @Test
     void rejectsInputOfFewerThanTwoDimensions() throws Exception {
         Ranks.withGroups(2, Duration.ofSeconds(20), (rank, group) -> {
             try (var scope = Tensors.scope(); SyncBatchNorm bn = new SyncBatchNorm(3, 1e-5, 0.1, true, true, group)) {

@@ -4,6 +4,7 @@ import java.util.Arrays;
 import java.util.Objects;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.ReduceOp;
+import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.internal.NativeResults;
 import org.ddp4j.internal.SyncBatchNormNatives;
 import org.ddp4j.tensor.DType;
@@ -50,6 +51,26 @@ public final class SyncBatchNormFunction {
      */
     public static Tensor apply(Tensor x, Tensor gamma, Tensor beta, Tensor runningMean, Tensor runningVar,
             double momentum, double eps, ProcessGroup group) {
+        return normalize(x, gamma, beta, runningMean, runningVar, momentum, eps, group, false, null);
+    }
+
+    /**
+     * {@code relu(apply(...) + residual)} with the batch norm's output written once: what
+     * {@link BatchNorm2dReluFunction} is to BatchNorm2d (the ResNet blocks' bn then relu, and bn, +
+     * identity, relu), with the same values as the separate ops. The backward applies the ReLU's
+     * mask to the gradient (the residual's gradient) and then runs the synchronised backward on it.
+     *
+     * @param residual float32 of x's shape added before the ReLU, or null for none
+     * @return float32 of x's shape, recording a "SyncBatchNormReluBackward" node when an input requires grad
+     * @throws IllegalArgumentException as {@link #apply}, and if residual's shape, dtype or device differs from x's
+     */
+    public static Tensor applyRelu(Tensor x, Tensor gamma, Tensor beta, Tensor runningMean, Tensor runningVar,
+            double momentum, double eps, ProcessGroup group, Tensor residual) {
+        return normalize(x, gamma, beta, runningMean, runningVar, momentum, eps, group, true, residual);
+    }
+
+    private static Tensor normalize(Tensor x, Tensor gamma, Tensor beta, Tensor runningMean, Tensor runningVar,
+            double momentum, double eps, ProcessGroup group, boolean relu, Tensor residual) {
         Objects.requireNonNull(x, "sync_batch_norm: input is null");
         Objects.requireNonNull(group, "sync_batch_norm: process group is null");
         if ((runningMean == null) != (runningVar == null)) {
@@ -63,6 +84,11 @@ public final class SyncBatchNormFunction {
             throw new IllegalArgumentException("sync_batch_norm: the input is " + x.describe() + " but the "
                     + group.backend() + " group works on " + group.device() + ": move the model and its input to "
                     + group.device() + ", or pass a group of that device");
+        }
+        if (residual != null && !Arrays.equals(residual.shape(), x.shape())) {
+            // Before the collective: a local mistake must not leave the other ranks waiting.
+            throw new IllegalArgumentException("sync_batch_norm_relu: residual " + Arrays.toString(residual.shape())
+                    + " does not match input " + Arrays.toString(x.shape()));
         }
         long channels = x.size(1);
         Tensor g = gamma != null ? gamma : filled(1, x, channels);
@@ -86,8 +112,8 @@ public final class SyncBatchNormFunction {
                 saveMeanLo = Tensor.fromNativeResult(r, 2);
             }
             out = Tensor.fromNativeResult(SyncBatchNormNatives.syncBatchNormElemt(x.nativeHandle(),
-                    saveMean.nativeHandle(), saveMeanLo.nativeHandle(), saveInvstd.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
-                    NativeResults.buffer()));
+                    saveMean.nativeHandle(), saveMeanLo.nativeHandle(), saveInvstd.nativeHandle(), g.nativeHandle(),
+                    b.nativeHandle(), residual != null ? residual.nativeHandle() : 0, relu, NativeResults.buffer()));
         } finally {
             if (beta == null) {
                 b.close();
@@ -98,11 +124,15 @@ public final class SyncBatchNormFunction {
         }
         Tensor gammaForBackward = gamma != null ? gamma : filled(1, x, channels);
         final long total = count;
-        return new Node("SyncBatchNormBackward", x, gamma, beta) {
+        return new Node(relu ? "SyncBatchNormReluBackward" : "SyncBatchNormBackward", x, gamma, beta, residual) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
+                // Under the ReLU: its mask on the gradient first (y > 0 ⇔ the ReLU's input > 0);
+                // that masked gradient is also the residual's.
+                Tensor gy = relu ? Tensor.fromNativeResult(LinearNatives.reluBackward(gradOutput.nativeHandle(),
+                        out.nativeHandle(), NativeResults.buffer())) : gradOutput;
                 long[] gr = NativeResults.buffer();
-                SyncBatchNormNatives.syncBatchNormBackwardReduce(gradOutput.nativeHandle(), x.nativeHandle(),
+                SyncBatchNormNatives.syncBatchNormBackwardReduce(gy.nativeHandle(), x.nativeHandle(),
                         saveMean.nativeHandle(), saveMeanLo.nativeHandle(), saveInvstd.nativeHandle(), gr);
                 Tensor gx = null;
                 try (Tensor sums = Tensor.fromNativeResult(gr, 0)) {
@@ -112,12 +142,18 @@ public final class SyncBatchNormFunction {
                     // gradients stay this rank's (DDP averages them).
                     if (needsInputGrad(0)) {
                         group.allReduce(sums, ReduceOp.SUM).await();
-                        gx = Tensor.fromNativeResult(SyncBatchNormNatives.syncBatchNormBackwardElemt(
-                                gradOutput.nativeHandle(), x.nativeHandle(), saveMean.nativeHandle(),
-                                saveMeanLo.nativeHandle(), saveInvstd.nativeHandle(), gammaForBackward.nativeHandle(), sums.nativeHandle(), total,
+                        gx = Tensor.fromNativeResult(SyncBatchNormNatives.syncBatchNormBackwardElemt(gy.nativeHandle(),
+                                x.nativeHandle(), saveMean.nativeHandle(), saveMeanLo.nativeHandle(),
+                                saveInvstd.nativeHandle(), gammaForBackward.nativeHandle(), sums.nativeHandle(), total,
                                 NativeResults.buffer()));
                     }
-                    return new Tensor[] {gx, gGamma, gBeta};
+                    Tensor gResidual = null;
+                    if (relu && needsInputGrad(3)) {
+                        gResidual = gy;
+                    } else if (relu) {
+                        gy.close();
+                    }
+                    return new Tensor[] {gx, gGamma, gBeta, gResidual};
                 }
             }
         }.attach(out);
