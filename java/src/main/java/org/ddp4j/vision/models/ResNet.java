@@ -143,7 +143,7 @@ public class ResNet extends Module {
                 : new Conv2d(options.inChannels(), 64, 7, 2, 3, false, g));
         this.bn1 = registerModule("bn1", new BatchNorm2d(64));
         // torchvision's relu child (state dict, repr); forward applies it fused into the batch norms.
-        registerModule("relu", new ReLU());
+        registerModule("relu", new ReLU(true)); // torchvision: ReLU(inplace=True)
         this.maxpool = registerModule("maxpool", options.cifarStem() ? new Identity() : new MaxPool2d(3, 2, 1));
         int[] planes = {64, 128, 256, 512};
         for (int i = 0; i < 4; i++) {
