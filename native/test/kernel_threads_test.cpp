@@ -165,6 +165,22 @@ int main() {
       r.push_back(ops::batch_norm2d_relu_forward_eval(x, gamma, beta, rm0, rv0, 1e-5, residual));
       return r;
     });
+    // SyncBatchNorm's local passes (one rank's row combined alone), split by channel and by plane.
+    check_thread_counts("sync_batch_norm", [&] {
+      Tensor rm = clone(rm0), rv = clone(rv0), none;
+      Tensor stats = ops::sync_batch_norm_stats(x);
+      int64_t count = 0;
+      std::vector<Tensor> r = ops::sync_batch_norm_gather_stats(stats, 48, rm, rv, 0.1, 1e-5, &count);
+      r.push_back(ops::sync_batch_norm_elemt(x, r[0], r[2], r[1], gamma, beta));
+      r.push_back(ops::sync_batch_norm_elemt(x, r[0], r[2], r[1], gamma, beta, residual, true));
+      std::vector<Tensor> g = ops::sync_batch_norm_backward_reduce(gy, x, r[0], r[2], r[1]);
+      r.insert(r.end(), g.begin(), g.end());
+      r.push_back(ops::sync_batch_norm_backward_elemt(gy, x, r[0], r[2], r[1], gamma, g[0], count));
+      r.push_back(stats);
+      r.push_back(rm);
+      r.push_back(rv);
+      return r;
+    });
     // 96 x 96 planes: the passes go channel block by channel block (cache_block in batch_norm.cpp).
     const Tensor xl = random({2, 8, 96, 96}, 37, -3, 5), gl = random({8}, 38), bl = random({8}, 39);
     const Tensor rl = random({2, 8, 96, 96}, 40), gyl = random({2, 8, 96, 96}, 41);

@@ -104,6 +104,52 @@ using batch_norm2d_relu_backward_fn = void (*)(const Tensor& gy, const Tensor& y
                                                const Tensor& save_invstd, Tensor& gx, Tensor& ggamma,
                                                Tensor& gbeta, Tensor& gmasked);
 
+// ---- SyncBatchNorm (torch.nn.SyncBatchNorm's batch_norm_stats / gather_stats_with_counts /
+// batch_norm_elemt / batch_norm_backward_reduce / batch_norm_backward_elemt); x is [N, C, S...]
+// of any rank >= 2, treated as [N, C, S] with S the product of the trailing sizes (1 for [N, C]).
+/**
+ * One rank's statistics of x for SyncBatchNorm, written to stats[3C + 2] (float32): {count_hi,
+ * count_lo, mean_hi[C], mean_lo[C], m2[C]} with count = N * S = count_hi * 2^24 + count_lo (each
+ * part exact in float32), mean = mean_hi + mean_lo (a double in two floats) and m2 = Σ (x - mean)²
+ * per channel, summed in double as batch_norm2d_forward_train. N may be 0 (all zeros).
+ */
+using sync_batch_norm_stats_fn = void (*)(const Tensor& x, Tensor& stats);
+/**
+ * Combines the ranks' rows gathered[W, 3C + 2] (sync_batch_norm_stats of each) in double
+ * (Chan's parallel variance): save_mean[C] and save_mean_lo[C] (the group's mean, a double in
+ * two floats: mean = save_mean + save_mean_lo), save_invstd[C] = 1 / sqrt(var + eps), var the
+ * biased variance over all ranks; when running_mean is defined also running = (1 - momentum) *
+ * running + momentum * batch with the unbiased variance for running_var. The total count is > 1
+ * (ops.h checks).
+ */
+using sync_batch_norm_gather_stats_fn = void (*)(const Tensor& gathered, Tensor& running_mean, Tensor& running_var,
+                                                 double momentum, double eps, Tensor& save_mean,
+                                                 Tensor& save_mean_lo, Tensor& save_invstd);
+/**
+ * y = ((x - mean) - mean_lo) * (invstd * gamma) + beta per channel (y like x): the mean in two
+ * floats, so a mean large against the spread costs no precision. With relu, y = relu(that +
+ * residual) (residual, when defined, of x's shape; relu_forward's NaN rule), the bits of the
+ * separate ops (the ResNet blocks' batch norm, addition and ReLU).
+ */
+using sync_batch_norm_elemt_fn = void (*)(const Tensor& x, const Tensor& mean, const Tensor& mean_lo,
+                                          const Tensor& invstd, const Tensor& gamma, const Tensor& beta,
+                                          const Tensor& residual, bool relu, Tensor& y);
+/**
+ * This rank's gradient sums: sums[2C] = {Σ gy, Σ gy (x - mean)} per channel, mean = mean +
+ * mean_lo (in double, stored float32; what SyncBatchNorm all-reduces), gbeta = Σ gy and
+ * ggamma = Σ gy (x - mean) * invstd.
+ */
+using sync_batch_norm_backward_reduce_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& mean,
+                                                    const Tensor& mean_lo, const Tensor& invstd, Tensor& sums,
+                                                    Tensor& ggamma, Tensor& gbeta);
+/**
+ * gx = gamma * invstd * (gy - Σgy / count - (x - mean) * invstd² * Σgy(x - mean) / count), mean =
+ * mean + mean_lo, the sums (sums[2C], all ranks') and count (> 0, all ranks' N * S) being global.
+ */
+using sync_batch_norm_backward_elemt_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& mean,
+                                                   const Tensor& mean_lo, const Tensor& invstd, const Tensor& gamma,
+                                                   const Tensor& sums, int64_t count, Tensor& gx);
+
 /**
  * Pooling geometry of torch.nn.MaxPool2d / AvgPool2d. Window (p, q) of the output covers input
  * rows p * stride_h - pad_h + k * dilation_h for k in [0, kernel_h), likewise columns. ceil_mode

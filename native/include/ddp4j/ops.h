@@ -97,6 +97,33 @@ Tensor batch_norm2d_relu_forward_eval(const Tensor& x, const Tensor& gamma, cons
 std::vector<Tensor> batch_norm2d_relu_backward(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& gamma,
                                                const Tensor& save_mean, const Tensor& save_invstd, bool want_masked);
 
+// ---- SyncBatchNorm (src/core/ops_sync_batch_norm.cpp; SyncBatchNormNatives). x is float32
+// [N, C, ...] (at least 2-D, N may be 0); per-channel tensors float32 [C] on x's device.
+/** This rank's row for the group: float32 [3C + 2] (kernels::sync_batch_norm_stats_fn's layout). */
+Tensor sync_batch_norm_stats(const Tensor& x);
+/**
+ * Combines the rows of all ranks, gathered[W, 3C + 2] (or [W * (3C + 2)]): returns {save_mean [C],
+ * save_invstd [C], save_mean_lo [C]} (the mean is save_mean + save_mean_lo) and updates running_mean / running_var when defined (both or neither), and sets
+ * *total_count to Σ counts. Throws InvalidArgument (before updating anything) when the total count
+ * is at most 1: "expected more than 1 value per channel when training", as PyTorch.
+ */
+std::vector<Tensor> sync_batch_norm_gather_stats(const Tensor& gathered, int64_t channels, Tensor& running_mean,
+                                                 Tensor& running_var, double momentum, double eps,
+                                                 int64_t* total_count);
+/**
+ * y = (x - (mean + mean_lo)) * invstd * gamma + beta per channel (torch.batch_norm_elemt); with
+ * relu, relu(y + residual) (residual undefined: none; else float32 of x's shape) in the same pass.
+ */
+Tensor sync_batch_norm_elemt(const Tensor& x, const Tensor& mean, const Tensor& mean_lo, const Tensor& invstd,
+                             const Tensor& gamma, const Tensor& beta, const Tensor& residual = Tensor(),
+                             bool relu = false);
+/** {sums [2C] = (Σ gy, Σ gy (x - mean)), ggamma [C], gbeta [C]} of this rank (torch.batch_norm_backward_reduce). */
+std::vector<Tensor> sync_batch_norm_backward_reduce(const Tensor& gy, const Tensor& x, const Tensor& mean,
+                                                    const Tensor& mean_lo, const Tensor& invstd);
+/** gx from the all-reduced sums [2C] and the total count (torch.batch_norm_backward_elemt). */
+Tensor sync_batch_norm_backward_elemt(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& mean_lo,
+                                      const Tensor& invstd, const Tensor& gamma, const Tensor& sums, int64_t count);
+
 /** Returns {y, indices}. */
 std::vector<Tensor> max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& g);
 /** x_shape is the forward input's shape. */

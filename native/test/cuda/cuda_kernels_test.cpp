@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/cuda_context.h"
@@ -294,6 +295,61 @@ void test_batch_norm() {
   }
 }
 
+/** Two ranks' statistics rows side by side, as SyncBatchNorm's all-gather leaves them (on the host). */
+Tensor gathered_rows(const Tensor& a, const Tensor& b) {
+  Tensor ha = host(a), hb = host(b);
+  Tensor out = Tensor::empty({2, ha.numel()}, DType::Float32);
+  std::copy(ha.data<float>(), ha.data<float>() + ha.numel(), out.data<float>());
+  std::copy(hb.data<float>(), hb.data<float>() + hb.numel(), out.data<float>() + ha.numel());
+  return out;
+}
+
+void test_sync_batch_norm() {
+  // [rank 0's shape, rank 1's batch]: unequal batches, an empty rank, [N, C] input.
+  for (auto [s, n1] : {std::pair{Shape{4, 16, 28, 28}, int64_t{3}}, std::pair{Shape{3, 5, 7, 3}, int64_t{0}},
+                       std::pair{Shape{6, 3}, int64_t{5}}, std::pair{Shape{2, 7, 9}, int64_t{1}}}) {
+    const int64_t C = s[1];
+    Shape s1 = s;
+    s1[0] = n1;
+    Tensor x = uniform(s, 20.f, 21.f), x1 = uniform(s1, 20.f, 22.f);  // a mean far from 0
+    Tensor gamma = uniform({C}, 0.5f, 1.5f), beta = uniform({C});
+    Tensor rm = uniform({C}), rv = uniform({C}, 0.5f, 2.f);
+    Tensor rm_gpu = gpu(rm), rv_gpu = gpu(rv);
+    Tensor gxx = gpu(x);
+    const std::string tag = shape_name("sync_batch_norm", s) + " + " + std::to_string(n1);
+    Tensor cs = ops::sync_batch_norm_stats(x), gs = ops::sync_batch_norm_stats(gxx);
+    compare(tag + " stats", cs, gs);
+    compare(tag + " stats (other rank)", ops::sync_batch_norm_stats(x1), ops::sync_batch_norm_stats(gpu(x1)));
+    Tensor cg = gathered_rows(cs, ops::sync_batch_norm_stats(x1));
+    Tensor gg = gpu(gathered_rows(gs, ops::sync_batch_norm_stats(gpu(x1))));
+    int64_t count_cpu = 0, count_gpu = 0;
+    auto c = ops::sync_batch_norm_gather_stats(cg, C, rm, rv, 0.1, 1e-5, &count_cpu);
+    auto g = ops::sync_batch_norm_gather_stats(gg, C, rm_gpu, rv_gpu, 0.1, 1e-5, &count_gpu);
+    if (count_cpu != count_gpu) {
+      std::printf("FAIL %s count %lld vs %lld\n", tag.c_str(), static_cast<long long>(count_gpu),
+                  static_cast<long long>(count_cpu));
+      ++test::failure_count();
+    }
+    compare(tag + " save_mean", c[0], g[0]);
+    compare(tag + " save_invstd", c[1], g[1]);
+    compare(tag + " running_mean", rm, rm_gpu);
+    compare(tag + " running_var", rv, rv_gpu);
+    compare(tag + " y", ops::sync_batch_norm_elemt(x, c[0], c[2], c[1], gamma, beta),
+            ops::sync_batch_norm_elemt(gxx, g[0], g[2], g[1], gpu(gamma), gpu(beta)));
+    Tensor residual = uniform(s);
+    compare(tag + " relu(y + residual)", ops::sync_batch_norm_elemt(x, c[0], c[2], c[1], gamma, beta, residual, true),
+            ops::sync_batch_norm_elemt(gxx, g[0], g[2], g[1], gpu(gamma), gpu(beta), gpu(residual), true));
+    Tensor gy = uniform(s);
+    auto cr = ops::sync_batch_norm_backward_reduce(gy, x, c[0], c[2], c[1]);
+    auto gr = ops::sync_batch_norm_backward_reduce(gpu(gy), gxx, g[0], g[2], g[1]);
+    compare(tag + " gradient sums", cr[0], gr[0]);
+    compare(tag + " ggamma", cr[1], gr[1]);
+    compare(tag + " gbeta", cr[2], gr[2]);
+    compare(tag + " gx", ops::sync_batch_norm_backward_elemt(gy, x, c[0], c[2], c[1], gamma, cr[0], count_cpu),
+            ops::sync_batch_norm_backward_elemt(gpu(gy), gxx, g[0], g[2], g[1], gpu(gamma), gr[0], count_gpu));
+  }
+}
+
 // ---- max pool -------------------------------------------------------------------------------------
 
 void test_max_pool() {
@@ -558,6 +614,7 @@ int main() {
     test_linear();
     test_conv();
     test_batch_norm();
+    test_sync_batch_norm();
     test_max_pool();
     test_avg_pool();
     test_adaptive_avg_pool();

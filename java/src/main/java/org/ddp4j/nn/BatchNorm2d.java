@@ -35,6 +35,13 @@ public class BatchNorm2d extends Module {
     /** The mirrored value of num_batches_tracked on a GPU; -1: read the buffer. */
     private long countOnDevice = -1;
 
+    /**
+     * The SyncBatchNorm that replaced this layer in {@link SyncBatchNorm#convertSyncBatchnorm}, or
+     * null. It shares this layer's tensors; a forward through a reference still held to this layer
+     * (a model's field) runs it, so a converted model never normalises with this rank's statistics alone.
+     */
+    private SyncBatchNorm convertedTo;
+
     /** With PyTorch's defaults: eps 1e-5, momentum 0.1, affine, tracking running statistics. */
     public BatchNorm2d(int numFeatures) {
         this(numFeatures, 1e-5, 0.1);
@@ -108,7 +115,49 @@ public class BatchNorm2d extends Module {
         return normalize(input, true, residual);
     }
 
+    /**
+     * A layer on the same parameter and buffer tensors as source (not copies), with its options,
+     * training flag and requires-grad flags: what {@link SyncBatchNorm#convertSyncBatchnorm} builds on.
+     */
+    BatchNorm2d(BatchNorm2d source) {
+        this.numFeatures = source.numFeatures;
+        this.eps = source.eps;
+        this.momentum = source.momentum;
+        this.affine = source.affine;
+        this.trackRunningStats = source.trackRunningStats;
+        this.weight = source.weight == null ? null : registerParameterKeepingFlag("weight", source.weight);
+        this.bias = source.bias == null ? null : registerParameterKeepingFlag("bias", source.bias);
+        this.runningMean = source.runningMean == null ? null : registerBuffer("running_mean", source.runningMean);
+        this.runningVar = source.runningVar == null ? null : registerBuffer("running_var", source.runningVar);
+        this.numBatchesTracked = source.numBatchesTracked == null ? null
+                : registerBuffer("num_batches_tracked", source.numBatchesTracked);
+        train(source.isTraining());
+    }
+
+    private Tensor registerParameterKeepingFlag(String name, Tensor t) {
+        boolean requiresGrad = t.requiresGrad();
+        return registerParameter(name, t).requiresGrad(requiresGrad);
+    }
+
+    /** Marks this layer as replaced by its converted form (see {@link #convertedTo}). */
+    void convertedTo(SyncBatchNorm replacement) {
+        this.convertedTo = replacement;
+    }
+
+    /** Sets the mode here and, once converted, in the SyncBatchNorm that replaced this layer. */
+    @Override
+    public Module train(boolean mode) {
+        super.train(mode);
+        if (convertedTo != null) {
+            convertedTo.train(mode);
+        }
+        return this;
+    }
+
     private Tensor normalize(Tensor input, boolean relu, Tensor residual) {
+        if (convertedTo != null) {
+            return ((BatchNorm2d) convertedTo).normalize(input, relu, residual);
+        }
         if (!trackRunningStats) {
             // No running statistics: batch statistics in both modes, as PyTorch.
             return apply(input, null, null, true, 0, relu, residual);
@@ -124,7 +173,11 @@ public class BatchNorm2d extends Module {
         return apply(input, runningMean, runningVar, false, 0, relu, residual);
     }
 
-    private Tensor apply(Tensor input, Tensor mean, Tensor var, boolean training, double factor, boolean relu,
+    /**
+     * Normalises with batch statistics (training) or the given ones, updating mean and var (when
+     * not null) with factor; SyncBatchNorm overrides it to take the batch statistics over its group.
+     */
+    Tensor apply(Tensor input, Tensor mean, Tensor var, boolean training, double factor, boolean relu,
             Tensor residual) {
         return relu
                 ? BatchNorm2dReluFunction.apply(input, weight, bias, mean, var, training, factor, eps, residual)

@@ -48,6 +48,19 @@ public abstract class Module implements AutoCloseable {
         return module;
     }
 
+    /**
+     * Puts replacement in the place of child {@code name} (same position in the child order); what
+     * {@link SyncBatchNorm#convertSyncBatchnorm} does as PyTorch's {@code add_module} over an existing name.
+     *
+     * @throws IllegalArgumentException if there is no child of that name
+     */
+    void replaceChild(String name, Module replacement) {
+        if (!children.containsKey(name)) {
+            throw new IllegalArgumentException(getClass().getSimpleName() + " has no child '" + name + "' to replace");
+        }
+        children.put(name, replacement);
+    }
+
     private void checkName(String name) {
         if (name.isEmpty() || name.contains(".") || parameters.containsKey(name) || buffers.containsKey(name)
                 || children.containsKey(name)) {

@@ -42,7 +42,7 @@ public class BasicBlock extends Module {
         this.conv1 = registerModule("conv1", ResNet.conv3x3(inplanes, planes, stride, generator));
         this.bn1 = registerModule("bn1", new BatchNorm2d(planes));
         // torchvision's relu child (state dict, repr); forward applies it fused into the batch norms.
-        registerModule("relu", new ReLU());
+        registerModule("relu", new ReLU(true)); // torchvision: ReLU(inplace=True)
         this.conv2 = registerModule("conv2", ResNet.conv3x3(planes, planes, 1, generator));
         this.bn2 = registerModule("bn2", new BatchNorm2d(planes));
         this.downsample = downsample == null ? null : registerModule("downsample", downsample);

@@ -49,7 +49,7 @@ public class Bottleneck extends Module {
         this.conv3 = registerModule("conv3", ResNet.conv1x1(width, planes * EXPANSION, 1, generator));
         this.bn3 = registerModule("bn3", new BatchNorm2d(planes * EXPANSION));
         // torchvision's relu child (state dict, repr); forward applies it fused into the batch norms.
-        registerModule("relu", new ReLU());
+        registerModule("relu", new ReLU(true)); // torchvision: ReLU(inplace=True)
         this.downsample = downsample == null ? null : registerModule("downsample", downsample);
     }
 

@@ -143,13 +143,13 @@ public class ResNet extends Module {
                 : new Conv2d(options.inChannels(), 64, 7, 2, 3, false, g));
         this.bn1 = registerModule("bn1", new BatchNorm2d(64));
         // torchvision's relu child (state dict, repr); forward applies it fused into the batch norms.
-        registerModule("relu", new ReLU());
+        registerModule("relu", new ReLU(true)); // torchvision: ReLU(inplace=True)
         this.maxpool = registerModule("maxpool", options.cifarStem() ? new Identity() : new MaxPool2d(3, 2, 1));
         int[] planes = {64, 128, 256, 512};
         for (int i = 0; i < 4; i++) {
             layers[i] = registerModule("layer" + (i + 1), makeLayer(planes[i], blocksPerLayer[i], i == 0 ? 1 : 2, g));
         }
-        this.avgpool = registerModule("avgpool", new AdaptiveAvgPool2d(1));
+        this.avgpool = registerModule("avgpool", new AdaptiveAvgPool2d(1, 1)); // torchvision: AdaptiveAvgPool2d((1, 1))
         this.fc = registerModule("fc", new Linear(512 * block.expansion(), options.numClasses(), true, g));
         initialise(this, options);
     }
