@@ -2,6 +2,9 @@
 // use. Chosen once at load from what the CPU has; tests switch it to check every path against the
 // scalar one (half.h), which defines the bits.
 #pragma once
+#include <cstdint>
+
+#include "ddp4j/tensor.h"
 
 namespace ddp4j::cpu {
 
@@ -23,6 +26,13 @@ bool convert_path_supported(ConvertPath path);
  * Error(InvalidArgument) naming the path when this CPU cannot run it.
  */
 void set_convert_path(ConvertPath path);
+
+/**
+ * y[i] = x[i] rounded to low (DType::BFloat16 or DType::Float16, round to nearest even) and widened
+ * back to float32: the value Tensor.to(low).to(float32) gives, on the calling thread only (the
+ * autocast GEMMs call it per block). y may equal x.
+ */
+void round_to_low_precision(DType low, const float* x, float* y, int64_t n);
 
 /** "scalar", "avx2" or "avx512". */
 const char* convert_path_name(ConvertPath path);
