@@ -55,7 +55,8 @@ class ReadmeExamplesTest {
             "Distributed.initProcessGroup(\"gloo\");", "",
             "ProcessGroup evens = Distributed.newGroup(List.of(0, 2));", "Tensor t, Tensor in, int rank, int world",
             "List<Tensor> decay = new ArrayList<>();", "Module model, int epochs",
-            "ResNet model = ResNet.resnet50(10);", "");
+            "ResNet model = ResNet.resnet50(10);", "",
+            "GradScaler scaler = new GradScaler();", "DataLoader loader, SGD opt, Module model");
 
     /** Blocks of the benchmarks module (JMH classes): compiled by that module's build, not here. */
     private static final String BENCHMARK_BLOCK = "extends CollectiveBenchmark";
