@@ -25,12 +25,17 @@ namespace ddp4j::cpu {
 namespace {
 
 #define DDP4J_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#ifndef DDP4J_MR
+#define DDP4J_MR 12
+#define DDP4J_NV 2
+#endif
 
-constexpr int kMr = 12;        // rows of C per register tile (12 x 2 zmm accumulators)
-constexpr int kNr = 32;        // columns of C per register tile
+constexpr int kMr = DDP4J_MR;        // rows of C per register tile
+constexpr int kNv = DDP4J_NV;        // zmm (16 columns) per tile row: kMr * kNv accumulators
+constexpr int kNr = 16 * kNv;  // columns of C per register tile
 constexpr int64_t kKc = 256;   // k per packed slice (even): a 12x256 A panel and 256x32 B panel fit L1
-constexpr int64_t kMc = 144;   // rows of A packed at once (a multiple of kMr), in L2
-constexpr int64_t kNc = 1024;  // columns of B packed at once (a multiple of kNr), in L2
+constexpr int64_t kMc = 144 / kMr * kMr;   // rows of A packed at once (a multiple of kMr), in L2
+constexpr int64_t kNc = 1024 / kNr * kNr;  // columns of B packed at once (a multiple of kNr), in L2
 
 bool cpu_has_bf16() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -164,10 +169,12 @@ DDP4J_BF16 void pack_b(bool tb, const float* b, int64_t ldb, int64_t j0, int64_t
         const int64_t kk = k0 + 2 * p;
         const float* r0 = b + kk * ldb + j0 + jb;
         const float* r1 = 2 * p + 1 < kc ? r0 + ldb : nullptr;
-        _mm512_storeu_si512(panel + p * kNr, interleave_rows(r0, r1, std::min(cols, 16)));
-        _mm512_storeu_si512(panel + p * kNr + 16,
-                            cols > 16 ? interleave_rows(r0 + 16, r1 ? r1 + 16 : nullptr, cols - 16)
-                                      : _mm512_setzero_si512());
+        for (int v = 0; v < kNv; ++v) {
+          const int left = cols - 16 * v;
+          _mm512_storeu_si512(panel + p * kNr + 16 * v,
+                              left > 0 ? interleave_rows(r0 + 16 * v, r1 ? r1 + 16 * v : nullptr, std::min(left, 16))
+                                       : _mm512_setzero_si512());
+        }
       }
     }
   }
@@ -179,37 +186,41 @@ DDP4J_BF16 void pack_b(bool tb, const float* b, int64_t ldb, int64_t j0, int64_t
  */
 DDP4J_BF16 void tile(int64_t kp, const uint32_t* pa, const uint32_t* pb, float* c, int64_t ldc, int rows, int cols,
                      float alpha, float beta) {
-  __m512 acc[kMr][2];
-#pragma GCC unroll 12
+  __m512 acc[kMr][kNv];
+#pragma GCC unroll 16
   for (int i = 0; i < kMr; ++i) {
-    acc[i][0] = _mm512_setzero_ps();
-    acc[i][1] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int v = 0; v < kNv; ++v) acc[i][v] = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < kp; ++p) {
-    const __m512bh b0 = (__m512bh)(_mm512_loadu_si512(pb + p * kNr));
-    const __m512bh b1 = (__m512bh)(_mm512_loadu_si512(pb + p * kNr + 16));
+    __m512bh bv[kNv];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNv; ++v) bv[v] = (__m512bh)(_mm512_loadu_si512(pb + p * kNr + 16 * v));
     const uint32_t* ap = pa + p * kMr;
-#pragma GCC unroll 12
+#pragma GCC unroll 16
     for (int i = 0; i < kMr; ++i) {
       const __m512bh ai = (__m512bh)(_mm512_set1_epi32(static_cast<int>(ap[i])));
-      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+#pragma GCC unroll 4
+      for (int v = 0; v < kNv; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xffffu : (1u << cols) - 1u);
-  const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xffffu : cols > 16 ? (1u << (cols - 16)) - 1u : 0u);
-#pragma GCC unroll 12
+  __mmask16 mask[kNv];
+#pragma GCC unroll 4
+  for (int v = 0; v < kNv; ++v) {
+    const int left = cols - 16 * v;
+    mask[v] = static_cast<__mmask16>(left >= 16 ? 0xffffu : left > 0 ? (1u << left) - 1u : 0u);
+  }
+#pragma GCC unroll 16
   for (int i = 0; i < kMr; ++i) {
     if (i >= rows) break;
     float* row = c + i * ldc;
-    __m512 r0 = _mm512_mul_ps(va, acc[i][0]), r1 = _mm512_mul_ps(va, acc[i][1]);
-    if (beta != 0.0f) {
-      r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), r0);
-      r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), r1);
+#pragma GCC unroll 4
+    for (int v = 0; v < kNv; ++v) {
+      __m512 r = _mm512_mul_ps(va, acc[i][v]);
+      if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask[v], row + 16 * v), r);
+      _mm512_mask_storeu_ps(row + 16 * v, mask[v], r);
     }
-    _mm512_mask_storeu_ps(row, m0, r0);
-    _mm512_mask_storeu_ps(row + 16, m1, r1);
   }
 }
 
