@@ -112,19 +112,59 @@ DDP4J_BF16 inline __m512i interleave_rows(const float* r0, const float* r1, int 
   return _mm512_permutexvar_epi16(_mm512_load_si512(kOrder), both);
 }
 
-/** dst[p * stride] = {src[2p], src[2p+1]} for the kp pairs of kc contiguous values. */
-DDP4J_BF16 inline void pairs_along(const float* src, int64_t kc, uint32_t* dst, int64_t stride) {
-  alignas(64) uint32_t tmp[16];
-  for (int64_t at = 0; at < kc; at += 32) {
-    const int64_t len = std::min<int64_t>(32, kc - at);
-    const __mmask16 m0 = static_cast<__mmask16>(len >= 16 ? 0xffffu : (1u << len) - 1u);
-    const __mmask16 m1 = static_cast<__mmask16>(len >= 32 ? 0xffffu : len > 16 ? (1u << (len - 16)) - 1u : 0u);
-    const __m512 x0 = _mm512_maskz_loadu_ps(m0, src + at);
-    const __m512 x1 = _mm512_maskz_loadu_ps(m1, src + at + 16);
-    _mm512_store_si512(tmp, (__m512i)(_mm512_cvtne2ps_pbh(x1, x0)));
-    const int64_t pairs = (len + 1) / 2;
-    uint32_t* d = dst + (at / 2) * stride;
-    for (int64_t p = 0; p < pairs; ++p) d[p * stride] = tmp[p];
+/** Transposes 16 rows of 16 uint32 in place (r[i][j] -> r[j][i]). */
+DDP4J_BF16 inline void transpose16(__m512i r[16]) {
+  __m512i t[16], u[16], x[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    x[c] = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
+    x[4 + c] = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+    x[8 + c] = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+    x[12 + c] = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+  }
+  for (int c = 0; c < 8; ++c) {
+    r[c] = _mm512_shuffle_i32x4(x[c], x[8 + c], 0x88);
+    r[8 + c] = _mm512_shuffle_i32x4(x[c], x[8 + c], 0xdd);
+  }
+}
+
+/**
+ * A panel of width w (kMr or kNr) from `count` <= w rows of storage whose kc values of k are
+ * contiguous (row r at src + r * ld): dst[p * w + r] = {row r's k = 2p, 2p + 1}; rows count..w are
+ * zero. 16 rows at a time: each row's 32 values become 16 pairs, and a 16x16 transpose turns them
+ * into 16 stores of 16 rows' pair p (vector stores instead of one store per pair).
+ */
+DDP4J_BF16 void pack_pairs_rows(const float* src, int64_t ld, int count, int64_t kc, uint32_t* dst, int w) {
+  for (int g = 0; g < w; g += 16) {
+    const int rows = std::max(0, std::min(16, count - g));
+    const __mmask16 lanes = static_cast<__mmask16>(w - g >= 16 ? 0xffffu : (1u << (w - g)) - 1u);
+    for (int64_t at = 0; at < kc; at += 32) {
+      const int64_t len = std::min<int64_t>(32, kc - at);
+      const __mmask16 m0 = static_cast<__mmask16>(len >= 16 ? 0xffffu : (1u << len) - 1u);
+      const __mmask16 m1 = static_cast<__mmask16>(len >= 32 ? 0xffffu : len > 16 ? (1u << (len - 16)) - 1u : 0u);
+      __m512i r[16];
+      for (int j = 0; j < 16; ++j) {
+        if (j < rows) {
+          const float* row = src + (g + j) * ld + at;
+          r[j] = (__m512i)(_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, row + 16), _mm512_maskz_loadu_ps(m0, row)));
+        } else {
+          r[j] = _mm512_setzero_si512();
+        }
+      }
+      transpose16(r);
+      const int64_t pairs = (len + 1) / 2;
+      uint32_t* d = dst + (at / 2) * w + g;
+      for (int64_t p = 0; p < pairs; ++p) _mm512_mask_storeu_epi32(d + p * w, lanes, r[p]);
+    }
   }
 }
 
@@ -136,10 +176,7 @@ DDP4J_BF16 void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t
     const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - ib));
     uint32_t* panel = pa + ib * kp;  // kp * kMr uint32 per panel
     if (!ta) {  // A(i, kk) = a[i * lda + kk]: each row's k values are contiguous
-      for (int i = 0; i < rows; ++i) pairs_along(a + (i0 + ib + i) * lda + k0, kc, panel + i, kMr);
-      for (int i = rows; i < kMr; ++i) {
-        for (int64_t p = 0; p < kp; ++p) panel[p * kMr + i] = 0;
-      }
+      pack_pairs_rows(a + (i0 + ib) * lda + k0, lda, rows, kc, panel, kMr);
     } else {  // A(i, kk) = a[kk * lda + i]: interleave two rows of storage
       const __mmask16 store = static_cast<__mmask16>((1u << kMr) - 1u);
       for (int64_t p = 0; p < kp; ++p) {
@@ -160,10 +197,7 @@ DDP4J_BF16 void pack_b(bool tb, const float* b, int64_t ldb, int64_t j0, int64_t
     const int cols = static_cast<int>(std::min<int64_t>(kNr, nc - jb));
     uint32_t* panel = pb + jb * kp;  // kp * kNr uint32 per panel
     if (tb) {  // B(kk, j) = b[j * ldb + kk]: each column's k values are contiguous
-      for (int j = 0; j < cols; ++j) pairs_along(b + (j0 + jb + j) * ldb + k0, kc, panel + j, kNr);
-      for (int j = cols; j < kNr; ++j) {
-        for (int64_t p = 0; p < kp; ++p) panel[p * kNr + j] = 0;
-      }
+      pack_pairs_rows(b + (j0 + jb) * ldb + k0, ldb, cols, kc, panel, kNr);
     } else {  // B(kk, j) = b[kk * ldb + j]: interleave rows kk and kk + 1
       for (int64_t p = 0; p < kp; ++p) {
         const int64_t kk = k0 + 2 * p;
