@@ -4,7 +4,7 @@
 // as half.h rounds them (bound: 4 * 2^-24 * k * Σ|a·b|, float32 summation error); the widening
 // kernel must equal the float32 GEMM (cblas_sgemm) on pre-rounded operands bit for bit; the vdpbf16ps kernel (where
 // the CPU has AVX512-BF16, else skipped with the reason) must agree with the widening kernel within
-// the same bound. float16 always widens.
+// the same bound; the threaded gemm's bits do not depend on the thread count. float16 always widens.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +13,7 @@
 
 #include "cpu/gemm.h"
 #include "ddp4j/half.h"
+#include "ddp4j/parallel.h"
 #include "test_util.h"
 
 using namespace ddp4j;
@@ -103,9 +104,26 @@ void check_cases(DType low) {
   }
 }
 
+/** The threaded gemm gives the same bits for any thread count (its blocks depend on the shape only). */
+void check_threads() {
+  const int64_t m = 300, n = 520, k = 130;
+  const auto a = random_matrix(m * k, 71), b = random_matrix(k * n, 72);
+  for (auto kernel : {cpu::LowPrecisionKernel::Widen, cpu::LowPrecisionKernel::Avx512Bf16}) {
+    if (!cpu::bf16_kernel_supported(kernel)) continue;
+    cpu::set_bf16_kernel(kernel);
+    std::vector<float> one(static_cast<size_t>(m * n)), many(one.size());
+    set_num_threads(1);
+    cpu::gemm(DType::BFloat16, false, false, m, n, k, 1.f, a.data(), k, b.data(), n, 0.f, one.data(), n);
+    set_num_threads(3);
+    cpu::gemm(DType::BFloat16, false, false, m, n, k, 1.f, a.data(), k, b.data(), n, 0.f, many.data(), n);
+    CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
+  }
+}
+
 }  // namespace
 
 int main() {
+  check_threads();
   check_cases(DType::BFloat16);
   check_cases(DType::Float16);
   return test_failures();

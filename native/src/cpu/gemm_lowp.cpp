@@ -33,7 +33,12 @@ namespace {
 constexpr int kMr = DDP4J_MR;        // rows of C per register tile
 constexpr int kNv = DDP4J_NV;        // zmm (16 columns) per tile row: kMr * kNv accumulators
 constexpr int kNr = 16 * kNv;  // columns of C per register tile
-constexpr int64_t kKc = 256;   // k per packed slice (even): a 12x256 A panel and 256x32 B panel fit L1
+#ifndef DDP4J_KC
+#define DDP4J_KC 320
+#endif
+// k per packed slice at most (even): k is cut into equal slices of at most this (576 = 2 x 288,
+// not 256 + 256 + 64), so that a 12 x kc A panel and a kc x 32 B panel stay in L1.
+constexpr int64_t kKc = DDP4J_KC;
 constexpr int64_t kMc = 144 / kMr * kMr;   // rows of A packed at once (a multiple of kMr), in L2
 constexpr int64_t kNc = 1024 / kNr * kNr;  // columns of B packed at once (a multiple of kNr), in L2
 
@@ -267,8 +272,9 @@ DDP4J_BF16 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
   uint32_t* pa = grow(s.pa, mc_max * (kKc / 2));
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = std::min(kNc, n - j0);
-    for (int64_t k0 = 0; k0 < k; k0 += kKc) {
-      const int64_t kc = std::min(kKc, k - k0), kp = (kc + 1) / 2;
+    const int64_t slices = (k + kKc - 1) / kKc, step = ((k + slices - 1) / slices + 1) / 2 * 2;
+    for (int64_t k0 = 0; k0 < k; k0 += step) {
+      const int64_t kc = std::min(step, k - k0), kp = (kc + 1) / 2;
       const float slice_beta = k0 == 0 ? beta : 1.0f;  // later slices add to what the first wrote
       pack_b(tb, b, ldb, j0, nc, k0, kc, pb);
       for (int64_t i0 = 0; i0 < m; i0 += kMc) {
