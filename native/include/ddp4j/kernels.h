@@ -42,6 +42,17 @@ using linear_forward_fn = void (*)(const Tensor& x, const Tensor& w, const Tenso
 /** gx = gy·w, gw = gyᵀ·x, gb = Σ_n gy (gx, gb may be undefined: not needed). Outputs are overwritten. */
 using linear_backward_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx,
                                     Tensor& gw, Tensor& gb);
+// Autocast linear (CPU only: ops_linear.cpp rounds the operands for other devices and calls the
+// kernels above): as linear_forward / linear_backward with x, w and gy rounded to compute
+// (BFloat16 or Float16) and float32 accumulation.
+using linear_forward_autocast_fn = void (*)(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y,
+                                            DType compute);
+using linear_backward_autocast_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx,
+                                             Tensor& gw, Tensor& gb, DType compute);
+/** out = x rounded to low (BFloat16 or Float16, nearest even) and widened back: float32, same shape; may alias x. */
+using round_to_low_precision_fn = void (*)(const Tensor& x, DType low, Tensor& out);
+/** found (float32 [1], not reset) = 1 where some element of x (float32) is inf or NaN. torch._amp_foreach_non_finite_check_and_unscale_'s check. */
+using non_finite_check_and_unscale_fn = void (*)(const Tensor& x, float inv_scale, Tensor& found);
 /** y = max(x, 0). */
 using relu_forward_fn = void (*)(const Tensor& x, Tensor& y);
 /** gx = gy where y > 0, else 0. */
@@ -56,6 +67,13 @@ using relu_backward_fn = void (*)(const Tensor& gy, const Tensor& y, Tensor& gx)
 struct Conv2dGeometry {
   int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
   int dilation_h = 1, dilation_w = 1, groups = 1;
+  /**
+   * Autocast (torch.autocast): Float32 multiplies in float32; BFloat16 / Float16 rounds x, w (and
+   * gy in the backward) to that dtype and accumulates in float32; tensors stay float32. CPU kernels
+   * round while packing their GEMM operands; devices without such kernels get operands the ops layer
+   * rounded (round_to_low_precision) and Float32 here.
+   */
+  DType compute = DType::Float32;
 };
 /** y[N, K, P, Q] = conv(x[N, C, H, W], w[K, C/G, R, S]) + b[K] (b may be undefined). */
 using conv2d_forward_fn = void (*)(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y,

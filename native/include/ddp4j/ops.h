@@ -56,11 +56,33 @@ Tensor sum(const Tensor& a);
 /** Index of the max of each row of x[N, C], int64 [N]. torch.argmax(x, 1). */
 Tensor argmax_rows(const Tensor& x);
 
+// ---- autocast and GradScaler (src/core/ops_amp.cpp; AmpNatives) --------------------------------
+/** x rounded to low (BFloat16 or Float16, nearest even) and widened back: a new float32 tensor. */
+Tensor round_to_low_precision(const Tensor& x, DType low);
+/**
+ * torch._amp_foreach_non_finite_check_and_unscale_ for one tensor: x *= inv_scale in place and
+ * found (float32 [1] on x's device) is set to 1 when x held an inf or NaN before (never reset to 0).
+ */
+void non_finite_check_and_unscale_(Tensor& x, float inv_scale, Tensor& found);
+/** The CPU's bfloat16 GEMM kernel now: "avx512bf16" or "widen" (cpu/gemm.h). */
+const char* autocast_cpu_kernel();
+/** Forces it ("avx512bf16", "widen"; tests); InvalidArgument if unknown or the CPU cannot run it. */
+void set_autocast_cpu_kernel(const char* name);
+
 // ---- layers (src/core/ops_linear.cpp, ops_conv.cpp, ops_norm.cpp, ops_pool.cpp) ----------------
 /** torch.nn.functional.linear: x[N, in], w[out, in], b[out] or undefined -> [N, out]. */
 Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b);
+/**
+ * Autocast's linear (torch.autocast's linear on CPU/CUDA): x and w rounded to compute (BFloat16 or
+ * Float16) and multiplied with float32 accumulation; output float32. Float32: linear_forward.
+ * Throws InvalidArgument for another compute dtype.
+ */
+Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, DType compute);
 /** Returns {gx, gw, gb}; gx / gb undefined when need_gx / b undefined. */
 std::vector<Tensor> linear_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool need_gx, bool has_bias);
+/** linear_backward with gy, x and w rounded to compute (autocast; see the compute linear_forward). */
+std::vector<Tensor> linear_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool need_gx, bool has_bias,
+                                    DType compute);
 Tensor relu_forward(const Tensor& x);
 Tensor relu_backward(const Tensor& gy, const Tensor& y);
 
@@ -168,5 +190,7 @@ void check_dtype(const char* op, const char* what, const Tensor& t, DType dtype)
 void check_dim(const char* op, const char* what, const Tensor& t, int dim);
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 void check_same_shape(const char* op, const Tensor& a, const Tensor& b);
+/** Throws InvalidArgument unless compute is Float32 (no autocast), BFloat16 or Float16. */
+void check_autocast_dtype(const char* op, DType compute);
 
 }  // namespace ddp4j::ops

@@ -28,4 +28,9 @@ void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
                   shape_str(b.shape()));
 }
 
+void check_autocast_dtype(const char* op, DType compute) {
+  DDP4J_CHECK_ARG(compute == DType::Float32 || compute == DType::BFloat16 || compute == DType::Float16, op,
+                  ": autocast dtype must be bfloat16 or float16 (float32: no autocast), got ", dtype_name(compute));
+}
+
 }  // namespace ddp4j::ops

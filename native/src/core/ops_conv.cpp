@@ -51,12 +51,28 @@ Shape check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const k
   return {x.size(0), w.size(0), p, q};
 }
 
+/**
+ * Autocast on a device whose conv kernels multiply in float32 only (all but the CPU, which rounds
+ * while it packs): the ops layer rounds the operands.
+ */
+bool rounds_here(const Tensor& x, const kernels::Conv2dGeometry& g) {
+  return g.compute != DType::Float32 && x.device().type != DeviceType::CPU;
+}
+
 }  // namespace
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const kernels::Conv2dGeometry& g) {
   Shape y_shape = check_conv_args(x, w, b, g);
+  check_autocast_dtype(kOp, g.compute);
   Tensor y = Tensor::empty(y_shape, DType::Float32, x.device());
   static KernelSlot slot("conv2d_forward");
+  if (rounds_here(x, g)) {  // the device's float32 kernel on operands rounded here
+    kernels::Conv2dGeometry g32 = g;
+    g32.compute = DType::Float32;
+    slot.get<kernels::conv2d_forward_fn>(x.device())(round_to_low_precision(x, g.compute),
+                                                     round_to_low_precision(w, g.compute), b, y, g32);
+    return y;
+  }
   slot.get<kernels::conv2d_forward_fn>(x.device())(x, w, b, y, g);
   return y;
 }
@@ -66,6 +82,7 @@ std::vector<Tensor> conv2d_backward(const Tensor& gy, const Tensor& x, const Ten
   static const Tensor no_bias;
   Shape y_shape = check_conv_args(x, w, no_bias, g);
   check_dtype("conv2d_backward", "grad_output", gy, DType::Float32);
+  check_autocast_dtype("conv2d_backward", g.compute);
   check_same_device("conv2d_backward", gy, x);
   DDP4J_CHECK_ARG(gy.shape() == y_shape, "conv2d_backward: grad_output ", shape_str(gy.shape()),
                   " does not match the output shape ", shape_str(y_shape), " of input ", shape_str(x.shape()),
@@ -74,6 +91,14 @@ std::vector<Tensor> conv2d_backward(const Tensor& gy, const Tensor& x, const Ten
   Tensor gw = Tensor::empty(w.shape(), DType::Float32, x.device());
   Tensor gb = has_bias ? Tensor::empty({w.size(0)}, DType::Float32, x.device()) : Tensor();
   static KernelSlot slot("conv2d_backward");
+  if (rounds_here(x, g)) {
+    kernels::Conv2dGeometry g32 = g;
+    g32.compute = DType::Float32;
+    slot.get<kernels::conv2d_backward_fn>(x.device())(round_to_low_precision(gy, g.compute),
+                                                      round_to_low_precision(x, g.compute),
+                                                      round_to_low_precision(w, g.compute), gx, gw, gb, g32);
+    return {gx, gw, gb};
+  }
   slot.get<kernels::conv2d_backward_fn>(x.device())(gy, x, w, gx, gw, gb, g);
   return {gx, gw, gb};
 }

@@ -42,18 +42,37 @@ Shape with_last(const Shape& s, int64_t out) {
 }  // namespace
 
 Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return linear_forward(x, w, b, DType::Float32);
+}
+
+Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, DType compute) {
   check_linear_args("linear", x, w, b);
+  check_autocast_dtype("linear", compute);
   const int64_t rows = leading_rows(x), in = w.size(1), out = w.size(0);
   Tensor y = Tensor::empty(with_last(x.shape(), out), DType::Float32, x.device());
   Tensor y2 = y.view({rows, out});
+  if (compute != DType::Float32 && x.device().type == DeviceType::CPU) {
+    static KernelSlot autocast_slot("linear_forward_autocast");
+    autocast_slot.get<kernels::linear_forward_autocast_fn>(x.device())(x.view({rows, in}), w, b, y2, compute);
+    return y;
+  }
+  // Other devices: the float32 kernel on operands rounded here.
+  const Tensor xr = compute == DType::Float32 ? x : round_to_low_precision(x, compute);
+  const Tensor wr = compute == DType::Float32 ? w : round_to_low_precision(w, compute);
   static KernelSlot slot("linear_forward");
-  slot.get<kernels::linear_forward_fn>(x.device())(x.view({rows, in}), w, b, y2);
+  slot.get<kernels::linear_forward_fn>(x.device())(xr.view({rows, in}), wr, b, y2);
   return y;
 }
 
 std::vector<Tensor> linear_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool need_gx,
                                     bool has_bias) {
+  return linear_backward(gy, x, w, need_gx, has_bias, DType::Float32);
+}
+
+std::vector<Tensor> linear_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool need_gx,
+                                    bool has_bias, DType compute) {
   check_linear_args("linear_backward", x, w, Tensor());
+  check_autocast_dtype("linear_backward", compute);
   check_dtype("linear_backward", "grad_output", gy, DType::Float32);
   check_same_device("linear_backward", gy, x);
   const Shape expected = with_last(x.shape(), w.size(0));
@@ -65,8 +84,18 @@ std::vector<Tensor> linear_backward(const Tensor& gy, const Tensor& x, const Ten
   Tensor gw = Tensor::empty(w.shape(), DType::Float32, w.device());
   Tensor gb = has_bias ? Tensor::empty({out}, DType::Float32, w.device()) : Tensor();
   Tensor gx2 = need_gx ? gx.view({rows, in}) : Tensor();
+  if (compute != DType::Float32 && x.device().type == DeviceType::CPU) {
+    static KernelSlot autocast_slot("linear_backward_autocast");
+    autocast_slot.get<kernels::linear_backward_autocast_fn>(x.device())(gy.view({rows, out}), x.view({rows, in}), w,
+                                                                      gx2, gw, gb, compute);
+    return {gx, gw, gb};
+  }
+  // Here gb sums the rounded gy (PyTorch too sums its bfloat16 gy); the CPU kernel sums the float32 one.
+  const Tensor gyr = compute == DType::Float32 ? gy : round_to_low_precision(gy, compute);
+  const Tensor xr = compute == DType::Float32 ? x : round_to_low_precision(x, compute);
+  const Tensor wr = compute == DType::Float32 ? w : round_to_low_precision(w, compute);
   static KernelSlot slot("linear_backward");
-  slot.get<kernels::linear_backward_fn>(x.device())(gy.view({rows, out}), x.view({rows, in}), w, gx2, gw, gb);
+  slot.get<kernels::linear_backward_fn>(x.device())(gyr.view({rows, out}), xr.view({rows, in}), wr, gx2, gw, gb);
   return {gx, gw, gb};
 }
 

@@ -23,7 +23,8 @@
 // Each output element is thus computed by one GEMM call or one fixed chunk, in an order fixed by
 // the shapes. OpenBLAS is called from our threads and must itself run single-threaded.
 // Stride-1 dense convolutions take the direct AVX-512 kernels of conv_direct.cpp where they apply
-// (forward: K >= 8; backward: few channels).
+// (forward: K >= 8; backward: few channels), except under autocast: every GEMM then rounds its
+// operands to bfloat16 / float16 while it packs them (gemm.h's gemm_block, fp32 accumulation).
 #include <cblas.h>
 
 #include <algorithm>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "cpu/conv_direct.h"
+#include "cpu/gemm.h"
 #include "ddp4j/dispatch.h"
 #include "ddp4j/kernels.h"
 #include "ddp4j/parallel.h"
@@ -93,6 +95,7 @@ T* grow(std::vector<T>& v, int64_t n) {
 struct Dims {
   int64_t N, C, H, W, K, R, S, P, Q;
   int64_t sh, sw, ph, pw, dh, dw, G;
+  DType compute;  // autocast's dtype (gemm.h's gemm_block), Float32 outside autocast
   int64_t cg() const { return C / G; }
   int64_t kg() const { return K / G; }
   int64_t crs() const { return cg() * R * S; }  // GEMM depth of one group
@@ -106,15 +109,14 @@ struct Dims {
 Dims dims_of(const Tensor& x, const Tensor& w, const Tensor& y_like, const kernels::Conv2dGeometry& g) {
   return Dims{x.size(0), x.size(1), x.size(2), x.size(3), w.size(0), w.size(2), w.size(3),
               y_like.size(2), y_like.size(3), g.stride_h, g.stride_w, g.pad_h, g.pad_w,
-              g.dilation_h, g.dilation_w, g.groups};
+              g.dilation_h, g.dilation_w, g.groups, g.compute};
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-void sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+void sgemm(DType compute, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  gemm_block(compute, ta == CblasTrans, tb == CblasTrans, m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc);
 }
 
 /** The output columns q whose input column q*sw - pw + s*dw lies inside [0, W): [lo, hi). */
@@ -192,6 +194,7 @@ void col2im(const float* col, int64_t ld, const Dims& d, int64_t nc, int64_t p0,
 /** The direct kernels' geometry when they apply (stride 1, dense, one group, and the CPU has them). */
 bool direct_geometry(const Dims& d, direct::Geometry& out) {
   if (d.sh != 1 || d.sw != 1 || d.dh != 1 || d.dw != 1 || d.G != 1 || !direct::enabled()) return false;
+  if (d.compute != DType::Float32) return false;  // the direct kernels multiply in float32 only
   out = direct::Geometry{d.N, d.C, d.H, d.W, d.K, d.R, d.S, d.P, d.Q, d.ph, d.pw};
   return true;
 }
@@ -238,10 +241,10 @@ void forward_per_image(const Dims& d, const float* px, const float* pw, const fl
         const float* xg = px + n * d.chw() + g * cg * d.hw();
         float* yg = py + (n * d.K + g * kg) * pq + p0 * d.Q;
         if (d.pointwise()) {
-          sgemm(CblasNoTrans, CblasNoTrans, kg, cols, crs, pw + g * kg * crs, crs, xg + p0 * d.Q, pq, 0.f, yg, pq);
+          sgemm(d.compute, CblasNoTrans, CblasNoTrans, kg, cols, crs, pw + g * kg * crs, crs, xg + p0 * d.Q, pq, 0.f, yg, pq);
         } else {
           im2col(xg, d, cg, p0, p1, col, cols);
-          sgemm(CblasNoTrans, CblasNoTrans, kg, cols, crs, pw + g * kg * crs, crs, col, cols, 0.f, yg, pq);
+          sgemm(d.compute, CblasNoTrans, CblasNoTrans, kg, cols, crs, pw + g * kg * crs, crs, col, cols, 0.f, yg, pq);
         }
       }
       add_bias(py + n * d.K * pq + p0 * d.Q, d.K, cols, pq, pb);
@@ -295,7 +298,7 @@ void forward_batched(const Dims& d, const float* px, const float* pw, const floa
     unfold_chunk(d, px, nullptr, n0, m, col, nullptr);
     for_blocks(d.G, kg, ld, kBatchBlockRows, kBatchBlockCols, [&](int64_t g, int64_t k0, int64_t k1, int64_t c0,
                                                                  int64_t c1) {
-      sgemm(CblasNoTrans, CblasNoTrans, k1 - k0, c1 - c0, crs, pw + (g * kg + k0) * crs, crs, col + g * crs * ld + c0,
+      sgemm(d.compute, CblasNoTrans, CblasNoTrans, k1 - k0, c1 - c0, crs, pw + (g * kg + k0) * crs, crs, col + g * crs * ld + c0,
             ld, 0.f, tmp + (g * kg + k0) * ld + c0, ld);
     });
     parallel_for(0, m, 1, [&](int64_t i0, int64_t i1) {
@@ -362,9 +365,9 @@ void input_grad(const Dims& d, const float* pgy, const float* pw, float* pgx) {
           const int64_t p1 = std::min(d.P, p0 + rows), cols = (p1 - p0) * d.Q;
           const float* gyb = pgy + (n * d.K + g * kg) * pq + p0 * d.Q;  // [Kg, cols], row stride PQ
           if (d.pointwise()) {
-            sgemm(CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, gxg + p0 * d.Q, pq);
+            sgemm(d.compute, CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, gxg + p0 * d.Q, pq);
           } else {
-            sgemm(CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, col, cols);
+            sgemm(d.compute, CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, col, cols);
             col2im(col, cols, d, cg, p0, p1, gxg);
           }
         }
@@ -402,7 +405,7 @@ void weight_grad_per_image(const Dims& d, const float* pgy, const float* px, flo
               ldx = cols;
             }
             // gW_g[Kg, CRS] (+)= gy-block[Kg, cols] · colᵀ
-            sgemm(CblasNoTrans, CblasTrans, kg, crs, cols, pgy + (n * d.K + g * kg) * pq + p0 * d.Q, pq, xb, ldx,
+            sgemm(d.compute, CblasNoTrans, CblasTrans, kg, crs, cols, pgy + (n * d.K + g * kg) * pq + p0 * d.Q, pq, xb, ldx,
                   n == first && p0 == 0 ? 0.f : 1.f, gwc + g * kg * crs, crs);
           }
         }
@@ -435,14 +438,14 @@ void backward_batched(const Dims& d, const float* pgy, const float* px, const fl
     unfold_chunk(d, px, pgy, n0, m, col, gyt);
     const float beta = n0 == 0 ? 0.f : 1.f;
     for_blocks(d.G, kg, crs, kGwBlock, kGwBlock, [&](int64_t g, int64_t k0, int64_t k1, int64_t r0, int64_t r1) {
-      sgemm(CblasNoTrans, CblasTrans, k1 - k0, r1 - r0, ld, gyt + (g * kg + k0) * ld, ld, col + (g * crs + r0) * ld,
+      sgemm(d.compute, CblasNoTrans, CblasTrans, k1 - k0, r1 - r0, ld, gyt + (g * kg + k0) * ld, ld, col + (g * crs + r0) * ld,
             ld, beta, pgw + (g * kg + k0) * crs + r0, crs);
     });
     if (!pgx) continue;
     // col is free again (the weight GEMMs have returned): gcol goes there.
     for_blocks(d.G, crs, ld, kBatchBlockRows, kBatchBlockCols, [&](int64_t g, int64_t r0, int64_t r1, int64_t c0,
                                                                   int64_t c1) {
-      sgemm(CblasTrans, CblasNoTrans, r1 - r0, c1 - c0, kg, pw + g * kg * crs + r0, crs, gyt + g * kg * ld + c0, ld,
+      sgemm(d.compute, CblasTrans, CblasNoTrans, r1 - r0, c1 - c0, kg, pw + g * kg * crs + r0, crs, gyt + g * kg * ld + c0, ld,
             0.f, col + (g * crs + r0) * ld + c0, ld);
     });
     parallel_for(0, m, 1, [&](int64_t i0, int64_t i1) {

@@ -226,6 +226,19 @@ void to_dtype(const Tensor& src, Tensor& dst) {
 
 }  // namespace
 
+void round_to_low_precision(DType low, const float* x, float* y, int64_t n) {
+  const ConvertPath path = convert_path();
+  const Narrow narrow = narrow_fn(low, path);
+  const Widen widen = widen_fn(low, path);
+  constexpr int64_t kChunk = 1024;  // 16-bit scratch on the stack, 2 KiB
+  uint16_t buffer[kChunk];
+  for (int64_t at = 0; at < n; at += kChunk) {
+    const int64_t m = std::min(kChunk, n - at);
+    narrow(x + at, buffer, m);
+    widen(buffer, y + at, m);
+  }
+}
+
 ConvertPath convert_path() { return path_slot().load(std::memory_order_relaxed); }
 
 bool convert_path_supported(ConvertPath path) {

@@ -27,6 +27,13 @@ bool convert_path_supported(ConvertPath path);
  */
 void set_convert_path(ConvertPath path);
 
+/**
+ * y[i] = x[i] rounded to low (DType::BFloat16 or DType::Float16, round to nearest even) and widened
+ * back to float32: the value Tensor.to(low).to(float32) gives, on the calling thread only (the
+ * autocast GEMMs call it per block). y may equal x.
+ */
+void round_to_low_precision(DType low, const float* x, float* y, int64_t n);
+
 /** "scalar", "avx2" or "avx512". */
 const char* convert_path_name(ConvertPath path);
 

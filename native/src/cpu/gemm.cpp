@@ -1,8 +1,6 @@
 // sgemm (gemm.h): OpenBLAS calls on fixed blocks of C, spread over the intra-op threads.
 #include "cpu/gemm.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 
 #include "ddp4j/parallel.h"
@@ -22,17 +20,20 @@ constexpr int64_t kMaxBlocks = 64;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-void call(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+void call(DType compute, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+  gemm_block(compute, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace
 
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  gemm(DType::Float32, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm(DType compute, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     parallel_for(0, m, std::max<int64_t>(1, kGrainSize / n), [=](int64_t r0, int64_t r1) {
@@ -52,16 +53,16 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   int64_t block = std::max({kMinBlock, ceil_div(along, kMaxBlocks), ceil_div(kMinBlockMacs, across * k)});
   block = ceil_div(block, kAlign) * kAlign;
   if (block >= along) {
-    call(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    call(compute, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   parallel_for(0, ceil_div(along, block), 1, [=](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {
       const int64_t lo = q * block, len = std::min(block, along - lo);
       if (split_rows) {  // rows lo.. of C and of op(A)
-        call(trans_a, trans_b, len, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc, ldc);
+        call(compute, trans_a, trans_b, len, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc, ldc);
       } else {  // columns lo.. of C and of op(B)
-        call(trans_a, trans_b, m, len, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+        call(compute, trans_a, trans_b, m, len, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
       }
     }
   });

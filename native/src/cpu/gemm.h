@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "ddp4j/tensor.h"
+
 namespace ddp4j::cpu {
 
 /**
@@ -16,5 +18,43 @@ namespace ddp4j::cpu {
  */
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// ---- autocast: multiply in bfloat16 / float16, accumulate in float32 (gemm_lowp.cpp) -------------
+
+/** How a bfloat16 GEMM multiplies on this CPU (float16 always takes Widen: no AVX512-FP16 here). */
+enum class LowPrecisionKernel {
+  Avx512Bf16,  // A and B packed as bfloat16 pairs, vdpbf16ps (AVX512-BF16): two products per lane
+  Widen,       // A and B rounded to the low dtype while copied, widened back, float32 GEMM (OpenBLAS)
+};
+
+/**
+ * The kernel bfloat16 GEMMs take: chosen once from cpuid (avx512_bf16) and DDP4J_CPU_BF16_KERNEL
+ * (auto | avx512bf16 | widen; avx512bf16 on a CPU without it, or another value, throws
+ * Error(InvalidArgument) naming the variable), unless set_bf16_kernel chose another since.
+ */
+LowPrecisionKernel bf16_kernel();
+
+/** Whether this CPU can run kernel (Widen always). */
+bool bf16_kernel_supported(LowPrecisionKernel kernel);
+
+/** Makes later bfloat16 GEMMs take kernel (tests compare both); throws when the CPU cannot run it. */
+void set_bf16_kernel(LowPrecisionKernel kernel);
+
+/** "avx512bf16" or "widen". */
+const char* bf16_kernel_name(LowPrecisionKernel kernel);
+
+/**
+ * As sgemm on the calling thread only, with op(A) and op(B) rounded to compute (round to nearest
+ * even) before they are multiplied; products and sums in float32. compute Float32: one plain
+ * cblas_sgemm. BFloat16 on the Avx512Bf16 kernel: the rounding happens while A and B are packed
+ * (vcvtne2ps2bf16, which reads float32 subnormals as 0, as vdpbf16ps does) and each lane adds two
+ * products per step, so sums differ from the Widen kernel's in the last bits (see gemm_lowp_test).
+ */
+void gemm_block(DType compute, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+/** sgemm over the intra-op threads (same blocks, same thread-count independence) with gemm_block(compute, ...). */
+void gemm(DType compute, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 }  // namespace ddp4j::cpu

@@ -13,7 +13,7 @@
 namespace ddp4j::cpu {
 namespace {
 
-void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+void linear_forward_autocast(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, DType compute) {
   const int64_t rows = x.size(0), in = x.size(1), out = w.size(0);
   float* py = y.data<float>();
   if (rows == 0 || out == 0) return;
@@ -29,16 +29,21 @@ void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y
     }
   });
   if (in == 0) return;
-  sgemm(false, true, rows, out, in, 1.0f, x.data<float>(), in, w.data<float>(), in, 1.0f, py, out);
+  gemm(compute, false, true, rows, out, in, 1.0f, x.data<float>(), in, w.data<float>(), in, 1.0f, py, out);
 }
 
-void linear_backward(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx, Tensor& gw, Tensor& gb) {
+void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  linear_forward_autocast(x, w, b, y, DType::Float32);
+}
+
+void linear_backward_autocast(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx, Tensor& gw, Tensor& gb,
+                              DType compute) {
   const int64_t rows = x.size(0), in = x.size(1), out = w.size(0);
   const float* pgy = gy.data<float>();
   // gx[rows, in] = gy[rows, out] · w[out, in] (all zeros when out == 0)
-  if (gx.defined()) sgemm(false, false, rows, in, out, 1.0f, pgy, out, w.data<float>(), in, 0.0f, gx.data<float>(), in);
+  if (gx.defined()) gemm(compute, false, false, rows, in, out, 1.0f, pgy, out, w.data<float>(), in, 0.0f, gx.data<float>(), in);
   // gw[out, in] = gyᵀ[out, rows] · x[rows, in]: each element one call's sum over all rows
-  sgemm(true, false, out, in, rows, 1.0f, pgy, out, x.data<float>(), in, 0.0f, gw.data<float>(), in);
+  gemm(compute, true, false, out, in, rows, 1.0f, pgy, out, x.data<float>(), in, 0.0f, gw.data<float>(), in);
   // gb[out] = column sums of gy, accumulated in double (batch sums can be long). Each thread takes
   // a range of columns and adds every column's rows in row order, whatever the split.
   if (gb.defined()) {
@@ -52,6 +57,10 @@ void linear_backward(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor&
       for (int64_t o = o0; o < o1; ++o) pgb[o] = static_cast<float>(acc[static_cast<size_t>(o - o0)]);
     });
   }
+}
+
+void linear_backward(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx, Tensor& gw, Tensor& gb) {
+  linear_backward_autocast(gy, x, w, gx, gw, gb, DType::Float32);
 }
 
 void relu_forward(const Tensor& x, Tensor& y) {
@@ -81,6 +90,8 @@ void relu_backward(const Tensor& gy, const Tensor& y, Tensor& gx) {
 
 DDP4J_REGISTER_KERNEL(linear_forward, CPU, linear_forward);
 DDP4J_REGISTER_KERNEL(linear_backward, CPU, linear_backward);
+DDP4J_REGISTER_KERNEL(linear_forward_autocast, CPU, linear_forward_autocast);
+DDP4J_REGISTER_KERNEL(linear_backward_autocast, CPU, linear_backward_autocast);
 DDP4J_REGISTER_KERNEL(relu_forward, CPU, relu_forward);
 DDP4J_REGISTER_KERNEL(relu_backward, CPU, relu_backward);
 

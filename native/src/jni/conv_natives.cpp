@@ -10,8 +10,10 @@ using namespace ddp4j;
 using namespace ddp4j::jni;
 
 namespace {
-kernels::Conv2dGeometry conv_geometry(jint sh, jint sw, jint ph, jint pw, jint dh, jint dw, jint groups) {
+kernels::Conv2dGeometry conv_geometry(jint sh, jint sw, jint ph, jint pw, jint dh, jint dw, jint groups, jint compute) {
+  DDP4J_CHECK_ARG(compute >= 0 && compute < kNumDTypes, "conv2d: no dtype has code ", compute);
   kernels::Conv2dGeometry g;
+  g.compute = static_cast<DType>(compute);
   g.stride_h = sh;
   g.stride_w = sw;
   g.pad_h = ph;
@@ -28,10 +30,10 @@ extern "C" {
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ConvNatives_conv2dForward(JNIEnv* env, jclass, jlong x, jlong w,
                                                                           jlong b, jint sh, jint sw, jint ph,
                                                                           jint pw, jint dh, jint dw, jint groups,
-                                                                          jlongArray results) {
+                                                                          jint compute, jlongArray results) {
   return guarded(env, [&] {
     return result_of(env, results,
-        ops::conv2d_forward(required_tensor_of(x), required_tensor_of(w), tensor_of(b), conv_geometry(sh, sw, ph, pw, dh, dw, groups)));
+        ops::conv2d_forward(required_tensor_of(x), required_tensor_of(w), tensor_of(b), conv_geometry(sh, sw, ph, pw, dh, dw, groups, compute)));
   });
 }
 
@@ -39,11 +41,12 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_ConvNatives_conv2dBackward(JNIEnv
                                                                                 jlong x, jlong w, jboolean needGx,
                                                                                 jboolean hasBias, jint sh, jint sw,
                                                                                 jint ph, jint pw, jint dh, jint dw,
-                                                                                jint groups, jlongArray results) {
+                                                                                jint groups, jint compute,
+                                                                                jlongArray results) {
   guarded(env, [&] {
     results_of(env, results,
         ops::conv2d_backward(required_tensor_of(gy), required_tensor_of(x), required_tensor_of(w), needGx, hasBias,
-            conv_geometry(sh, sw, ph, pw, dh, dw, groups)));
+            conv_geometry(sh, sw, ph, pw, dh, dw, groups, compute)));
   });
 }
 

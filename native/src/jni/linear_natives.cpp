@@ -9,19 +9,28 @@
 using namespace ddp4j;
 using namespace ddp4j::jni;
 
+namespace {
+DType dtype_of_code(jint code) {
+  DDP4J_CHECK_ARG(code >= 0 && code < kNumDTypes, "linear: no dtype has code ", code);
+  return static_cast<DType>(code);
+}
+}  // namespace
+
 extern "C" {
 
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LinearNatives_linearForward(JNIEnv* env, jclass, jlong x, jlong w,
-                                                                          jlong b, jlongArray results) {
+                                                                          jlong b, jint compute, jlongArray results) {
   return guarded(env, [&] { return result_of(env, results,
-      ops::linear_forward(tensor_of(x), tensor_of(w), tensor_of(b))); });
+      ops::linear_forward(tensor_of(x), tensor_of(w), tensor_of(b), dtype_of_code(compute))); });
 }
 
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_LinearNatives_linearBackward(JNIEnv* env, jclass, jlong gy,
                                                                                 jlong x, jlong w, jboolean needGx,
-                                                                                jboolean hasBias, jlongArray results) {
+                                                                                jboolean hasBias, jint compute,
+                                                                                jlongArray results) {
   guarded(env, [&] {
-    results_of(env, results, ops::linear_backward(tensor_of(gy), tensor_of(x), tensor_of(w), needGx, hasBias));
+    results_of(env, results, ops::linear_backward(tensor_of(gy), tensor_of(x), tensor_of(w), needGx, hasBias,
+                                                  dtype_of_code(compute)));
   });
 }
 

@@ -59,7 +59,8 @@ class ReadmeExamplesTest {
             Map.entry("var accumulation = new GradientAccumulation(ddp, 4);", "DistributedDataParallel ddp, DataLoader loader, SGD optimizer,"
                     + " CrossEntropyLoss criterion"),
             Map.entry("ddp.registerCommHook(group, DefaultHooks.BF16_COMPRESS);",
-                    "DistributedDataParallel ddp, DistributedDataParallel other, ProcessGroup group"));
+                    "DistributedDataParallel ddp, DistributedDataParallel other, ProcessGroup group"),
+            Map.entry("GradScaler scaler = new GradScaler();", "DataLoader loader, SGD opt, Module model"));
 
     /** A block that declares a public top-level class is a whole source file. */
     private static final java.util.regex.Pattern TOP_LEVEL_CLASS =

@@ -72,10 +72,10 @@ public class ConvBenchmark {
         /** Forward, then input, weight and bias gradients; frees every output. */
         void step() {
             free(ConvNatives.conv2dForward(x.nativeHandle(), w.nativeHandle(), b.nativeHandle(), stride, stride, padding,
-                    padding, 1, 1, 1, NativeResults.buffer()));
+                    padding, 1, 1, 1, 0, NativeResults.buffer()));
             long[] r = NativeResults.buffer();
             ConvNatives.conv2dBackward(gy.nativeHandle(), x.nativeHandle(), w.nativeHandle(), true, true, stride, stride,
-                    padding, padding, 1, 1, 1, r);
+                    padding, padding, 1, 1, 1, 0, r);
             for (int slot = 0; slot < 3; slot++) {
                 free(r[slot * NativeResults.SLOT]);
             }

@@ -6,6 +6,7 @@ import org.ddp4j.internal.ConvNatives;
 import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.internal.NativeResults;
 import org.ddp4j.internal.TensorNatives;
+import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
@@ -33,6 +34,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * <ul>
  *   <li>{@code linear1568x10*}: Linear 1568→10, x [100, 1568] (3.14 MFLOP forward, 6.27 backward);
  *   <li>{@code gemm512}: Linear 512→512 at batch 512 without bias, one 512³ GEMM (268 MFLOP);
+ *       {@code gemm512Bf16} the same under autocast bfloat16;
  *   <li>{@code conv1*}: Conv 1→16 5x5 pad 2 on [100, 1, 28, 28] (62.7 MFLOP forward; backward
  *       computes the weight and bias gradients only, as in the net, whose input needs no gradient);
  *   <li>{@code conv2*}: Conv 16→32 5x5 pad 2 on [100, 16, 14, 14] (502 MFLOP forward, 1004 MFLOP
@@ -143,14 +145,14 @@ public class KernelBenchmark {
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 1568 * 10)
     public void linear1568x10Forward() {
-        free(LinearNatives.linearForward(fcX.nativeHandle(), fcW.nativeHandle(), fcB.nativeHandle(), NativeResults.buffer()));
+        free(LinearNatives.linearForward(fcX.nativeHandle(), fcW.nativeHandle(), fcB.nativeHandle(), 0, NativeResults.buffer()));
     }
 
     /** gx = gy·w, gw = gyᵀ·x, gb = Σ gy. */
     @Benchmark
     @OperationsPerInvocation(2 * 2 * BATCH * 1568 * 10)
     public void linear1568x10Backward() {
-        LinearNatives.linearBackward(fcGy.nativeHandle(), fcX.nativeHandle(), fcW.nativeHandle(), true, true, NativeResults.buffer());
+        LinearNatives.linearBackward(fcGy.nativeHandle(), fcX.nativeHandle(), fcW.nativeHandle(), true, true, 0, NativeResults.buffer());
         freeResults();
     }
 
@@ -158,34 +160,46 @@ public class KernelBenchmark {
     @Benchmark
     @OperationsPerInvocation(2 * 512 * 512 * 512)
     public void gemm512() {
-        free(LinearNatives.linearForward(sqX.nativeHandle(), sqW.nativeHandle(), 0, NativeResults.buffer()));
+        free(LinearNatives.linearForward(sqX.nativeHandle(), sqW.nativeHandle(), 0, 0, NativeResults.buffer()));
+    }
+
+    /**
+     * The same GEMM as autocast runs it (torch.autocast bfloat16): operands rounded to bfloat16 while
+     * packed, float32 accumulation; vdpbf16ps where the CPU has AVX512-BF16, else the widening kernel
+     * ({@code DDP4J_CPU_BF16_KERNEL=widen} measures that one). Read against {@link #gemm512}.
+     */
+    @Benchmark
+    @OperationsPerInvocation(2 * 512 * 512 * 512)
+    public void gemm512Bf16() {
+        free(LinearNatives.linearForward(sqX.nativeHandle(), sqW.nativeHandle(), 0, DType.BFLOAT16.ordinal(),
+                NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 16 * 25 * 28 * 28)
     public void conv1Forward() {
-        free(ConvNatives.conv2dForward(c1X.nativeHandle(), c1W.nativeHandle(), c1B.nativeHandle(), 1, 1, 2, 2, 1, 1, 1, NativeResults.buffer()));
+        free(ConvNatives.conv2dForward(c1X.nativeHandle(), c1W.nativeHandle(), c1B.nativeHandle(), 1, 1, 2, 2, 1, 1, 1, 0, NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 16 * 25 * 28 * 28)
     public void conv1BackwardWeight() {
         ConvNatives.conv2dBackward(c1Gy.nativeHandle(), c1X.nativeHandle(), c1W.nativeHandle(), false, true,
-                1, 1, 2, 2, 1, 1, 1, NativeResults.buffer());
+                1, 1, 2, 2, 1, 1, 1, 0, NativeResults.buffer());
         freeResults();
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 32 * 16 * 25 * 14 * 14)
     public void conv2Forward() {
-        free(ConvNatives.conv2dForward(c2X.nativeHandle(), c2W.nativeHandle(), c2B.nativeHandle(), 1, 1, 2, 2, 1, 1, 1, NativeResults.buffer()));
+        free(ConvNatives.conv2dForward(c2X.nativeHandle(), c2W.nativeHandle(), c2B.nativeHandle(), 1, 1, 2, 2, 1, 1, 1, 0, NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * 2 * BATCH * 32 * 16 * 25 * 14 * 14)
     public void conv2Backward() {
         ConvNatives.conv2dBackward(c2Gy.nativeHandle(), c2X.nativeHandle(), c2W.nativeHandle(), true, true,
-                1, 1, 2, 2, 1, 1, 1, NativeResults.buffer());
+                1, 1, 2, 2, 1, 1, 1, 0, NativeResults.buffer());
         freeResults();
     }
 }

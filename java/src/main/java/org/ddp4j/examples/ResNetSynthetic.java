@@ -12,6 +12,8 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 import java.util.zip.CRC32;
+import org.ddp4j.amp.Autocast;
+import org.ddp4j.amp.GradScaler;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.environment.ClusterEnvironment;
 import org.ddp4j.nn.CrossEntropyLoss;
@@ -115,6 +117,12 @@ public final class ResNetSynthetic implements Callable<Integer> {
                     + " built-in all-reduce).")
     String commHook;
 
+    @Option(names = "--autocast", paramLabel = "none|bf16|fp16",
+            description = "Run forward and loss under Autocast (torch.autocast('cpu', dtype)): conv and linear multiply"
+                    + " in bfloat16 / float16 with float32 accumulation; fp16 also scales the loss with a GradScaler"
+                    + " (default: ${DEFAULT-VALUE}).")
+    String autocast = "none";
+
     /** Where the lines go (a test swaps it). */
     PrintStream out = System.out;
 
@@ -163,19 +171,24 @@ public final class ResNetSynthetic implements Callable<Integer> {
         Optimizer optimizer = new SGD(trained.parameters(), lr, 0.9, 0, 0, false);
         if (rank == 0) {
             out.printf(Locale.ROOT, "# ddp4j model=%s batch=%d image=%d world=%d threads=%d ddp=%d bucket_cap_mb=%s"
-                            + " warmup=%d steps=%d weights=%s input=%s%s%n",
+                            + " warmup=%d steps=%d weights=%s input=%s autocast=%s%s%n",
                     model, batchSize, imageSize, world, Threads.getNumThreads(), ddp != null ? 1 : 0, formatMb(bucketCapMb),
                     warmupSteps, steps, weights == null ? "-" : weights, input == null ? "random" : input,
+                    autocast.equals("none") ? "none" : autocast + " kernel=" + (autocast.equals("bf16")
+                            ? Autocast.cpuKernel().settingValue() : "widen"),
                     hook == null ? "" : " comm_hook=" + hook);
         }
+        DType lowDtype = autocast.equals("bf16") ? DType.BFLOAT16 : autocast.equals("fp16") ? DType.FLOAT16 : null;
+        GradScaler scaler = new GradScaler(new GradScaler.Options().enabled(lowDtype == DType.FLOAT16));
+        Precision precision = new Precision(lowDtype, scaler);
 
         float loss = Float.NaN;
         for (int i = 0; i < warmupSteps; i++) {
-            loss = step(trained, optimizer, criterion, batch);
+            loss = step(trained, optimizer, criterion, batch, precision);
         }
         long start = System.nanoTime();
         for (int i = 0; i < steps; i++) {
-            loss = step(trained, optimizer, criterion, batch);
+            loss = step(trained, optimizer, criterion, batch, precision);
         }
         double seconds = (System.nanoTime() - start) / 1e9;
         if (ddp != null && rank == 0) {
@@ -212,6 +225,9 @@ public final class ResNetSynthetic implements Callable<Integer> {
         }
         positive("--batch-size", batchSize);
         positive("--image-size", imageSize);
+        if (!autocast.equals("none") && !autocast.equals("bf16") && !autocast.equals("fp16")) {
+            throw new IllegalArgumentException("--autocast must be none, bf16 or fp16, got '" + autocast + "'");
+        }
         if (warmupSteps < 0 || steps < 0) {
             throw new IllegalArgumentException("--warmup-steps and --steps count steps, so they cannot be negative: got "
                     + warmupSteps + " and " + steps);
@@ -313,11 +329,24 @@ public final class ResNetSynthetic implements Callable<Integer> {
 
     /** One step as the anchors': zero_grad, forward, CrossEntropyLoss, backward, SGD step; returns the loss. */
     static float step(Module model, Optimizer optimizer, CrossEntropyLoss criterion, Batch batch) {
+        return step(model, optimizer, criterion, batch, new Precision(null, new GradScaler(new GradScaler.Options().enabled(false))));
+    }
+
+    /** --autocast: the dtype (null: float32) and the scaler (enabled for float16 only). */
+    record Precision(DType dtype, GradScaler scaler) {}
+
+    /** One step, forward and loss under Autocast when precision has a dtype, the loss scaled when its scaler is on. */
+    static float step(Module model, Optimizer optimizer, CrossEntropyLoss criterion, Batch batch, Precision precision) {
         try (var scope = Tensors.scope()) {
             optimizer.zeroGrad();
-            Tensor loss = criterion.forward(model.forward(batch.input()), batch.target());
-            loss.backward();
-            optimizer.step();
+            Tensor loss;
+            try (var ac = Autocast.enable(batch.input().device(), precision.dtype() == null ? DType.BFLOAT16
+                    : precision.dtype(), precision.dtype() != null)) {
+                loss = criterion.forward(model.forward(batch.input()), batch.target());
+            }
+            precision.scaler().scale(loss).backward();
+            precision.scaler().step(optimizer);
+            precision.scaler().update();
             return loss.item();
         }
     }

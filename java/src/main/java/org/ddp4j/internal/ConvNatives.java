@@ -20,13 +20,16 @@ public final class ConvNatives {
     /**
      * {@code torch.nn.functional.conv2d}: x [N, C, H, W], w [K, C / groups, R, S], b [K] or 0; returns
      * y [N, K, P, Q] with P = (H + 2 padH - dilationH (R - 1) - 1) / strideH + 1 (floor), likewise Q.
+     * {@code compute}: the DType ordinal the GEMMs multiply in (0 float32; bfloat16 / float16 under
+     * {@link org.ddp4j.amp.Autocast}: operands rounded, float32 accumulation, float32 output).
      */
     public static native long conv2dForward(long x, long w, long b, int strideH, int strideW, int padH, int padW,
-            int dilationH, int dilationW, int groups, long[] results);
+            int dilationH, int dilationW, int groups, int compute, long[] results);
 
     /**
-     * Gradients of {@link #conv2dForward}: fills results with {gx (0 unless needGx), gw, gb (0 unless hasBias)}.
+     * Gradients of {@link #conv2dForward} (the same {@code compute}): fills results with {gx (0 unless needGx), gw, gb (0 unless hasBias)}.
      */
     public static native void conv2dBackward(long gy, long x, long w, boolean needGx, boolean hasBias,
-            int strideH, int strideW, int padH, int padW, int dilationH, int dilationW, int groups, long[] results);
+            int strideH, int strideW, int padH, int padW, int dilationH, int dilationW, int groups, int compute,
+            long[] results);
 }

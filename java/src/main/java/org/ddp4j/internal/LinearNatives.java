@@ -18,11 +18,16 @@ public final class LinearNatives {
 
     private LinearNatives() {}
 
-    /** {@code torch.nn.functional.linear}: y[*, out] = x[*, in] · wᵀ + b; b may be 0 (no bias). */
-    public static native long linearForward(long x, long w, long b, long[] results);
+    /**
+     * {@code torch.nn.functional.linear}: y[*, out] = x[*, in] · wᵀ + b; b may be 0 (no bias).
+     * {@code compute}: the DType ordinal the GEMM multiplies in (0 float32; bfloat16 / float16 under
+     * {@link org.ddp4j.amp.Autocast}: operands rounded, float32 accumulation, float32 output).
+     */
+    public static native long linearForward(long x, long w, long b, int compute, long[] results);
 
-    /** Fills results with {gx, gw, gb}; gx is 0 unless needGx, gb is 0 unless hasBias. */
-    public static native void linearBackward(long gy, long x, long w, boolean needGx, boolean hasBias, long[] results);
+    /** Fills results with {gx, gw, gb}; gx is 0 unless needGx, gb is 0 unless hasBias; compute as the forward's. */
+    public static native void linearBackward(long gy, long x, long w, boolean needGx, boolean hasBias, int compute,
+            long[] results);
 
     /** {@code torch.relu}: max(x, 0). */
     public static native long reluForward(long x, long[] results);

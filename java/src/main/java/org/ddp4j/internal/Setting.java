@@ -40,6 +40,9 @@ public enum Setting {
             "bytes the CPU allocator keeps cached for reuse, K/M/G suffixes allowed (native)"),
     CUDA_CACHE_LIMIT("DDP4J_CUDA_CACHE_LIMIT", "none", "bytes the CUDA caching allocator may keep (native)"),
     CONV_DIRECT("DDP4J_CONV_DIRECT", "1", "0: every convolution through im2col + GEMM, never the direct kernel (native)"),
+    CPU_BF16_KERNEL("DDP4J_CPU_BF16_KERNEL", "auto",
+            "autocast's bfloat16 GEMMs on CPU: avx512bf16 (vdpbf16ps), widen (round, then float32 GEMM), auto: avx512bf16"
+                    + " where the CPU has it (native)"),
     LIBRARY_PATH("DDP4J_LIBRARY_PATH", "the jar's own", "a folder with libddp4j.so and libddp4j_cuda.so to load instead"),
     // The TCP store
     STORE_SECRET("DDP4J_STORE_SECRET", "~/.ddp4j/store-secret", "the shared secret every store client proves it knows"),

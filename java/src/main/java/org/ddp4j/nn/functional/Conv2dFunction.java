@@ -1,8 +1,10 @@
 package org.ddp4j.nn.functional;
 
 import java.util.Objects;
+import org.ddp4j.amp.Autocast;
 import org.ddp4j.internal.ConvNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -15,7 +17,9 @@ import org.ddp4j.tensor.Tensor;
  * input as it is, others unfold it first (im2col); the backward computes the input gradient by
  * GEMM (+ col2im), the weight gradient by GEMM accumulated over the batch and the bias gradient
  * as a sum. Work is split over the intra-op threads so that results do not depend on their
- * number. {@code DDP4J_CONV_DIRECT=0} forces the GEMM path.
+ * number. {@code DDP4J_CONV_DIRECT=0} forces the GEMM path. Inside an {@link Autocast} scope the
+ * GEMMs (forward and backward) multiply in bfloat16 / float16 with float32 accumulation, always on
+ * the GEMM path; inputs, output and gradients stay float32.
  */
 public final class Conv2dFunction {
     private Conv2dFunction() {}
@@ -41,9 +45,9 @@ public final class Conv2dFunction {
     /**
      * y = conv2d(x, weight) + bias, recorded for autograd when any input requires grad.
      *
-     * @param x float32 [N, C, H, W]
-     * @param weight float32 [K, C / groups, R, S]
-     * @param bias float32 [K], or null for no bias
+     * @param x float32 [N, C, H, W] (bfloat16 / float16 too inside an {@link Autocast} scope: widened)
+     * @param weight float32 [K, C / groups, R, S] (likewise)
+     * @param bias float32 [K], or null for no bias (likewise)
      * @param strideH vertical stride (positive)
      * @param strideW horizontal stride (positive)
      * @param padH zero padding added above and below (non-negative)
@@ -65,16 +69,21 @@ public final class Conv2dFunction {
             int dilationH, int dilationW, int groups) {
         Objects.requireNonNull(x, "conv2d: input is null");
         Objects.requireNonNull(weight, "conv2d: weight is null");
-        Tensor out = Tensor.fromNativeResult(ConvNatives.conv2dForward(x.nativeHandle(), weight.nativeHandle(),
-                bias == null ? 0 : bias.nativeHandle(), strideH, strideW, padH, padW, dilationH, dilationW, groups,
-                NativeResults.buffer()));
-        return new Node("ConvolutionBackward", x, weight, bias) {
+        // Autocast's dtype now, recorded for the backward (PyTorch's node keeps its forward's mode too).
+        final DType compute = Autocast.computeDtype(x.device());
+        final Tensor xc = compute == DType.FLOAT32 ? x : Autocast.widen(x);
+        final Tensor wc = compute == DType.FLOAT32 ? weight : Autocast.widen(weight);
+        final Tensor bc = compute == DType.FLOAT32 ? bias : Autocast.widen(bias);
+        Tensor out = Tensor.fromNativeResult(ConvNatives.conv2dForward(xc.nativeHandle(), wc.nativeHandle(),
+                bc == null ? 0 : bc.nativeHandle(), strideH, strideW, padH, padW, dilationH, dilationW, groups,
+                compute.ordinal(), NativeResults.buffer()));
+        return new Node("ConvolutionBackward", xc, wc, bc) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
                 long[] r = NativeResults.buffer();
-                ConvNatives.conv2dBackward(gradOutput.nativeHandle(), x.nativeHandle(), weight.nativeHandle(),
+                ConvNatives.conv2dBackward(gradOutput.nativeHandle(), xc.nativeHandle(), wc.nativeHandle(),
                         needsInputGrad(0), needsInputGrad(2), strideH, strideW, padH, padW, dilationH, dilationW,
-                        groups, r);
+                        groups, compute.ordinal(), r);
                 return new Tensor[] {Tensor.fromNativeResult(r, 0), Tensor.fromNativeResult(r, 1),
                     Tensor.fromNativeResult(r, 2)};
             }

@@ -1,13 +1,17 @@
 package org.ddp4j.nn.functional;
 
+import org.ddp4j.amp.Autocast;
 import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
 /**
  * The differentiable affine map {@code y = x · wᵀ + b}. Mirrors {@code torch.nn.functional.linear}
- * (forward by BLAS GEMM; backward computes the input, weight and bias gradients natively).
+ * (forward by BLAS GEMM; backward computes the input, weight and bias gradients natively). Inside an
+ * {@link Autocast} scope its GEMMs multiply in bfloat16 / float16 with float32 accumulation; inputs,
+ * output and gradients stay float32.
  */
 public final class LinearFunction {
     private LinearFunction() {}
@@ -15,7 +19,8 @@ public final class LinearFunction {
     /**
      * Computes {@code x · wᵀ + b}.
      *
-     * @param x float32 input of shape [*, in] (usually [N, in])
+     * @param x float32 input of shape [*, in] (usually [N, in]); inside an {@link Autocast} scope x, w
+     *     and b may also be bfloat16 / float16 (widened, differentiably)
      * @param w float32 weight [out, in]
      * @param b float32 bias [out], or null for none
      * @return float32 [*, out], recording a "LinearBackward" node when any argument requires grad
@@ -23,15 +28,20 @@ public final class LinearFunction {
      *     both shapes, e.g. "linear: input [4, 3] has 3 features but weight [2, 5] expects 5"
      */
     public static Tensor apply(Tensor x, Tensor w, Tensor b) {
-        Tensor y = Tensor.fromNativeResult(LinearNatives.linearForward(
-                x.nativeHandle(), w.nativeHandle(), b == null ? 0 : b.nativeHandle(), NativeResults.buffer()));
-        return new Node("LinearBackward", x, w, b) {
+        // Autocast's dtype now, recorded for the backward (PyTorch's node keeps its forward's mode too).
+        final DType compute = Autocast.computeDtype(x.device());
+        final Tensor xc = compute == DType.FLOAT32 ? x : Autocast.widen(x);
+        final Tensor wc = compute == DType.FLOAT32 ? w : Autocast.widen(w);
+        final Tensor bc = compute == DType.FLOAT32 ? b : Autocast.widen(b);
+        Tensor y = Tensor.fromNativeResult(LinearNatives.linearForward(xc.nativeHandle(), wc.nativeHandle(),
+                bc == null ? 0 : bc.nativeHandle(), compute.ordinal(), NativeResults.buffer()));
+        return new Node("LinearBackward", xc, wc, bc) {
             @Override
             protected Tensor[] backward(Tensor gy) {
                 boolean needGb = needsInputGrad(2);
                 long[] r = NativeResults.buffer();
-                LinearNatives.linearBackward(gy.nativeHandle(), x.nativeHandle(), w.nativeHandle(),
-                        needsInputGrad(0), needGb, r);
+                LinearNatives.linearBackward(gy.nativeHandle(), xc.nativeHandle(), wc.nativeHandle(),
+                        needsInputGrad(0), needGb, compute.ordinal(), r);
                 Tensor gx = Tensor.fromNativeResult(r, 0);
                 Tensor gw = Tensor.fromNativeResult(r, 1);
                 Tensor gb = Tensor.fromNativeResult(r, 2);
