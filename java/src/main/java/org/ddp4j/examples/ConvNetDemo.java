@@ -11,6 +11,8 @@ import org.ddp4j.data.MnistDataset;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.nn.parallel.GradientAccumulation;
+import org.ddp4j.amp.GradScaler;
+import org.ddp4j.nn.SyncBatchNorm;
 import org.ddp4j.distributed.algorithms.ddpcommhooks.CommHookState;
 import org.ddp4j.serialization.Checkpoint;
 import org.ddp4j.data.DistributedSampler;
@@ -123,6 +125,17 @@ public class ConvNetDemo implements Callable<Integer> {
                     + POWER_SGD_START_ITERATION + " on, after plain all-reduces; its state goes into --save). Default: none.")
     String commHook;
 
+    @Option(names = "--autocast", paramLabel = "none|bf16|fp16",
+            description = "Forward and loss under Autocast (torch.autocast(device, dtype)): conv and linear multiply in"
+                    + " bfloat16 / float16 with float32 accumulation; fp16 scales the loss with a GradScaler (default:"
+                    + " ${DEFAULT-VALUE}). Evaluation stays float32.")
+    AutocastChoice autocast = AutocastChoice.none;
+
+    @Option(names = "--sync-bn",
+            description = "Convert the model's BatchNorm2d layers to SyncBatchNorm before DDP (convertSyncBatchnorm):"
+                    + " batch statistics over every rank's batch, on the CPU too.")
+    boolean syncBn;
+
     @Option(names = "--print-model",
             description = "Rank 0 prints the model once before training, as print(model) does (the DDP wrapper included).")
     boolean printModel;
@@ -199,7 +212,12 @@ public class ConvNetDemo implements Callable<Integer> {
         DataLoader loader = new DataLoader(train, batchSize, sampler, false,
                 DataLoader.Options.defaults().numWorkers(workers));
         Generator generator = new Generator(seed); // initialises the model, then draws its Dropout masks
-        DistributedDataParallel model = new DistributedDataParallel(createModel(generator).to(device));
+        Module net = createModel(generator).to(device);
+        if (syncBn) {
+            SyncBatchNorm.convertSyncBatchnorm(net); // in place, before DDP, as in PyTorch
+        }
+        DistributedDataParallel model = new DistributedDataParallel(net);
+        GradScaler scaler = autocast.scaler();
         Object hookState = hookChoice == null ? null
                 : hookChoice.register(model, model.processGroup(), POWER_SGD_START_ITERATION);
         CrossEntropyLoss criterion = new CrossEntropyLoss();
@@ -209,7 +227,7 @@ public class ConvNetDemo implements Callable<Integer> {
         int optimizerStepsPerEpoch = (loader.size() + accumulate - 1) / accumulate;
         LRScheduler schedule = schedulerChoice.create(optimizer, epochs, optimizerStepsPerEpoch, gamma);
         TrainingCheckpoint.Run run = new TrainingCheckpoint.Run(model.module(), optimizer, schedule, generator,
-                hookState instanceof CommHookState s ? s : null);
+                hookState instanceof CommHookState s ? s : null, scaler.isEnabled() ? scaler : null);
         if (resumed != null) {
             // every rank reads the file, so each restores its own (equal) momentum buffers and generator
             try (var scope = Tensors.scope()) { // frees the loaded copies
@@ -241,10 +259,14 @@ public class ConvNetDemo implements Callable<Integer> {
             EpochProgress bar = drawBars ? EpochProgress.start(System.out, System.getenv(), epoch, epochs, totalSteps) : null;
             for (var micro : accumulation.over(loader)) {
                 try (micro; Batch batch = micro.batch(); var scope = Tensors.scope()) {
-                    Tensor loss = criterion.forward(model.forward(batch.inputs().to(device)), batch.labels().to(device));
-                    micro.backward(loss);
+                    Tensor loss;
+                    try (var ac = autocast.scope(device)) {
+                        loss = criterion.forward(model.forward(batch.inputs().to(device)), batch.labels().to(device));
+                    }
+                    micro.backward(scaler.scale(loss));
                     if (micro.syncs()) {
-                        optimizer.step();
+                        scaler.step(optimizer); // skips a step whose gradients hold inf/NaN (fp16), on every rank
+                        scaler.update();
                         optimizer.zeroGrad();
                         if (schedule != null && schedulerChoice.perBatch()) {
                             schedule.step();

@@ -18,6 +18,7 @@ import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.environment.ClusterEnvironment;
 import org.ddp4j.nn.CrossEntropyLoss;
 import org.ddp4j.nn.Module;
+import org.ddp4j.nn.SyncBatchNorm;
 import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.nn.parallel.DistributedDataParallelOptions;
 import org.ddp4j.optim.Optimizer;
@@ -121,7 +122,14 @@ public final class ResNetSynthetic implements Callable<Integer> {
             description = "Run forward and loss under Autocast (torch.autocast('cpu', dtype)): conv and linear multiply"
                     + " in bfloat16 / float16 with float32 accumulation; fp16 also scales the loss with a GradScaler"
                     + " (default: ${DEFAULT-VALUE}).")
-    String autocast = "none";
+    AutocastChoice autocast = AutocastChoice.none;
+
+    @Option(names = "--sync-bn", description = "Convert the model's BatchNorm2d layers to SyncBatchNorm before DDP"
+            + " (SyncBatchNorm.convertSyncBatchnorm): batch statistics over every rank's batch.")
+    boolean syncBn;
+
+    @Option(names = "--print-model", description = "Rank 0 prints the (wrapped) model once before training, as print(model).")
+    boolean printModel;
 
     /** Where the lines go (a test swaps it). */
     PrintStream out = System.out;
@@ -158,6 +166,9 @@ public final class ResNetSynthetic implements Callable<Integer> {
             batch = syntheticBatch(generator, batchSize, imageSize); // after the model, as the anchors
         }
         net.train();
+        if (syncBn && distributed) {
+            SyncBatchNorm.convertSyncBatchnorm(net); // in place, before DDP, as in PyTorch
+        }
         long params = net.parameters().stream().mapToLong(Tensor::numel).sum();
         DistributedDataParallel ddp = distributed
                 ? new DistributedDataParallel(net, DistributedDataParallelOptions.defaults().bucketCapMb(bucketCapMb))
@@ -167,6 +178,9 @@ public final class ResNetSynthetic implements Callable<Integer> {
             hook.register(ddp, ddp.processGroup(), Math.max(2, warmupSteps));
         }
         Module trained = ddp != null ? ddp : net;
+        if (printModel && rank == 0) {
+            out.println(trained);
+        }
         CrossEntropyLoss criterion = new CrossEntropyLoss();
         Optimizer optimizer = new SGD(trained.parameters(), lr, 0.9, 0, 0, false);
         if (rank == 0) {
@@ -174,13 +188,10 @@ public final class ResNetSynthetic implements Callable<Integer> {
                             + " warmup=%d steps=%d weights=%s input=%s autocast=%s%s%n",
                     model, batchSize, imageSize, world, Threads.getNumThreads(), ddp != null ? 1 : 0, formatMb(bucketCapMb),
                     warmupSteps, steps, weights == null ? "-" : weights, input == null ? "random" : input,
-                    autocast.equals("none") ? "none" : autocast + " kernel=" + (autocast.equals("bf16")
-                            ? Autocast.cpuKernel().settingValue() : "widen"),
+                    autocast.describe(),
                     hook == null ? "" : " comm_hook=" + hook);
         }
-        DType lowDtype = autocast.equals("bf16") ? DType.BFLOAT16 : autocast.equals("fp16") ? DType.FLOAT16 : null;
-        GradScaler scaler = new GradScaler(new GradScaler.Options().enabled(lowDtype == DType.FLOAT16));
-        Precision precision = new Precision(lowDtype, scaler);
+        Precision precision = new Precision(autocast, autocast.scaler());
 
         float loss = Float.NaN;
         for (int i = 0; i < warmupSteps; i++) {
@@ -329,19 +340,18 @@ public final class ResNetSynthetic implements Callable<Integer> {
 
     /** One step as the anchors': zero_grad, forward, CrossEntropyLoss, backward, SGD step; returns the loss. */
     static float step(Module model, Optimizer optimizer, CrossEntropyLoss criterion, Batch batch) {
-        return step(model, optimizer, criterion, batch, new Precision(null, new GradScaler(new GradScaler.Options().enabled(false))));
+        return step(model, optimizer, criterion, batch, new Precision(AutocastChoice.none, AutocastChoice.none.scaler()));
     }
 
-    /** --autocast: the dtype (null: float32) and the scaler (enabled for float16 only). */
-    record Precision(DType dtype, GradScaler scaler) {}
+    /** --autocast: the choice and its scaler (enabled for float16 only). */
+    record Precision(AutocastChoice autocast, GradScaler scaler) {}
 
     /** One step, forward and loss under Autocast when precision has a dtype, the loss scaled when its scaler is on. */
     static float step(Module model, Optimizer optimizer, CrossEntropyLoss criterion, Batch batch, Precision precision) {
         try (var scope = Tensors.scope()) {
             optimizer.zeroGrad();
             Tensor loss;
-            try (var ac = Autocast.enable(batch.input().device(), precision.dtype() == null ? DType.BFLOAT16
-                    : precision.dtype(), precision.dtype() != null)) {
+            try (var ac = precision.autocast().scope(batch.input().device())) {
                 loss = criterion.forward(model.forward(batch.input()), batch.target());
             }
             precision.scaler().scale(loss).backward();

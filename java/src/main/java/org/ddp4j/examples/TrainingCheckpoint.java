@@ -1,6 +1,7 @@
 package org.ddp4j.examples;
 
 import java.nio.file.Path;
+import org.ddp4j.amp.GradScaler;
 import org.ddp4j.distributed.algorithms.ddpcommhooks.CommHookState;
 import org.ddp4j.nn.Module;
 import org.ddp4j.optim.LRScheduler;
@@ -14,7 +15,8 @@ import org.ddp4j.tensor.Generator;
  * model's state dict, PyTorch's names), {@code optimizer}, {@code scheduler} (when the run has
  * one), {@code epoch} (epochs done), {@code rng} (the model's generator, which draws the Dropout
  * masks, so a resumed run draws what an uninterrupted one would) and {@code comm_hook} (a DDP
- * communication hook's state, e.g. PowerSGD's error feedback, when it has one).
+ * communication hook's state, e.g. PowerSGD's error feedback, when it has one) and {@code grad_scaler}
+ * (fp16's GradScaler: its scale and growth tracker).
  */
 final class TrainingCheckpoint {
     static final String MODEL = "model";
@@ -23,11 +25,21 @@ final class TrainingCheckpoint {
     static final String EPOCH = "epoch";
     static final String RNG = "rng";
     static final String COMM_HOOK = "comm_hook";
+    static final String GRAD_SCALER = "grad_scaler";
 
     private TrainingCheckpoint() {}
 
-    /** What a run saves and restores: its model, optimizer, schedule (or null), generator and hook state (or null). */
-    record Run(Module model, Optimizer optimizer, LRScheduler scheduler, Generator generator, CommHookState hook) {}
+    /**
+     * What a run saves and restores: its model, optimizer, schedule (or null), generator, hook state
+     * (or null) and fp16's GradScaler (or null).
+     */
+    record Run(Module model, Optimizer optimizer, LRScheduler scheduler, Generator generator, CommHookState hook,
+            GradScaler scaler) {
+        /** A run without a GradScaler. */
+        Run(Module model, Optimizer optimizer, LRScheduler scheduler, Generator generator, CommHookState hook) {
+            this(model, optimizer, scheduler, generator, hook, null);
+        }
+    }
 
     /**
      * Reads a checkpoint for {@code --resume} and checks that it is one the demos wrote.
@@ -66,6 +78,9 @@ final class TrainingCheckpoint {
         if (run.hook() != null) {
             c.put(COMM_HOOK, run.hook().stateDict());
         }
+        if (run.scaler() != null) {
+            c.put(GRAD_SCALER, scalerState(run.scaler()));
+        }
         c.save(file);
     }
 
@@ -95,5 +110,28 @@ final class TrainingCheckpoint {
         if (run.hook() != null) {
             run.hook().loadStateDict(c.tensors(COMM_HOOK));
         }
+        if (run.scaler() != null && c.has(GRAD_SCALER)) { // a float32 run's checkpoint resumed under fp16 starts a scale
+            c.restore(GRAD_SCALER, scalerState(run.scaler()));
+        }
+    }
+
+    /** The scaler's state dict (scale, growth tracker, factors) as a checkpoint entry. */
+    private static Checkpoint.Stateful scalerState(GradScaler scaler) {
+        return new Checkpoint.Stateful() {
+            @Override
+            public java.util.Map<String, org.ddp4j.tensor.Tensor> stateTensors() {
+                return java.util.Map.of();
+            }
+
+            @Override
+            public java.util.Map<String, Object> stateValues() {
+                return scaler.stateDict();
+            }
+
+            @Override
+            public void loadState(java.util.Map<String, org.ddp4j.tensor.Tensor> tensors, java.util.Map<String, Object> values) {
+                scaler.loadStateDict(values);
+            }
+        };
     }
 }

@@ -106,4 +106,38 @@ class DemoTest {
             assertTrue(loss < 0.6 * Math.log(10), "loss did not fall from ln(10): " + loss);
         }
     }
+
+    @Test
+    void convNetDemoTrainsUnderFp16AutocastSyncBatchNormAndPowerSgdAndResumes(@org.junit.jupiter.api.io.TempDir
+            java.nio.file.Path dir) throws Exception {
+        assumeTrue(Files.isDirectory(MnistDataset.DEFAULT_DIR), "dataset-fashion-mnist is not installed");
+        java.nio.file.Path ckpt = dir.resolve("amp.safetensors");
+        String[] flags = {"org.ddp4j.examples.ConvNetDemo", "--limit", "2000", "--autocast", "fp16", "--sync-bn",
+                "--comm-hook", "powersgd:2", "--device", "cpu", "--save", ckpt.toString()};
+        List<String> out = launch(concat(new String[] {"--nproc-per-node", "2", "--master-port",
+                Integer.toString(LauncherProcess.freePort())}, flags, "--epochs", "2", "--print-model"));
+        String text = String.join("\n", out);
+        assertTrue(text.contains("(1): SyncBatchNorm(16, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"),
+                text);
+        List<Matcher> s = summaries(out);
+        assertEquals(2, s.size(), text);
+        for (Matcher m : s) {
+            double loss = Double.parseDouble(m.group(6));
+            assertTrue(loss < 0.6 * Math.log(10), "loss did not fall from ln(10): " + loss);
+        }
+        try (var scope = org.ddp4j.tensor.Tensors.scope()) {
+            var c = org.ddp4j.serialization.Checkpoint.load(ckpt);
+            assertTrue(c.has("grad_scaler") && c.has("comm_hook"), c.keys().toString());
+        }
+        // a third epoch from the checkpoint, with the same flags
+        out = launch(concat(new String[] {"--nproc-per-node", "2", "--master-port",
+                Integer.toString(LauncherProcess.freePort())}, flags, "--epochs", "3", "--resume", ckpt.toString()));
+        text = String.join("\n", out);
+        assertTrue(text.contains("Resumed from " + ckpt + " after epoch 2"), text);
+        assertEquals(2, summaries(out).size(), text);
+    }
+
+    private static String[] concat(String[] a, String[] b, String... c) {
+        return java.util.stream.Stream.of(a, b, c).flatMap(java.util.Arrays::stream).toArray(String[]::new);
+    }
 }

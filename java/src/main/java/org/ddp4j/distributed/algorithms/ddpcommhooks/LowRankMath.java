@@ -1,8 +1,10 @@
 package org.ddp4j.distributed.algorithms.ddpcommhooks;
 
+import org.ddp4j.amp.Autocast;
 import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.internal.NativeResults;
 import org.ddp4j.nn.functional.LinearFunction;
+import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 
@@ -14,9 +16,14 @@ import org.ddp4j.tensor.Tensors;
 final class LowRankMath {
     private LowRankMath() {}
 
+    /** A scope with autocast off on m's device: PowerSGD multiplies in float32 even when a hook runs inside autocast. */
+    private static Autocast float32Only(Tensor m) {
+        return Autocast.enable(m.device(), DType.BFLOAT16, false);
+    }
+
     /** P[n, r] = M[n, m] · Q[m, r], written into {@code p}. (torch.bmm(M, Q, out=P).) */
     static void mq(Tensor m, Tensor q, Tensor p) {
-        try (var ng = Tensors.noGrad(); var scope = Tensors.scope()) {
+        try (var ng = Tensors.noGrad(); var scope = Tensors.scope(); var fp32 = float32Only(m)) {
             // linear computes x · wᵀ: w must be Qᵀ [r, m]; Q is thin, so transposing it is cheap.
             Tensor qt = transpose(q);
             p.copyFrom(LinearFunction.apply(m, qt, null));
@@ -31,7 +38,7 @@ final class LowRankMath {
             Tensor shapeOfW = Tensor.zeros(r, m.size(1)); // only its shape is read (no input gradient asked)
             long[] results = NativeResults.buffer();
             LinearNatives.linearBackward(p.nativeHandle(), m.nativeHandle(), shapeOfW.nativeHandle(), false, false,
-                    results);
+                    DType.FLOAT32.ordinal(), results); // float32 whatever autocast says: the factors need the precision
             Tensor qt = Tensor.fromNativeResult(results, 1);
             q.copyFrom(transpose(qt));
         }
@@ -39,7 +46,7 @@ final class LowRankMath {
 
     /** M[n, m] = P[n, r] · Q[m, r]ᵀ, written into {@code m}. (torch.bmm(P, Q.transpose(1, 2), out=M).) */
     static void pqt(Tensor p, Tensor q, Tensor m) {
-        try (var ng = Tensors.noGrad(); var scope = Tensors.scope()) {
+        try (var ng = Tensors.noGrad(); var scope = Tensors.scope(); var fp32 = float32Only(m)) {
             m.copyFrom(LinearFunction.apply(p, q, null));
         }
     }
