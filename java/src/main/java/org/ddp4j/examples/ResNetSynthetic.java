@@ -236,9 +236,6 @@ public final class ResNetSynthetic implements Callable<Integer> {
         }
         positive("--batch-size", batchSize);
         positive("--image-size", imageSize);
-        if (!autocast.equals("none") && !autocast.equals("bf16") && !autocast.equals("fp16")) {
-            throw new IllegalArgumentException("--autocast must be none, bf16 or fp16, got '" + autocast + "'");
-        }
         if (warmupSteps < 0 || steps < 0) {
             throw new IllegalArgumentException("--warmup-steps and --steps count steps, so they cannot be negative: got "
                     + warmupSteps + " and " + steps);

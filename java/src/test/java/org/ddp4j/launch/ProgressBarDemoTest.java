@@ -51,7 +51,7 @@ class ProgressBarDemoTest {
             // the final drawing of each epoch's bar: its last segment, ended by the newline of close()
             String last = "[rank0]: Epoch " + epoch + "/2 100% [";
             assertTrue(out.contains(last), "no '" + last + "' in:\n" + out);
-            assertTrue(out.matches("(?s).*\\Q" + last + "\\E[= ]*\\] 120/120 steps \\(\\d+:\\d\\d:\\d\\d / \\d+:\\d\\d:\\d\\d\\) loss \\d+\\.\\d{4}\n.*"),
+            assertTrue(out.matches("(?s).*\\Q" + last + "\\E[= ]*\\] 120/120 steps \\(\\d+:\\d\\d:\\d\\d / \\d+:\\d\\d:\\d\\d\\) loss +\\d+\\.\\d{4}\n.*"),
                     "the last bar of epoch " + epoch + " does not show 120/120 and the loss:\n" + out);
         }
         assertTrue(out.contains("\r"), "no '\\r' redraw in:\n" + out);
