@@ -190,6 +190,8 @@ void check_dtype(const char* op, const char* what, const Tensor& t, DType dtype)
 void check_dim(const char* op, const char* what, const Tensor& t, int dim);
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 void check_same_shape(const char* op, const Tensor& a, const Tensor& b);
+/** A per-channel tensor (batch norm's gamma, beta, running or saved statistics) must be float32 [C], C = x.size(1), on x's device. */
+void check_channel_tensor(const char* op, const char* what, const Tensor& x, const Tensor& t);
 /** Throws InvalidArgument unless compute is Float32 (no autocast), BFloat16 or Float16. */
 void check_autocast_dtype(const char* op, DType compute);
 

@@ -28,6 +28,16 @@ void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
                   shape_str(b.shape()));
 }
 
+/** A per-channel tensor (gamma, beta, running or saved statistics) must be float32 [C] on x's device. */
+void check_channel_tensor(const char* op, const char* what, const Tensor& x, const Tensor& t) {
+  DDP4J_CHECK_ARG(t.defined(), op, ": ", what, " is missing");
+  check_dtype(op, what, t, DType::Float32);
+  check_same_device(op, x, t);
+  DDP4J_CHECK_ARG(t.dim() == 1 && t.size(0) == x.size(1), op, ": input ", shape_str(x.shape()), " has ", x.size(1),
+                  " channels but ", what, " ", shape_str(t.shape()), " expects ",
+                  t.dim() == 1 ? t.size(0) : t.numel());
+}
+
 void check_autocast_dtype(const char* op, DType compute) {
   DDP4J_CHECK_ARG(compute == DType::Float32 || compute == DType::BFloat16 || compute == DType::Float16, op,
                   ": autocast dtype must be bfloat16 or float16 (float32: no autocast), got ", dtype_name(compute));

@@ -14,16 +14,6 @@ void check_input(const char* op, const Tensor& x) {
   DDP4J_CHECK_ARG(x.dim() == 4, op, ": input must be 4-D [N, C, H, W], got shape ", shape_str(x.shape()));
 }
 
-/** A per-channel tensor (gamma, beta, running or saved statistics) must be float32 [C] on x's device. */
-void check_channel_tensor(const char* op, const char* what, const Tensor& x, const Tensor& t) {
-  DDP4J_CHECK_ARG(t.defined(), op, ": ", what, " is missing");
-  check_dtype(op, what, t, DType::Float32);
-  check_same_device(op, x, t);
-  DDP4J_CHECK_ARG(t.dim() == 1 && t.size(0) == x.size(1), op, ": input ", shape_str(x.shape()), " has ", x.size(1),
-                  " channels but ", what, " ", shape_str(t.shape()), " expects ",
-                  t.dim() == 1 ? t.size(0) : t.numel());
-}
-
 void check_eps(double eps) {
   DDP4J_CHECK_ARG(eps >= 0 && std::isfinite(eps), kOp, ": eps must be a non-negative number, got ", eps);
 }

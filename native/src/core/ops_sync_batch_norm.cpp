@@ -16,16 +16,6 @@ void check_input(const char* op, const char* what, const Tensor& x) {
   DDP4J_CHECK_ARG(x.dim() >= 2, op, ": ", what, " must be at least 2-D [N, C, ...], got shape ", shape_str(x.shape()));
 }
 
-/** A per-channel tensor must be float32 [C] on x's device. */
-void check_channel_tensor(const char* op, const char* what, const Tensor& x, const Tensor& t) {
-  DDP4J_CHECK_ARG(t.defined(), op, ": ", what, " is missing");
-  check_dtype(op, what, t, DType::Float32);
-  check_same_device(op, x, t);
-  DDP4J_CHECK_ARG(t.dim() == 1 && t.size(0) == x.size(1), op, ": input ", shape_str(x.shape()), " has ", x.size(1),
-                  " channels but ", what, " ", shape_str(t.shape()), " expects ",
-                  t.dim() == 1 ? t.size(0) : t.numel());
-}
-
 void check_like_input(const char* op, const Tensor& gy, const Tensor& x) {
   check_dtype(op, "grad_output", gy, DType::Float32);
   check_same_device(op, gy, x);

@@ -119,33 +119,15 @@ public class ConvNetDemo implements Callable<Integer> {
                     + " training thread); the batches are the same either way.")
     int workers = 0;
 
-    @Option(names = "--comm-hook", paramLabel = "allreduce|bf16|fp16|powersgd[:RANK]",
-            description = "A DDP communication hook (ddp.registerCommHook): bf16/fp16 halve the bytes of each bucket's"
-                    + " all-reduce, powersgd:RANK sends rank-RANK factors instead of the gradient matrices (from iteration "
-                    + POWER_SGD_START_ITERATION + " on, after plain all-reduces; its state goes into --save). Default: none.")
-    String commHook;
-
-    @Option(names = "--autocast", paramLabel = "none|bf16|fp16",
-            description = "Forward and loss under Autocast (torch.autocast(device, dtype)): conv and linear multiply in"
-                    + " bfloat16 / float16 with float32 accumulation; fp16 scales the loss with a GradScaler (default:"
-                    + " ${DEFAULT-VALUE}). Evaluation stays float32.")
-    AutocastChoice autocast = AutocastChoice.none;
-
-    @Option(names = "--sync-bn",
-            description = "Convert the model's BatchNorm2d layers to SyncBatchNorm before DDP (convertSyncBatchnorm):"
-                    + " batch statistics over every rank's batch, on the CPU too.")
-    boolean syncBn;
-
-    @Option(names = "--print-model",
-            description = "Rank 0 prints the model once before training, as print(model) does (the DDP wrapper included).")
-    boolean printModel;
-
     @Option(names = "--report-allocations",
             description = "Append allocations_per_step=A to the summary line: system allocations (malloc on the CPU, cudaMalloc on a GPU) per training step after the second.")
     boolean reportAllocations;
 
     @Mixin
     DeviceOption deviceOption = new DeviceOption();
+
+    @Mixin
+    DdpTuningOptions tuning = new DdpTuningOptions();
 
     /** --comm-hook powersgd's startPowerSGDIter: PyTorch's 1000 would never compress in a 600-step epoch. */
     static final long POWER_SGD_START_ITERATION = 100;
@@ -194,7 +176,7 @@ public class ConvNetDemo implements Callable<Integer> {
                     + " train on: point --data at a folder with Fashion-MNIST's (or MNIST's) IDX files");
         }
         TrainingPlot.checkPath(plot);
-        CommHookChoice hookChoice = commHook == null ? null : CommHookChoice.parse(commHook);
+        CommHookChoice hookChoice = tuning.hook();
         Checkpoint resumed = resume == null ? null : TrainingCheckpoint.read(resume); // validates the file
         int firstEpoch = resumed == null ? 0 : TrainingCheckpoint.epochsDone(resumed);
         if (firstEpoch >= epochs) {
@@ -213,11 +195,11 @@ public class ConvNetDemo implements Callable<Integer> {
                 DataLoader.Options.defaults().numWorkers(workers));
         Generator generator = new Generator(seed); // initialises the model, then draws its Dropout masks
         Module net = createModel(generator).to(device);
-        if (syncBn) {
+        if (tuning.syncBn) {
             SyncBatchNorm.convertSyncBatchnorm(net); // in place, before DDP, as in PyTorch
         }
         DistributedDataParallel model = new DistributedDataParallel(net);
-        GradScaler scaler = autocast.scaler();
+        GradScaler scaler = tuning.autocast.scaler();
         Object hookState = hookChoice == null ? null
                 : hookChoice.register(model, model.processGroup(), POWER_SGD_START_ITERATION);
         CrossEntropyLoss criterion = new CrossEntropyLoss();
@@ -238,7 +220,7 @@ public class ConvNetDemo implements Callable<Integer> {
             }
         }
 
-        if (printModel && rank == 0) {
+        if (tuning.printModel && rank == 0) {
             System.out.println(model);
         }
         int totalSteps = loader.size();
@@ -260,7 +242,7 @@ public class ConvNetDemo implements Callable<Integer> {
             for (var micro : accumulation.over(loader)) {
                 try (micro; Batch batch = micro.batch(); var scope = Tensors.scope()) {
                     Tensor loss;
-                    try (var ac = autocast.scope(device)) {
+                    try (var ac = tuning.autocast.scope(device)) {
                         loss = criterion.forward(model.forward(batch.inputs().to(device)), batch.labels().to(device));
                     }
                     micro.backward(scaler.scale(loss));

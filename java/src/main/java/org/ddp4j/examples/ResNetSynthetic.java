@@ -32,6 +32,7 @@ import org.ddp4j.tensor.Tensors;
 import org.ddp4j.vision.models.ResNet;
 import org.ddp4j.internal.VersionProvider;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -112,24 +113,8 @@ public final class ResNetSynthetic implements Callable<Integer> {
             description = "At the end, rank 0 writes the trained state dict (torchvision's names) to FILE (safetensors).")
     Path save;
 
-    @Option(names = "--comm-hook", paramLabel = "allreduce|bf16|fp16|powersgd[:RANK]",
-            description = "Register this DDP communication hook (ddp.registerCommHook); PowerSGD compresses from"
-                    + " the first timed step (start_powerSGD_iter = max(2, --warmup-steps)). Default: none (DDP's"
-                    + " built-in all-reduce).")
-    String commHook;
-
-    @Option(names = "--autocast", paramLabel = "none|bf16|fp16",
-            description = "Run forward and loss under Autocast (torch.autocast('cpu', dtype)): conv and linear multiply"
-                    + " in bfloat16 / float16 with float32 accumulation; fp16 also scales the loss with a GradScaler"
-                    + " (default: ${DEFAULT-VALUE}).")
-    AutocastChoice autocast = AutocastChoice.none;
-
-    @Option(names = "--sync-bn", description = "Convert the model's BatchNorm2d layers to SyncBatchNorm before DDP"
-            + " (SyncBatchNorm.convertSyncBatchnorm): batch statistics over every rank's batch.")
-    boolean syncBn;
-
-    @Option(names = "--print-model", description = "Rank 0 prints the (wrapped) model once before training, as print(model).")
-    boolean printModel;
+    @Mixin
+    DdpTuningOptions tuning = new DdpTuningOptions();
 
     /** Where the lines go (a test swaps it). */
     PrintStream out = System.out;
@@ -141,9 +126,7 @@ public final class ResNetSynthetic implements Callable<Integer> {
     @Override
     public Integer call() {
         checkOptions();
-        if (commHook != null) {
-            CommHookChoice.parse(commHook); // a bad value fails before the rendezvous
-        }
+        tuning.hook(); // a bad --comm-hook fails before the rendezvous
         // Before the rendezvous: every rank fails at once on a bad file, none waits for the others.
         Batch batch = input == null ? null : readInput(input, batchSize, imageSize);
         if (threads > 0) {
@@ -166,19 +149,19 @@ public final class ResNetSynthetic implements Callable<Integer> {
             batch = syntheticBatch(generator, batchSize, imageSize); // after the model, as the anchors
         }
         net.train();
-        if (syncBn && distributed) {
+        if (tuning.syncBn && distributed) {
             SyncBatchNorm.convertSyncBatchnorm(net); // in place, before DDP, as in PyTorch
         }
         long params = net.parameters().stream().mapToLong(Tensor::numel).sum();
         DistributedDataParallel ddp = distributed
                 ? new DistributedDataParallel(net, DistributedDataParallelOptions.defaults().bucketCapMb(bucketCapMb))
                 : null;
-        CommHookChoice hook = commHook == null ? null : CommHookChoice.parse(commHook);
+        CommHookChoice hook = tuning.hook();
         if (ddp != null && hook != null) {
             hook.register(ddp, ddp.processGroup(), Math.max(2, warmupSteps));
         }
         Module trained = ddp != null ? ddp : net;
-        if (printModel && rank == 0) {
+        if (tuning.printModel && rank == 0) {
             out.println(trained);
         }
         CrossEntropyLoss criterion = new CrossEntropyLoss();
@@ -188,10 +171,10 @@ public final class ResNetSynthetic implements Callable<Integer> {
                             + " warmup=%d steps=%d weights=%s input=%s autocast=%s%s%n",
                     model, batchSize, imageSize, world, Threads.getNumThreads(), ddp != null ? 1 : 0, formatMb(bucketCapMb),
                     warmupSteps, steps, weights == null ? "-" : weights, input == null ? "random" : input,
-                    autocast.describe(),
+                    tuning.autocast.describe(),
                     hook == null ? "" : " comm_hook=" + hook);
         }
-        Precision precision = new Precision(autocast, autocast.scaler());
+        Precision precision = new Precision(tuning.autocast, tuning.autocast.scaler());
 
         float loss = Float.NaN;
         for (int i = 0; i < warmupSteps; i++) {
