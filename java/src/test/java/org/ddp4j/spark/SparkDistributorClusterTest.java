@@ -1,0 +1,229 @@
+package org.ddp4j.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.apache.spark.HashPartitioner;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.ddp4j.data.MnistDataset;
+import org.ddp4j.multiprocessing.Processes;
+import org.ddp4j.testing.LauncherProcess;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import scala.Tuple2;
+
+/**
+ * SparkDistributor on a real Spark standalone cluster started once for the class: a Master and two
+ * one-core Workers on 127.0.0.1 (each its own JVM, {@link LocalSparkCluster}) and this test JVM as
+ * the driver, so each barrier task gets an executor of its own, as on a real cluster.
+ */
+@Timeout(value = 280, unit = TimeUnit.SECONDS)
+class SparkDistributorClusterTest {
+    private static final String TRAINER = "org.ddp4j.examples.SparkConvNetTrain";
+    private static final Pattern CHECK = Pattern.compile("check rank=(\\d+) world=(\\d+) rows=(\\d+) steps=(\\d+) loss=\\S+"
+            + " param_crc=([0-9a-f]{8})");
+    /** How long a job whose worker was killed may take to fail: the keep-alive bound of the issue. */
+    private static final Duration FAILURE_BOUND = Duration.ofSeconds(60);
+
+    private static LocalSparkCluster cluster;
+    private static SparkContext sc;
+
+    @BeforeAll
+    static void startCluster() throws Exception {
+        assumeTrue(LocalSparkCluster.sparkAvailable(), "the Spark jars (org.apache.spark:spark-core_2.13, a provided"
+                + " dependency) are not on the test class path; scripts/setup.sh fetches them");
+        assumeTrue(Files.isDirectory(MnistDataset.DEFAULT_DIR), "dataset-fashion-mnist is not installed");
+        // Spark's INFO lines through slf4j-simple would flood the test report; set before Spark makes its loggers.
+        for (String logger : List.of("org.apache.spark", "org.sparkproject", "io.netty", "org.apache.hadoop")) {
+            System.setProperty("org.slf4j.simpleLogger.log." + logger, "warn");
+        }
+        cluster = LocalSparkCluster.start(Files.createTempDirectory(Files.createDirectories(Path.of("target").toAbsolutePath()),
+                "spark-cluster-"), 2);
+        SparkConf conf = new SparkConf().setMaster(cluster.masterUrl()).setAppName("ddp4j SparkDistributorClusterTest")
+                .set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
+                .set("spark.ui.enabled", "false")
+                // one task per executor, a slot for every barrier task, no dynamic allocation (SPARK-24954)
+                .set("spark.executor.cores", "1").set("spark.task.cpus", "1").set("spark.cores.max", "2")
+                .set("spark.dynamicAllocation.enabled", "false")
+                .set("spark.executor.memory", "512m")
+                .set("spark.executor.extraJavaOptions", "-XX:+UseSerialGC -Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+                .set("spark.jars", cluster.ddp4jJar().toString()) // as spark-submit --jars
+                .set("spark.barrier.sync.timeout", "120s");
+        sc = new SparkContext(conf);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(150);
+        while (sc.statusTracker().getExecutorInfos().length < 3) { // the driver and two executors
+            if (System.nanoTime() - deadline > 0) {
+                fail("the cluster's two executors did not register within 150 s; logs in " + cluster.dir());
+            }
+            Thread.sleep(200);
+        }
+    }
+
+    @AfterAll
+    static void stopCluster() {
+        if (sc != null) {
+            sc.stop();
+        }
+        if (cluster != null) {
+            List<ProcessHandle> all = cluster.allProcesses();
+            cluster.close();
+            assertTrue(Processes.awaitExit(all, Duration.ofSeconds(5)), "a process of the Spark cluster outlived it");
+        }
+    }
+
+    /** Rank r's check line from its worker's last lines. */
+    private static Matcher check(WorkerResult r) {
+        for (String line : r.lastLines()) {
+            Matcher m = CHECK.matcher(line);
+            if (m.find()) {
+                return m;
+            }
+        }
+        throw new AssertionError("rank " + r.rank() + " printed no check line: " + r.lastLines());
+    }
+
+    @Test
+    void twoTasksTrainTheConvNetAsTheLauncherDoes() throws Exception {
+        String[] args = {"--limit", "400", "--batch-size", "50", "--seed", "3"};
+        List<WorkerResult> results = new SparkDistributor(2).sparkContext(sc).run(TRAINER, args);
+        assertEquals(2, results.size());
+
+        List<String> command = new ArrayList<>(List.of("--nproc-per-node", "2", "--master-port",
+                Integer.toString(LauncherProcess.freePort()), TRAINER));
+        command.addAll(List.of(args));
+        LauncherProcess.Result launched = LauncherProcess.run(command.toArray(String[]::new));
+        assertEquals(0, launched.exitCode(), launched.text());
+        Map<Integer, String> launcherLines = new TreeMap<>();
+        for (String line : launched.lines()) {
+            Matcher m = CHECK.matcher(line);
+            if (m.find()) {
+                launcherLines.put(Integer.parseInt(m.group(1)), m.group(0));
+            }
+        }
+        assertEquals(2, launcherLines.size(), launched.text());
+
+        for (WorkerResult r : results) {
+            Matcher m = check(r);
+            assertEquals(r.rank(), Integer.parseInt(m.group(1)));
+            assertEquals("2", m.group(2));
+            assertEquals("200", m.group(3), "400 images over 2 ranks");
+            assertEquals("4", m.group(4));
+            // the same sampling, initialisation and arithmetic: bitwise the launcher's line, loss and parameters
+            assertEquals(launcherLines.get(r.rank()), m.group(0), "rank " + r.rank() + " differs from the launcher run");
+        }
+        assertEquals(check(results.get(0)).group(5), check(results.get(1)).group(5), "the ranks' parameters differ");
+        // each worker's output reached its executor's log, prefixed with its rank
+        for (WorkerResult r : results) {
+            assertTrue(executorStdoutContains("[rank" + r.rank() + "]: " + check(r).group(0)),
+                    "no executor log under " + cluster.dir() + " holds rank " + r.rank() + "'s prefixed check line");
+        }
+    }
+
+    @Test
+    void aKilledWorkerFailsTheStageNamingItsRankAndTheClusterRunsTheNextJob(@org.junit.jupiter.api.io.TempDir Path started)
+            throws Exception {
+        // long enough to be killed mid-training: 200 epochs of 4 steps
+        CompletableFuture<List<WorkerResult>> job = CompletableFuture.supplyAsync(() -> new SparkDistributor(2)
+                .sparkContext(sc).run(TRAINER, "--limit", "400", "--batch-size", "50", "--epochs", "200", "--started-dir",
+                        started.toString()));
+        Path marker0 = started.resolve("rank0.started");
+        Path marker1 = started.resolve("rank1.started");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (!(Files.exists(marker0) && Files.exists(marker1) && Files.size(marker1) > 0 && Files.size(marker0) > 0)) {
+            if (job.isDone() || System.nanoTime() - deadline > 0) {
+                fail("the ranks did not both start training within 120 s: " + outcome(job));
+            }
+            Thread.sleep(100);
+        }
+        ProcessHandle rank0 = ProcessHandle.of(Long.parseLong(Files.readString(marker0).trim())).orElseThrow();
+        ProcessHandle rank1 = ProcessHandle.of(Long.parseLong(Files.readString(marker1).trim())).orElseThrow();
+        assertTrue(rank1.destroyForcibly(), "could not SIGKILL rank 1's worker");
+
+        Throwable failure;
+        try {
+            job.get(FAILURE_BOUND.toSeconds(), TimeUnit.SECONDS);
+            throw new AssertionError("the job succeeded although rank 1's worker was killed");
+        } catch (TimeoutException e) {
+            throw new AssertionError("the job did not fail within " + FAILURE_BOUND + " of rank 1's worker being killed", e);
+        } catch (ExecutionException e) {
+            failure = e.getCause();
+        }
+        WorkerFailedException w = assertInstanceOf(WorkerFailedException.class, failure, String.valueOf(failure));
+        assertEquals(1, w.rank(), w.getMessage());
+        assertTrue(w.getMessage().contains("ddp4j rank 1 ") && w.getMessage().contains("was killed by signal 9"),
+                w.getMessage());
+        // the other rank's worker went with the stage: no orphan
+        assertTrue(Processes.awaitExit(List.of(rank0, rank1), Duration.ofSeconds(15)), "rank 0's worker outlived the stage");
+
+        // the cluster is intact: the next job runs to the end
+        List<WorkerResult> next = new SparkDistributor(2).sparkContext(sc).run(TRAINER, "--limit", "100", "--batch-size", "50");
+        assertEquals(check(next.get(0)).group(5), check(next.get(1)).group(5));
+    }
+
+    @Test
+    void unequalPartitionsTrainToOneModelWithJoin() throws Exception {
+        MnistDataset images = new MnistDataset(MnistDataset.DEFAULT_DIR, true, 110);
+        List<Tuple2<Integer, LabeledExample>> keyed = new ArrayList<>();
+        for (int i = 0; i < images.size(); i++) {
+            float[] pixels = new float[images.exampleNumel()];
+            images.copyFeatures(i, pixels, 0);
+            // keys by partition under HashPartitioner(2): even keys to partition 0 (75 rows), odd to partition 1 (35)
+            keyed.add(new Tuple2<>(i < 75 ? 2 * i : 2 * i + 1, new LabeledExample(pixels, images.label(i))));
+        }
+        // a shuffle, as a real job's partitioning by key (a union or coalesce in the stage is refused by Spark's barrier mode)
+        JavaRDD<LabeledExample> rows = JavaSparkContext.fromSparkContext(sc).parallelizePairs(keyed, 3)
+                .partitionBy(new HashPartitioner(2)).values();
+        List<WorkerResult> results = new SparkDistributor(2).runOnPartitions(rows, new long[] {1, 28, 28}, TRAINER,
+                "--partition", "--batch-size", "25", "--epochs", "2");
+        Matcher r0 = check(results.get(0));
+        Matcher r1 = check(results.get(1));
+        assertEquals(List.of("75", "6"), List.of(r0.group(3), r0.group(4)), r0.group(0));
+        assertEquals(List.of("35", "4"), List.of(r1.group(3), r1.group(4)), r1.group(0));
+        assertEquals(r0.group(5), r1.group(5), "the ranks ended with different parameters");
+    }
+
+    private static boolean executorStdoutContains(String text) throws IOException {
+        try (Stream<Path> files = Files.walk(cluster.dir())) {
+            for (Path p : (Iterable<Path>) files.filter(f -> f.getFileName().toString().equals("stdout"))::iterator) {
+                if (Files.readString(p).contains(text)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private static String outcome(CompletableFuture<?> job) {
+        if (!job.isDone()) {
+            return "the job still runs";
+        }
+        try {
+            return "the job ended: " + job.get();
+        } catch (InterruptedException | ExecutionException e) {
+            return "the job failed: " + e.getCause();
+        }
+    }
+}
