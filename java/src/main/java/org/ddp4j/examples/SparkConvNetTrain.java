@@ -55,7 +55,7 @@ public final class SparkConvNetTrain implements Callable<Integer> {
     int batchSize = 50;
 
     @Option(names = "--lr", description = "SGD learning rate (default: ${DEFAULT-VALUE}).")
-    double lr = 0.05;
+    double lr = 0.01;
 
     @Option(names = "--momentum", description = "SGD momentum (default: ${DEFAULT-VALUE}).")
     double momentum = 0.9;

@@ -94,6 +94,11 @@ final class LocalSparkCluster implements AutoCloseable {
         return "spark://127.0.0.1:" + masterPort;
     }
 
+    /** The cluster's SPARK_HOME: {@code jars/} links the test class path's jars. */
+    Path sparkHome() {
+        return dir.resolve("spark-home");
+    }
+
     /** The ddp4j classes as a jar, for {@code spark.jars}. */
     Path ddp4jJar() {
         return ddp4jJar;

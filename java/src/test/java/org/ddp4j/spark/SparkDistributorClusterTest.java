@@ -31,6 +31,9 @@ import org.ddp4j.multiprocessing.Processes;
 import org.ddp4j.testing.LauncherProcess;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import scala.Tuple2;
@@ -41,6 +44,7 @@ import scala.Tuple2;
  * the driver, so each barrier task gets an executor of its own, as on a real cluster.
  */
 @Timeout(value = 280, unit = TimeUnit.SECONDS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SparkDistributorClusterTest {
     private static final String TRAINER = "org.ddp4j.examples.SparkConvNetTrain";
     private static final Pattern CHECK = Pattern.compile("check rank=(\\d+) world=(\\d+) rows=(\\d+) steps=(\\d+) loss=\\S+"
@@ -203,6 +207,51 @@ class SparkDistributorClusterTest {
         assertEquals(List.of("75", "6"), List.of(r0.group(3), r0.group(4)), r0.group(0));
         assertEquals(List.of("35", "4"), List.of(r1.group(3), r1.group(4)), r1.group(0));
         assertEquals(r0.group(5), r1.group(5), "the ranks ended with different parameters");
+    }
+
+    /**
+     * The README's spark-submit line, against this cluster: SparkRun as the application, ddp4j as its
+     * jar. Last, because this JVM's application holds both cores until it stops.
+     */
+    @Test
+    @Order(Integer.MAX_VALUE)
+    void sparkSubmitRunsSparkRun() throws Exception {
+        sc.stop();
+        List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx512m",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cluster.sparkHome().resolve("jars") + "/*",
+                "org.apache.spark.deploy.SparkSubmit", "--master", cluster.masterUrl(),
+                "--conf", "spark.executor.cores=1", "--conf", "spark.task.cpus=1",
+                "--conf", "spark.dynamicAllocation.enabled=false",
+                "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
+                "--conf", "spark.executor.memory=512m",
+                "--conf", "spark.executor.extraJavaOptions=-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "--class", "org.ddp4j.spark.SparkRun", cluster.ddp4jJar().toString(),
+                "-n", "2", TRAINER, "--limit", "100", "--batch-size", "50");
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+        pb.environment().put("SPARK_HOME", cluster.sparkHome().toString());
+        pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+        pb.environment().put("SPARK_SCALA_VERSION", "2.13");
+        Process submit = pb.start();
+        CompletableFuture<String> output = CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(submit.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                return "<output lost: " + e + ">";
+            }
+        });
+        try {
+            assertTrue(submit.waitFor(150, TimeUnit.SECONDS), "spark-submit did not finish within 150 s");
+        } finally {
+            submit.descendants().forEach(ProcessHandle::destroyForcibly);
+            submit.destroyForcibly();
+        }
+        String text = output.get(30, TimeUnit.SECONDS);
+        assertEquals(0, submit.exitValue(), text);
+        List<String> crcs = text.lines().map(CHECK::matcher).filter(Matcher::find).map(m -> m.group(1) + ":" + m.group(5))
+                .sorted().toList();
+        assertEquals(2, crcs.size(), text);
+        assertEquals(crcs.get(0).substring(2), crcs.get(1).substring(2), text);
+        assertTrue(text.contains("[rank0]: check rank=0") && text.contains("[rank1]: check rank=1"), text);
     }
 
     private static boolean executorStdoutContains(String text) throws IOException {
