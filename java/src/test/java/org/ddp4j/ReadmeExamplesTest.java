@@ -57,7 +57,11 @@ class ReadmeExamplesTest {
             Map.entry("List<Tensor> decay = new ArrayList<>();", "Module model, int epochs"),
             Map.entry("ResNet model = ResNet.resnet50(10);", ""),
             Map.entry("var accumulation = new GradientAccumulation(ddp, 4);", "DistributedDataParallel ddp, DataLoader loader, SGD optimizer,"
-                    + " CrossEntropyLoss criterion"));
+                    + " CrossEntropyLoss criterion"),
+            Map.entry("SparkContext sc = SparkContext.getOrCreate();", ""),
+            Map.entry("Dataset rows = PartitionDataset.open();", "long seed, int rank, DistributedDataParallel ddp,"
+                    + " CrossEntropyLoss criterion, SGD opt"),
+            Map.entry("List<WorkerResult> ranks = new SparkDistributor(2)", "JavaRDD<LabeledExample> rows"));
 
     /** A block that declares a public top-level class is a whole source file. */
     private static final java.util.regex.Pattern TOP_LEVEL_CLASS =

@@ -153,17 +153,9 @@ class SparkDistributorClusterTest {
         CompletableFuture<List<WorkerResult>> job = CompletableFuture.supplyAsync(() -> new SparkDistributor(2)
                 .sparkContext(sc).run(TRAINER, "--limit", "400", "--batch-size", "50", "--epochs", "200", "--started-dir",
                         started.toString()));
-        Path marker0 = started.resolve("rank0.started");
-        Path marker1 = started.resolve("rank1.started");
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-        while (!(Files.exists(marker0) && Files.exists(marker1) && Files.size(marker1) > 0 && Files.size(marker0) > 0)) {
-            if (job.isDone() || System.nanoTime() - deadline > 0) {
-                fail("the ranks did not both start training within 120 s: " + outcome(job));
-            }
-            Thread.sleep(100);
-        }
-        ProcessHandle rank0 = ProcessHandle.of(Long.parseLong(Files.readString(marker0).trim())).orElseThrow();
-        ProcessHandle rank1 = ProcessHandle.of(Long.parseLong(Files.readString(marker1).trim())).orElseThrow();
+        List<ProcessHandle> workers = awaitStarted(started, job);
+        ProcessHandle rank0 = workers.get(0);
+        ProcessHandle rank1 = workers.get(1);
         assertTrue(rank1.destroyForcibly(), "could not SIGKILL rank 1's worker");
 
         Throwable failure;
@@ -185,6 +177,45 @@ class SparkDistributorClusterTest {
         // the cluster is intact: the next job runs to the end
         List<WorkerResult> next = new SparkDistributor(2).sparkContext(sc).run(TRAINER, "--limit", "100", "--batch-size", "50");
         assertEquals(check(next.get(0)).group(5), check(next.get(1)).group(5));
+    }
+
+    @Test
+    void interruptingTheDriverCancelsTheJobAndStopsEveryWorker(@org.junit.jupiter.api.io.TempDir Path started)
+            throws Exception {
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        Thread driver = new Thread(() -> {
+            try {
+                new SparkDistributor(2).sparkContext(sc).run(TRAINER, "--limit", "400", "--batch-size", "50", "--epochs",
+                        "200", "--started-dir", started.toString());
+                outcome.complete(null);
+            } catch (Throwable e) {
+                outcome.complete(e);
+            }
+        }, "test-driver");
+        driver.start();
+        List<ProcessHandle> workers = awaitStarted(started, outcome);
+        driver.interrupt();
+        Throwable failure = outcome.get(FAILURE_BOUND.toSeconds(), TimeUnit.SECONDS);
+        SparkDistributorException e = assertInstanceOf(SparkDistributorException.class, failure, String.valueOf(failure));
+        assertTrue(e.getMessage().contains("interrupted") && e.getMessage().contains("cancelled"), e.getMessage());
+        assertTrue(Processes.awaitExit(workers, Duration.ofSeconds(15)), "a worker outlived its cancelled job");
+    }
+
+    /** Waits until both ranks have trained a step (their --started-dir markers) and returns their worker processes. */
+    private static List<ProcessHandle> awaitStarted(Path started, java.util.concurrent.Future<?> job) throws Exception {
+        List<ProcessHandle> workers = new ArrayList<>();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        for (int rank = 0; rank < 2; rank++) {
+            Path marker = started.resolve("rank" + rank + ".started");
+            while (!Files.exists(marker) || Files.size(marker) == 0) {
+                if (job.isDone() || System.nanoTime() - deadline > 0) {
+                    fail("rank " + rank + " did not start training within 120 s: " + outcome(job));
+                }
+                Thread.sleep(100);
+            }
+            workers.add(ProcessHandle.of(Long.parseLong(Files.readString(marker).trim())).orElseThrow());
+        }
+        return workers;
     }
 
     @Test
@@ -265,7 +296,7 @@ class SparkDistributorClusterTest {
         return false;
     }
 
-    private static String outcome(CompletableFuture<?> job) {
+    private static String outcome(java.util.concurrent.Future<?> job) {
         if (!job.isDone()) {
             return "the job still runs";
         }
