@@ -103,7 +103,7 @@ public final class SparkDistributor {
         return numProcesses;
     }
 
-    /** Runs the jobs on {@code sc} instead of {@code SparkContext.getOrCreate()}. */
+    /** Runs {@link #run}'s jobs on {@code sc} instead of {@code SparkContext.getOrCreate()} (runOnPartitions uses its RDD's). */
     public SparkDistributor sparkContext(SparkContext sc) {
         this.sparkContext = Objects.requireNonNull(sc, "sc");
         return this;
@@ -195,8 +195,9 @@ public final class SparkDistributor {
      * @param exampleShape the shape of one example's features, e.g. {@code {1, 28, 28}}; each row holds its product
      * @return each rank's result, ordered by rank
      * @throws IllegalArgumentException if {@code rows} has another number of partitions, or the shape is empty or not positive
-     * @throws WorkerFailedException, SparkDistributorException as {@link #run}; a row of another
-     *     length fails the stage with a message naming it
+     * @throws WorkerFailedException as {@link #run}
+     * @throws SparkDistributorException as {@link #run}; also when a row has another length than
+     *     the shape's product (the message names the row)
      */
     public List<WorkerResult> runOnPartitions(JavaRDD<LabeledExample> rows, long[] exampleShape, String mainClass,
             String... args) {
@@ -211,8 +212,7 @@ public final class SparkDistributor {
                     + numProcesses + " ranks, one per partition: pass rows.repartition(" + numProcesses + ") (or coalesce("
                     + numProcesses + "))");
         }
-        SparkContext sc = sparkContext != null ? sparkContext : rows.context();
-        return execute(sc, rows.rdd(), spec(mainClass, args, exampleShape), mainClass);
+        return execute(rows.context(), rows.rdd(), spec(mainClass, args, exampleShape), mainClass);
     }
 
     private JobSpec spec(String mainClass, String[] args, long[] exampleShape) {

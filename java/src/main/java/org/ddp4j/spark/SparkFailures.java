@@ -13,6 +13,8 @@ import java.util.regex.Pattern;
 final class SparkFailures {
     private static final String MARKER = WorkerFailedException.class.getName() + ": ";
     private static final Pattern RANK = Pattern.compile("ddp4j rank (\\d+)");
+    /** Spark's name of the failed barrier task: ResultTask(stage, partition), the partition being the rank. */
+    private static final Pattern FAILED_TASK = Pattern.compile("barrier task ResultTask\\(\\d+, (\\d+)\\)");
 
     private SparkFailures() {}
 
@@ -44,8 +46,9 @@ final class SparkFailures {
         } else if (text.contains("SPARK-24942") || text.contains("dynamic resource allocation")) {
             hint = ": barrier stages do not run with dynamic allocation; set spark.dynamicAllocation.enabled=false";
         }
-        return new SparkDistributorException("the ddp4j barrier stage failed" + hint + ". Spark said: " + upToStackTrace(text),
-                failure);
+        Matcher task = FAILED_TASK.matcher(text);
+        String who = task.find() ? "ddp4j rank " + task.group(1) + "'s Spark task failed" : "the ddp4j barrier stage failed";
+        return new SparkDistributorException(who + hint + ". Spark said: " + upToStackTrace(text), failure);
     }
 
     /** {@code text} up to its first stack frame line. */

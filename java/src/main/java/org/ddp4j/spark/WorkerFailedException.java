@@ -35,7 +35,7 @@ public class WorkerFailedException extends SparkDistributorException {
         this.rank = rank;
     }
 
-    /** The RANK of the worker that failed. */
+    /** The RANK of the worker that failed; -1 where Spark's message did not name it. */
     public int rank() {
         return rank;
     }

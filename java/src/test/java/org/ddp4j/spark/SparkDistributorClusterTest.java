@@ -77,10 +77,15 @@ class SparkDistributorClusterTest {
                 .set("spark.jars", cluster.ddp4jJar().toString()) // as spark-submit --jars
                 .set("spark.barrier.sync.timeout", "120s");
         sc = new SparkContext(conf);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(150);
+        awaitExecutors(Duration.ofSeconds(150));
+    }
+
+    /** Waits until both executors are registered with the driver. */
+    private static void awaitExecutors(Duration limit) throws InterruptedException {
+        long deadline = System.nanoTime() + limit.toNanos();
         while (sc.statusTracker().getExecutorInfos().length < 3) { // the driver and two executors
             if (System.nanoTime() - deadline > 0) {
-                fail("the cluster's two executors did not register within 150 s; logs in " + cluster.dir());
+                fail("the cluster's two executors were not registered within " + limit + "; logs in " + cluster.dir());
             }
             Thread.sleep(200);
         }
@@ -238,6 +243,35 @@ class SparkDistributorClusterTest {
         assertEquals(List.of("75", "6"), List.of(r0.group(3), r0.group(4)), r0.group(0));
         assertEquals(List.of("35", "4"), List.of(r1.group(3), r1.group(4)), r1.group(0));
         assertEquals(r0.group(5), r1.group(5), "the ranks ended with different parameters");
+    }
+
+    /**
+     * An executor JVM killed with -9 takes its worker with it (the worker's lifeline pipe closes) and
+     * fails the stage; the Worker daemon then starts a new executor. After the other tests on the
+     * shared application, since it waits for that replacement.
+     */
+    @Test
+    @Order(Integer.MAX_VALUE - 1)
+    void aKilledExecutorTakesItsWorkerWithIt(@org.junit.jupiter.api.io.TempDir Path started) throws Exception {
+        CompletableFuture<List<WorkerResult>> job = CompletableFuture.supplyAsync(() -> new SparkDistributor(2)
+                .sparkContext(sc).run(TRAINER, "--limit", "400", "--batch-size", "50", "--epochs", "200", "--started-dir",
+                        started.toString()));
+        List<ProcessHandle> workers = awaitStarted(started, job);
+        ProcessHandle executor = workers.get(1).parent().orElseThrow();
+        assertTrue(executor.info().commandLine().orElse("").contains("CoarseGrainedExecutorBackend"),
+                "rank 1's worker's parent is not an executor: " + executor.info());
+        assertTrue(executor.destroyForcibly(), "could not SIGKILL rank 1's executor");
+
+        assertTrue(Processes.awaitExit(List.of(workers.get(1)), Duration.ofSeconds(15)),
+                "rank 1's worker outlived its executor");
+        try {
+            job.get(FAILURE_BOUND.toSeconds(), TimeUnit.SECONDS);
+            throw new AssertionError("the job succeeded although rank 1's executor was killed");
+        } catch (ExecutionException e) {
+            assertInstanceOf(SparkDistributorException.class, e.getCause(), String.valueOf(e.getCause()));
+        }
+        assertTrue(Processes.awaitExit(workers, Duration.ofSeconds(15)), "rank 0's worker outlived the stage");
+        awaitExecutors(Duration.ofSeconds(120)); // the Worker daemon's replacement executor
     }
 
     /**

@@ -32,6 +32,19 @@ class SparkFailuresTest {
     }
 
     @Test
+    void aTaskThatFailedWithoutAWorkerFailureIsNamedByItsRank() {
+        SparkException spark = new SparkException("Job aborted due to stage failure: Could not recover from a failed"
+                + " barrier ResultStage. Most recent failure reason: Stage failed because barrier task ResultTask(3, 1)"
+                + " finished unsuccessfully.\nExecutorLostFailure (executor 1 exited caused by one of the running tasks)"
+                + " Reason: Command exited with code 137");
+        SparkDistributorException e = SparkFailures.translate(spark, 2);
+        assertEquals(SparkDistributorException.class, e.getClass());
+        assertTrue(e.getMessage().startsWith("ddp4j rank 1's Spark task failed. Spark said: Job aborted")
+                && e.getMessage().endsWith("ExecutorLostFailure (executor 1 exited caused by one of the running tasks) Reason:"
+                        + " Command exited with code 137"), e.getMessage());
+    }
+
+    @Test
     void tooFewSlotsGetsTheSettingsThatFixIt() {
         SparkException spark = new SparkException("[SPARK-24819]: Barrier execution mode does not allow run a barrier"
                 + " stage that requires more slots than the total number of slots in the cluster currently.");
