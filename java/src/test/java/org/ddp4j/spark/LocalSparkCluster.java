@@ -27,7 +27,8 @@ import org.ddp4j.multiprocessing.Processes;
  * target/classes), as {@code spark-submit --jars} would bring it.
  *
  * <p>{@link #close()} kills the Workers with their executors (and whatever those started) and the
- * Master; a shutdown hook does the same if the test JVM exits first.
+ * Master; a shutdown hook does the same if the test JVM exits first, and each daemon's process
+ * group is killed when the test JVM dies without running it ({@link #LIFELINE}).
  */
 final class LocalSparkCluster implements AutoCloseable {
     /** How long the Master may take to listen. */
@@ -119,12 +120,35 @@ final class LocalSparkCluster implements AutoCloseable {
         return all;
     }
 
+    /**
+     * Runs a daemon's command in a process group of its own with a watcher that reads the daemon's
+     * stdin, a pipe from this JVM that is never written: at end of file (this JVM is gone, however
+     * it died, kill -9 included) it kills the whole group, which holds the daemon, the executors a
+     * Worker starts and their ddp4j workers. Then {@code exec}s the command, which keeps the pid.
+     */
+    private static final String LIFELINE = String.join("\n",
+            "exec 3<&0",
+            "( while :; do",
+            "    IFS= read -r -t 1 line <&3; rc=$?",
+            "    if [ $rc -eq 0 ]; then continue; fi",
+            "    kill -0 $$ 2>/dev/null || exit 0",
+            "    if [ $rc -le 128 ]; then kill -KILL -- -$$; exit 0; fi",
+            "  done ) >/dev/null 2>&1 &",
+            "exec \"$@\" </dev/null 3<&-");
+
+    /** {@code command} run through {@link #LIFELINE} in a session of its own (keep its stdin a pipe from this JVM). */
+    static List<String> underLifeline(String name, List<String> command) {
+        List<String> wrapped = new ArrayList<>(List.of("/usr/bin/setsid", "/bin/bash", "-c", LIFELINE, "spark-" + name));
+        wrapped.addAll(command);
+        return wrapped;
+    }
+
     private void startDaemon(Path home, String name, String mainClass, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx256m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                 "-cp", home.resolve("jars") + File.separator + "*", mainClass));
         command.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
+        ProcessBuilder pb = new ProcessBuilder(underLifeline(name, command)).redirectErrorStream(true)
                 .redirectOutput(dir.resolve(name + ".log").toFile());
         pb.environment().put("SPARK_HOME", home.toString());
         pb.environment().put("SPARK_CONF_DIR", home.resolve("conf").toString());

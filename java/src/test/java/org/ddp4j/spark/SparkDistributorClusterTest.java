@@ -292,7 +292,7 @@ class SparkDistributorClusterTest {
                 "--conf", "spark.executor.extraJavaOptions=-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                 "--class", "org.ddp4j.spark.SparkRun", cluster.ddp4jJar().toString(),
                 "-n", "2", TRAINER, "--limit", "100", "--batch-size", "50");
-        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+        ProcessBuilder pb = new ProcessBuilder(LocalSparkCluster.underLifeline("submit", command)).redirectErrorStream(true);
         pb.environment().put("SPARK_HOME", cluster.sparkHome().toString());
         pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
         pb.environment().put("SPARK_SCALA_VERSION", "2.13");
