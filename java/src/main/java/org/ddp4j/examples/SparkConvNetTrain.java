@@ -28,8 +28,10 @@ import picocli.CommandLine.Option;
 
 /**
  * The ConvNet of {@link ConvNetDemo} trained by one rank of a {@code SparkDistributor} job (or of
- * a launcher run: it reads only the torch environment), printing at the end on every rank
+ * a launcher run: it reads only the torch environment), printing on every rank first where it runs,
+ * then at the end its result:
  * <pre>
+ * | rank R of W: local rank L of LW[, CUDA_VISIBLE_DEVICES=...]
  * check rank=R world=W rows=N steps=S loss=L param_crc=C
  * </pre>
  * N: the examples this rank trained on per epoch; S: its training steps; L: its last loss; C: the
@@ -85,6 +87,10 @@ public final class SparkConvNetTrain implements Callable<Integer> {
         Distributed.initProcessGroup("gloo");
         int rank = Distributed.getRank();
         int world = Distributed.getWorldSize();
+        // where this rank runs, for the Spark task's log
+        String gpus = System.getenv("CUDA_VISIBLE_DEVICES");
+        System.out.printf(Locale.ROOT, "| rank %d of %d: local rank %s of %s%s%n", rank, world, System.getenv("LOCAL_RANK"),
+                System.getenv("LOCAL_WORLD_SIZE"), gpus == null ? "" : ", CUDA_VISIBLE_DEVICES=" + gpus);
         DistributedSampler shared = partition ? null : new DistributedSampler(train.size(), world, rank, true, seed, false);
         Sampler sampler = partition ? new RandomSampler(train.size(), new Generator(seed + rank)) : shared;
         DataLoader loader = new DataLoader(train, batchSize, sampler, false);

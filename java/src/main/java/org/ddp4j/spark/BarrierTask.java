@@ -24,6 +24,7 @@ import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.BarrierTaskInfo;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.SparkFiles;
+import org.apache.spark.resource.ResourceInformation;
 import org.ddp4j.internal.Setting;
 import org.ddp4j.launch.WorkerMain;
 import org.ddp4j.multiprocessing.OutputPump;
@@ -107,15 +108,23 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
                 long n = PartitionFile.write(examples, spec.exampleShape(), partition);
                 LOG.info("ddp4j rank {}: wrote its partition ({} rows) to {}", rank, n, partition);
             }
-            // Task 0 picks the port on its own host (the master's) and the secret; every task learns both.
-            String mine = rank == 0 ? freePort() + " " + newSecret() : "";
+            // Task 0 picks the port on its own host (the master's) and the secret; every task learns both, and
+            // every task's GPUs (when Spark schedules GPUs).
+            String gpus = TaskGpus.encode(gpuAddresses(ctx));
+            String mine = (rank == 0 ? freePort() + " " + newSecret() : "- -") + " " + gpus;
             String[] all = ctx.allGather(mine);
             String[] agreed = all[0].split(" ");
-            if (agreed.length != 2) {
-                throw new IllegalStateException("ddp4j rank " + rank + ": task 0 sent '" + all[0] + "' instead of a port and"
-                        + " a secret; are the tasks running the same ddp4j version?");
+            if (agreed.length != 3) {
+                throw new IllegalStateException("ddp4j rank " + rank + ": task 0 sent '" + all[0] + "' instead of a port, a"
+                        + " secret and its GPUs; are the tasks running the same ddp4j version?");
             }
-            return supervise(ctx, rank, hosts, agreed[0], agreed[1], partition);
+            List<List<String>> gpusByRank = new ArrayList<>();
+            for (String message : all) {
+                String[] fields = message.split(" ");
+                gpusByRank.add(TaskGpus.decode(fields[fields.length - 1]));
+            }
+            return supervise(ctx, rank, hosts, agreed[0], agreed[1], partition,
+                    TaskGpus.visibleDevices(hosts, gpusByRank, rank));
         } finally {
             if (partition != null) {
                 Files.deleteIfExists(partition);
@@ -125,7 +134,7 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
 
     /** Starts the rank's worker and waits for it, stopping it when the task is killed or times out. */
     private WorkerResult supervise(BarrierTaskContext ctx, int rank, TaskHosts hosts, String port, String secret,
-            Path partition) throws InterruptedException {
+            Path partition, String visibleDevices) throws InterruptedException {
         ProcessBuilder pb = new ProcessBuilder(command(hosts.localWorldSize(rank)));
         Map<String, String> env = pb.environment();
         // A launcher's own variables (if this executor was started under one) mean nothing to this worker.
@@ -146,6 +155,9 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
         env.put(Setting.PROGRESS.variable(), "0"); // an executor's log is no terminal
         if (partition != null) {
             env.put(Setting.SPARK_PARTITION.variable(), partition.toString());
+        }
+        if (visibleDevices != null && !env.containsKey("CUDA_VISIBLE_DEVICES")) {
+            env.put("CUDA_VISIBLE_DEVICES", visibleDevices); // cuda:LOCAL_RANK is the GPU Spark gave this task
         }
         String who = "ddp4j rank " + rank + " (host " + hosts.host(rank) + ", local rank " + hosts.localRank(rank);
         Process process;
@@ -299,6 +311,12 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
             case 2 -> " (SIGINT)";
             default -> "";
         };
+    }
+
+    /** The addresses of the GPUs Spark gave this task (none unless spark.task.resource.gpu.amount is set). */
+    private static List<String> gpuAddresses(BarrierTaskContext ctx) {
+        ResourceInformation gpu = ctx.resourcesJMap().get("gpu");
+        return gpu == null ? List.of() : List.of(gpu.addresses());
     }
 
     /** Where the partition file goes: the executor's Spark local directory, else java.io.tmpdir. */

@@ -42,7 +42,12 @@ import scala.reflect.ClassTag$;
  * LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and
  * {@code DDP4J_STORE_SECRET}, so {@code Distributed.initProcessGroup("gloo")} works in it as
  * under the launcher. Its output goes to the executor's stdout and stderr (the task's log in
- * Spark's UI), each line prefixed with {@code [rankN]: }.
+ * Spark's UI), each line prefixed with {@code [rankN]: }. Where Spark schedules GPUs, one per task
+ * ({@code spark.executor.resource.gpu.amount=1}, {@code spark.task.resource.gpu.amount=1}), each
+ * worker gets {@code CUDA_VISIBLE_DEVICES} listing its host's tasks' GPUs in local-rank order,
+ * so that {@code Cuda.localDevice(System.getenv())} (cuda:LOCAL_RANK) is the GPU Spark gave its
+ * task (PySpark's {@code use_gpu}); a {@code CUDA_VISIBLE_DEVICES} in {@link #env} or the
+ * executor's environment is kept.
  *
  * <p>A worker that fails fails its task with a {@link WorkerFailedException} naming the rank and
  * quoting its last stderr lines; Spark then fails the barrier stage as a whole and kills the other

@@ -31,6 +31,9 @@ import org.ddp4j.multiprocessing.Processes;
  * group is killed when the test JVM dies without running it ({@link #LIFELINE}).
  */
 final class LocalSparkCluster implements AutoCloseable {
+    /** The address of each Worker's pretend GPU (a discovery script reports it; nothing uses it as a GPU). */
+    static final List<String> FAKE_GPUS = List.of("7", "4");
+
     /** How long the Master may take to listen. */
     static final Duration START_LIMIT = Duration.ofSeconds(90);
 
@@ -74,12 +77,17 @@ final class LocalSparkCluster implements AutoCloseable {
         LocalSparkCluster cluster = new LocalSparkCluster(dir, freePort(), ddp4j);
         Runtime.getRuntime().addShutdownHook(cluster.hook);
         try {
-            cluster.startDaemon(home, "master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+            cluster.startDaemon(home, "master", List.of(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
                     Integer.toString(cluster.masterPort), "--webui-port", Integer.toString(freePort()));
             cluster.awaitListening(cluster.masterPort);
             for (int i = 0; i < workers; i++) {
                 Path work = Files.createDirectories(dir.resolve("worker" + i));
-                cluster.startDaemon(home, "worker" + i, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                // one pretend GPU per Worker, address FAKE_GPUS[i]: only an application that asks for GPUs gets it
+                Path gpu = dir.resolve("gpu-worker" + i + ".sh");
+                Files.writeString(gpu, "#!/bin/sh\necho '{\"name\": \"gpu\", \"addresses\": [\"" + FAKE_GPUS.get(i) + "\"]}'\n");
+                gpu.toFile().setExecutable(true);
+                cluster.startDaemon(home, "worker" + i, List.of("-Dspark.worker.resource.gpu.amount=1",
+                        "-Dspark.worker.resource.gpu.discoveryScript=" + gpu), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                         "--webui-port", Integer.toString(freePort()), "--cores", "1", "--memory", "1g", "--work-dir",
                         work.toString(), cluster.masterUrl());
             }
@@ -88,6 +96,19 @@ final class LocalSparkCluster implements AutoCloseable {
             throw e;
         }
         return cluster;
+    }
+
+    /** Deletes the {@code spark-cluster-*} folders that earlier runs left in {@code parent} (this run's stays for reading). */
+    static void deleteOld(Path parent) throws IOException {
+        try (Stream<Path> old = Files.list(parent)) {
+            for (Path dir : (Iterable<Path>) old.filter(p -> p.getFileName().toString().startsWith("spark-cluster-"))::iterator) {
+                try (Stream<Path> files = Files.walk(dir)) {
+                    for (Path f : (Iterable<Path>) files.sorted(java.util.Comparator.reverseOrder())::iterator) {
+                        Files.deleteIfExists(f); // symbolic links go, not the jars they point to
+                    }
+                }
+            }
+        }
     }
 
     /** {@code spark://127.0.0.1:PORT}. */
@@ -143,10 +164,12 @@ final class LocalSparkCluster implements AutoCloseable {
         return wrapped;
     }
 
-    private void startDaemon(Path home, String name, String mainClass, String... args) throws IOException {
+    private void startDaemon(Path home, String name, List<String> jvmOptions, String mainClass, String... args)
+            throws IOException {
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx256m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                "-cp", home.resolve("jars") + File.separator + "*", mainClass));
+                "-Xmx256m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"));
+        command.addAll(jvmOptions);
+        command.addAll(List.of("-cp", home.resolve("jars") + File.separator + "*", mainClass));
         command.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(underLifeline(name, command)).redirectErrorStream(true)
                 .redirectOutput(dir.resolve(name + ".log").toFile());

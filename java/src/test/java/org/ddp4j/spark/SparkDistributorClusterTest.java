@@ -49,6 +49,7 @@ class SparkDistributorClusterTest {
     private static final String TRAINER = "org.ddp4j.examples.SparkConvNetTrain";
     private static final Pattern CHECK = Pattern.compile("check rank=(\\d+) world=(\\d+) rows=(\\d+) steps=(\\d+) loss=\\S+"
             + " param_crc=([0-9a-f]{8})");
+    private static final Pattern WHERE = Pattern.compile("\\| rank \\d of 2: .*CUDA_VISIBLE_DEVICES=(\\S+)");
     /** How long a job whose worker was killed may take to fail: the keep-alive bound of the issue. */
     private static final Duration FAILURE_BOUND = Duration.ofSeconds(60);
 
@@ -64,8 +65,9 @@ class SparkDistributorClusterTest {
         for (String logger : List.of("org.apache.spark", "org.sparkproject", "io.netty", "org.apache.hadoop")) {
             System.setProperty("org.slf4j.simpleLogger.log." + logger, "warn");
         }
-        cluster = LocalSparkCluster.start(Files.createTempDirectory(Files.createDirectories(Path.of("target").toAbsolutePath()),
-                "spark-cluster-"), 2);
+        Path target = Files.createDirectories(Path.of("target").toAbsolutePath());
+        LocalSparkCluster.deleteOld(target); // an earlier run's logs and work directories
+        cluster = LocalSparkCluster.start(Files.createTempDirectory(target, "spark-cluster-"), 2);
         SparkConf conf = new SparkConf().setMaster(cluster.masterUrl()).setAppName("ddp4j SparkDistributorClusterTest")
                 .set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
                 .set("spark.ui.enabled", "false")
@@ -289,7 +291,11 @@ class SparkDistributorClusterTest {
                 "--conf", "spark.dynamicAllocation.enabled=false",
                 "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
                 "--conf", "spark.executor.memory=512m",
+                // the job may come before the executors register: Spark then checks for the slots again, every 2 s here
+                "--conf", "spark.scheduler.barrier.maxConcurrentTasksCheck.interval=2s",
                 "--conf", "spark.executor.extraJavaOptions=-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                // a GPU per task, as a GPU cluster is set up (the Workers' GPUs are pretend ones)
+                "--conf", "spark.executor.resource.gpu.amount=1", "--conf", "spark.task.resource.gpu.amount=1",
                 "--class", "org.ddp4j.spark.SparkRun", cluster.ddp4jJar().toString(),
                 "-n", "2", TRAINER, "--limit", "100", "--batch-size", "50");
         ProcessBuilder pb = new ProcessBuilder(LocalSparkCluster.underLifeline("submit", command)).redirectErrorStream(true);
@@ -317,6 +323,11 @@ class SparkDistributorClusterTest {
         assertEquals(2, crcs.size(), text);
         assertEquals(crcs.get(0).substring(2), crcs.get(1).substring(2), text);
         assertTrue(text.contains("[rank0]: check rank=0") && text.contains("[rank1]: check rank=1"), text);
+        // each rank sees the host's GPUs in local-rank order, so that cuda:LOCAL_RANK is its task's own
+        List<String> visible = text.lines().map(WHERE::matcher).filter(Matcher::find).map(m -> m.group(1)).toList();
+        assertEquals(2, visible.size(), text);
+        assertEquals(visible.get(0), visible.get(1), text);
+        assertEquals(List.of("4", "7"), Stream.of(visible.get(0).split(",")).sorted().toList(), text);
     }
 
     private static boolean executorStdoutContains(String text) throws IOException {
