@@ -40,8 +40,8 @@ import scala.runtime.AbstractFunction1;
  * The body of one task of a {@link SparkDistributor} barrier stage, run on an executor: learns its
  * rank and the stage's hosts from the {@link BarrierTaskContext}, agrees with the other tasks on
  * the master port and a fresh store secret (task 0 picks both and {@code allGather} hands them
- * out), optionally writes its partition to a local file, then starts its rank's worker JVM and
- * watches it to the end.
+ * out, with every task's GPUs when Spark schedules them: {@link TaskGpus}), optionally writes its
+ * partition to a local file, then starts its rank's worker JVM and watches it to the end.
  *
  * <p>The worker is {@code java -cp <executor class path + the task's jars> <worker flags>
  * org.ddp4j.launch.WorkerMain MAIN args}, with torchrun's environment. Its stdout and stderr go to
@@ -115,8 +115,9 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
             String[] all = ctx.allGather(mine);
             String[] agreed = all[0].split(" ");
             if (agreed.length != 3) {
-                throw new IllegalStateException("ddp4j rank " + rank + ": task 0 sent '" + all[0] + "' instead of a port, a"
-                        + " secret and its GPUs; are the tasks running the same ddp4j version?");
+                // (the message is not quoted: it holds the secret)
+                throw new IllegalStateException("ddp4j rank " + rank + ": task 0's rendezvous message has " + agreed.length
+                        + " fields instead of 3 (port, secret, GPUs); are the tasks running the same ddp4j version?");
             }
             List<List<String>> gpusByRank = new ArrayList<>();
             for (String message : all) {

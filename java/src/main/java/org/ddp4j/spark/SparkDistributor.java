@@ -182,7 +182,7 @@ public final class SparkDistributor {
      */
     public List<WorkerResult> run(String mainClass, String... args) {
         SparkContext sc = context();
-        RDD<Integer> ranks = new JavaSparkContext(sc)
+        RDD<Integer> ranks = JavaSparkContext.fromSparkContext(sc)
                 .parallelize(IntStream.range(0, numProcesses).boxed().toList(), numProcesses).rdd();
         return execute(sc, ranks, spec(mainClass, args, null), mainClass);
     }
