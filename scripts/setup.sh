@@ -48,4 +48,6 @@ fi
 
 cd "$root"
 echo "setup.sh: building ddp4j (mvn package, tests skipped)"
+# This also fetches every test and provided dependency (compiling needs them): Spark's jars among them, from
+# which the Spark tests start their local standalone cluster offline (checked with an empty local repository).
 mvn -q -B -DskipTests package

@@ -60,7 +60,11 @@ class ReadmeExamplesTest {
                     + " CrossEntropyLoss criterion"),
             Map.entry("ddp.registerCommHook(group, DefaultHooks.BF16_COMPRESS);",
                     "DistributedDataParallel ddp, DistributedDataParallel other, ProcessGroup group"),
-            Map.entry("GradScaler scaler = new GradScaler();", "DataLoader loader, SGD opt, Module model"));
+            Map.entry("GradScaler scaler = new GradScaler();", "DataLoader loader, SGD opt, Module model"),
+            Map.entry("SparkContext sc = SparkContext.getOrCreate();", ""),
+            Map.entry("Dataset rows = PartitionDataset.open();", "long seed, int rank, DistributedDataParallel ddp,"
+                    + " CrossEntropyLoss criterion, SGD opt"),
+            Map.entry("List<WorkerResult> ranks = new SparkDistributor(2)", "JavaRDD<LabeledExample> rows"));
 
     /** A block that declares a public top-level class is a whole source file. */
     private static final java.util.regex.Pattern TOP_LEVEL_CLASS =

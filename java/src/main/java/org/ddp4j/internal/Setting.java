@@ -62,7 +62,10 @@ public enum Setting {
     // Set by the launcher for its workers, not by users
     AGENT_STORE("DDP4J_AGENT_STORE", "unset", "set to 1 by the launcher: the store at MASTER_ADDR is the launcher's"),
     RESTART_COUNT("DDP4J_RESTART_COUNT", "0", "set by the launcher: which restart of the workers this is"),
-    MAX_RESTARTS("DDP4J_MAX_RESTARTS", "0", "set by the launcher: its --max-restarts");
+    MAX_RESTARTS("DDP4J_MAX_RESTARTS", "0", "set by the launcher: its --max-restarts"),
+    // Set by SparkDistributor for its workers
+    SPARK_PARTITION("DDP4J_SPARK_PARTITION", "unset",
+            "set by SparkDistributor.runOnPartitions: the safetensors file of this rank's partition (PartitionDataset reads it)");
 
     private final String variable;
     private final String defaultValue;

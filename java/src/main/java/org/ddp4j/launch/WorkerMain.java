@@ -28,6 +28,12 @@ public final class WorkerMain {
     /** Exit code of a worker that halts because its launcher went away. */
     static final int ORPHAN_EXIT_CODE = 70;
 
+    /**
+     * System property naming the worker's parent in the lifeline's message (default "launcher");
+     * org.ddp4j.spark sets "Spark task".
+     */
+    public static final String PARENT_PROPERTY = "ddp4j.worker.parent";
+
     private WorkerMain() {}
 
     /**
@@ -44,7 +50,7 @@ public final class WorkerMain {
         }
         String rank = System.getenv("RANK");
         Lifeline.watch(new FileInputStream(FileDescriptor.in), "ddp4j worker" + (rank == null ? "" : " rank " + rank),
-                "launcher", ORPHAN_EXIT_CODE);
+                System.getProperty(PARENT_PROPERTY, "launcher"), ORPHAN_EXIT_CODE);
         System.setIn(InputStream.nullInputStream());
         Method main;
         try {
