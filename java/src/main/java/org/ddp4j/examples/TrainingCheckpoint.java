@@ -67,9 +67,33 @@ final class TrainingCheckpoint {
      * Writes the run's state after {@code epochsDone} epochs.
      *
      * @throws java.io.UncheckedIOException (or IllegalStateException) saying that the save failed,
-     *     why, and that the previous file is unchanged
+     *     why, and that the previous checkpoint (its epoch) is intact and how to resume it
      */
     static void save(Path file, Run run, int epochsDone) {
+        try {
+            write(file, run, epochsDone);
+        } catch (java.io.UncheckedIOException e) {
+            throw new java.io.UncheckedIOException(failedSave(file, epochsDone, e), e.getCause());
+        } catch (RuntimeException e) {
+            throw new IllegalStateException(failedSave(file, epochsDone, e), e);
+        }
+    }
+
+    /** Why the save failed, and what of the previous checkpoint is left: it is whole, since only a rename replaces it. */
+    private static String failedSave(Path file, int epochsDone, RuntimeException e) {
+        String previous;
+        try (var scope = org.ddp4j.tensor.Tensors.scope()) {
+            previous = java.nio.file.Files.exists(file)
+                    ? "the previous checkpoint (epoch " + epochsDone(read(file)) + ") is intact: --resume " + file
+                            + " restores it"
+                    : "there was no checkpoint at " + file + " before, so none was lost";
+        } catch (RuntimeException unreadable) {
+            previous = file + " held no resumable checkpoint before this save either (" + unreadable.getMessage() + ")";
+        }
+        return "cannot save the checkpoint of epoch " + epochsDone + " to " + file + ": " + e.getMessage() + "; " + previous;
+    }
+
+    private static void write(Path file, Run run, int epochsDone) {
         Checkpoint c = new Checkpoint().put(MODEL, run.model()).put(OPTIMIZER, run.optimizer());
         if (run.scheduler() != null) {
             c.put(SCHEDULER, run.scheduler());

@@ -160,23 +160,9 @@ public final class Checkpoint {
      * Writes every entry to {@code file} atomically.
      *
      * @throws java.io.UncheckedIOException naming the file when it cannot be written (the previous file stays whole)
+     * @throws IllegalStateException if a tensor of an entry is closed (nothing is written)
      */
     public void save(Path file) {
-        try {
-            write(file);
-        } catch (java.io.UncheckedIOException e) {
-            throw new java.io.UncheckedIOException(failedSave(file, e), e.getCause());
-        } catch (RuntimeException e) {
-            throw new IllegalStateException(failedSave(file, e), e);
-        }
-    }
-
-    private static String failedSave(Path file, RuntimeException e) {
-        return "cannot save the checkpoint to " + file + ": " + e.getMessage() + "; the file that was there before, if"
-                + " any, is unchanged (the save writes a temporary file and renames it in only when it is complete)";
-    }
-
-    private void write(Path file) {
         Map<String, Tensor> all = new LinkedHashMap<>();
         tensors.forEach((key, t) -> t.forEach((name, tensor) -> all.put(key + "/" + name, tensor)));
         String json;
