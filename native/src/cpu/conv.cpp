@@ -63,6 +63,15 @@ constexpr int64_t kGwBlock = 128;  // rows (output channels) and columns (C*R*S)
 // the batch chunk) per block. W's block is packed once per block instead of once per image.
 constexpr int64_t kBatchBlockRows = 256;
 constexpr int64_t kBatchBlockCols = 256;
+// Under autocast the blocks are larger: the bfloat16 GEMM packs (and rounds) both operands of every
+// call, so small blocks repack each operand once per block of the other (a 128 x 128 gW block packs
+// 256 values per 128 x 128 products: ~1/3 of the time), while its sums do not depend on the block.
+constexpr int64_t kLowpBlockRows = 512;
+constexpr int64_t kLowpBlockCols = 512;
+
+/** Rows and columns per fixed block of the batched GEMMs: (fp32 rows, fp32 cols) or the autocast ones. */
+int64_t block_rows_for(DType compute, int64_t fp32) { return compute == DType::Float32 ? fp32 : kLowpBlockRows; }
+int64_t block_cols_for(DType compute, int64_t fp32) { return compute == DType::Float32 ? fp32 : kLowpBlockCols; }
 
 /** Private to one thread: its unfolded block. */
 struct ThreadWorkspace {
@@ -296,7 +305,7 @@ void forward_batched(const Dims& d, const float* px, const float* pw, const floa
   for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
     const int64_t m = std::min(nb, d.N - n0), ld = m * pq;
     unfold_chunk(d, px, nullptr, n0, m, col, nullptr);
-    for_blocks(d.G, kg, ld, kBatchBlockRows, kBatchBlockCols, [&](int64_t g, int64_t k0, int64_t k1, int64_t c0,
+    for_blocks(d.G, kg, ld, block_rows_for(d.compute, kBatchBlockRows), block_cols_for(d.compute, kBatchBlockCols), [&](int64_t g, int64_t k0, int64_t k1, int64_t c0,
                                                                  int64_t c1) {
       sgemm(d.compute, CblasNoTrans, CblasNoTrans, k1 - k0, c1 - c0, crs, pw + (g * kg + k0) * crs, crs, col + g * crs * ld + c0,
             ld, 0.f, tmp + (g * kg + k0) * ld + c0, ld);
@@ -437,13 +446,13 @@ void backward_batched(const Dims& d, const float* pgy, const float* px, const fl
     const int64_t m = std::min(nb, d.N - n0), ld = m * pq;
     unfold_chunk(d, px, pgy, n0, m, col, gyt);
     const float beta = n0 == 0 ? 0.f : 1.f;
-    for_blocks(d.G, kg, crs, kGwBlock, kGwBlock, [&](int64_t g, int64_t k0, int64_t k1, int64_t r0, int64_t r1) {
+    for_blocks(d.G, kg, crs, block_rows_for(d.compute, kGwBlock), block_cols_for(d.compute, kGwBlock), [&](int64_t g, int64_t k0, int64_t k1, int64_t r0, int64_t r1) {
       sgemm(d.compute, CblasNoTrans, CblasTrans, k1 - k0, r1 - r0, ld, gyt + (g * kg + k0) * ld, ld, col + (g * crs + r0) * ld,
             ld, beta, pgw + (g * kg + k0) * crs + r0, crs);
     });
     if (!pgx) continue;
     // col is free again (the weight GEMMs have returned): gcol goes there.
-    for_blocks(d.G, crs, ld, kBatchBlockRows, kBatchBlockCols, [&](int64_t g, int64_t r0, int64_t r1, int64_t c0,
+    for_blocks(d.G, crs, ld, block_rows_for(d.compute, kBatchBlockRows), block_cols_for(d.compute, kBatchBlockCols), [&](int64_t g, int64_t r0, int64_t r1, int64_t c0,
                                                                   int64_t c1) {
       sgemm(d.compute, CblasTrans, CblasNoTrans, r1 - r0, c1 - c0, kg, pw + g * kg * crs + r0, crs, gyt + g * kg * ld + c0, ld,
             0.f, col + (g * crs + r0) * ld + c0, ld);
