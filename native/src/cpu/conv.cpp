@@ -241,6 +241,8 @@ void add_bias(float* out, int64_t K, int64_t n, int64_t ld, const float* bias) {
 void forward_per_image(const Dims& d, const float* px, const float* pw, const float* pb, float* py) {
   const int64_t crs = d.crs(), pq = d.pq(), cg = d.cg(), kg = d.kg();
   const int64_t rows = block_rows(d), blocks = ceil_div(d.P, rows);
+  std::vector<PackedA> wg;  // W_g packed once for all images and blocks (under autocast)
+  for (int64_t g = 0; g < d.G; ++g) wg.emplace_back(d.compute, false, kg, crs, pw + g * kg * crs, crs);
   parallel_for(0, d.N * blocks, 1, [&](int64_t u0, int64_t u1) {
     float* col = d.pointwise() ? nullptr : grow(thread_workspace().col, crs * rows * d.Q);
     for (int64_t u = u0; u < u1; ++u) {
@@ -250,10 +252,10 @@ void forward_per_image(const Dims& d, const float* px, const float* pw, const fl
         const float* xg = px + n * d.chw() + g * cg * d.hw();
         float* yg = py + (n * d.K + g * kg) * pq + p0 * d.Q;
         if (d.pointwise()) {
-          sgemm(d.compute, CblasNoTrans, CblasNoTrans, kg, cols, crs, pw + g * kg * crs, crs, xg + p0 * d.Q, pq, 0.f, yg, pq);
+          wg[g].gemm(false, cols, 1.f, xg + p0 * d.Q, pq, 0.f, yg, pq);
         } else {
           im2col(xg, d, cg, p0, p1, col, cols);
-          sgemm(d.compute, CblasNoTrans, CblasNoTrans, kg, cols, crs, pw + g * kg * crs, crs, col, cols, 0.f, yg, pq);
+          wg[g].gemm(false, cols, 1.f, col, cols, 0.f, yg, pq);
         }
       }
       add_bias(py + n * d.K * pq + p0 * d.Q, d.K, cols, pq, pb);
@@ -363,20 +365,21 @@ void bias_grad(const Dims& d, const float* pgy, float* pgb) {
 /** gx[n] = col2im(W_gᵀ · gy[n]) per group, or W_gᵀ · gy[n] itself for pointwise: one thread per image. */
 void input_grad(const Dims& d, const float* pgy, const float* pw, float* pgx) {
   const int64_t crs = d.crs(), pq = d.pq(), cg = d.cg(), kg = d.kg(), rows = block_rows(d);
+  std::vector<PackedA> wt;  // W_gᵀ packed once for all images and blocks (under autocast)
+  for (int64_t g = 0; g < d.G; ++g) wt.emplace_back(d.compute, true, crs, kg, pw + g * kg * crs, crs);
   parallel_for(0, d.N, 1, [&](int64_t n0, int64_t n1) {
     float* col = d.pointwise() ? nullptr : grow(thread_workspace().col, crs * rows * d.Q);
     for (int64_t n = n0; n < n1; ++n) {
       if (!d.pointwise()) std::fill_n(pgx + n * d.chw(), d.chw(), 0.f);
       for (int64_t g = 0; g < d.G; ++g) {
-        const float* wg = pw + g * kg * crs;
         float* gxg = pgx + n * d.chw() + g * cg * d.hw();
         for (int64_t p0 = 0; p0 < d.P; p0 += rows) {
           const int64_t p1 = std::min(d.P, p0 + rows), cols = (p1 - p0) * d.Q;
           const float* gyb = pgy + (n * d.K + g * kg) * pq + p0 * d.Q;  // [Kg, cols], row stride PQ
           if (d.pointwise()) {
-            sgemm(d.compute, CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, gxg + p0 * d.Q, pq);
+            wt[g].gemm(false, cols, 1.f, gyb, pq, 0.f, gxg + p0 * d.Q, pq);
           } else {
-            sgemm(d.compute, CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, col, cols);
+            wt[g].gemm(false, cols, 1.f, gyb, pq, 0.f, col, cols);
             col2im(col, cols, d, cg, p0, p1, gxg);
           }
         }
