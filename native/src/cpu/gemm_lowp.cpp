@@ -220,47 +220,69 @@ DDP4J_BF16 void pack_b(bool tb, const float* b, int64_t ldb, int64_t j0, int64_t
 }
 
 /**
- * C[rows x cols] (rows <= kMr, cols <= kNr) = alpha * Σ_p A-panel · B-panel + beta * C; beta 0
- * reads nothing of C (it may hold NaN garbage), as BLAS.
+ * C[rows x cols] (rows <= Mr <= kMr, cols <= 16 * Nv <= kNr) = alpha * Σ_p A-panel · B-panel + beta
+ * * C; beta 0 reads nothing of C (it may hold NaN garbage), as BLAS. The panels keep their full
+ * kMr / kNr strides; an edge tile with few rows or columns takes a smaller Mr / Nv so that it does
+ * not multiply the zero padding (same products and sums for the elements it stores).
  */
+template <int Mr, int Nv>
 DDP4J_BF16 void tile(int64_t kp, const uint32_t* pa, const uint32_t* pb, float* c, int64_t ldc, int rows, int cols,
                      float alpha, float beta) {
-  __m512 acc[kMr][kNv];
+  __m512 acc[Mr][Nv];
 #pragma GCC unroll 16
-  for (int i = 0; i < kMr; ++i) {
+  for (int i = 0; i < Mr; ++i) {
 #pragma GCC unroll 4
-    for (int v = 0; v < kNv; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int v = 0; v < Nv; ++v) acc[i][v] = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < kp; ++p) {
-    __m512bh bv[kNv];
+    __m512bh bv[Nv];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNv; ++v) bv[v] = (__m512bh)(_mm512_loadu_si512(pb + p * kNr + 16 * v));
+    for (int v = 0; v < Nv; ++v) bv[v] = (__m512bh)(_mm512_loadu_si512(pb + p * kNr + 16 * v));
     const uint32_t* ap = pa + p * kMr;
 #pragma GCC unroll 16
-    for (int i = 0; i < kMr; ++i) {
+    for (int i = 0; i < Mr; ++i) {
       const __m512bh ai = (__m512bh)(_mm512_set1_epi32(static_cast<int>(ap[i])));
 #pragma GCC unroll 4
-      for (int v = 0; v < kNv; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
+      for (int v = 0; v < Nv; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  __mmask16 mask[kNv];
+  __mmask16 mask[Nv];
 #pragma GCC unroll 4
-  for (int v = 0; v < kNv; ++v) {
+  for (int v = 0; v < Nv; ++v) {
     const int left = cols - 16 * v;
     mask[v] = static_cast<__mmask16>(left >= 16 ? 0xffffu : left > 0 ? (1u << left) - 1u : 0u);
   }
 #pragma GCC unroll 16
-  for (int i = 0; i < kMr; ++i) {
+  for (int i = 0; i < Mr; ++i) {
     if (i >= rows) break;
     float* row = c + i * ldc;
 #pragma GCC unroll 4
-    for (int v = 0; v < kNv; ++v) {
+    for (int v = 0; v < Nv; ++v) {
       __m512 r = _mm512_mul_ps(va, acc[i][v]);
       if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask[v], row + 16 * v), r);
       _mm512_mask_storeu_ps(row + 16 * v, mask[v], r);
     }
   }
+}
+
+using TileFn = void (*)(int64_t, const uint32_t*, const uint32_t*, float*, int64_t, int, int, float, float);
+
+template <int Mr>
+TileFn tile_for_cols(int cols) {
+  if constexpr (kNv == 2) {
+    if (cols <= 16) return tile<Mr, 1>;
+  }
+  return tile<Mr, kNv>;
+}
+
+/** The tile for an edge of rows x cols: full tiles, or fewer rows (4 / 8) and columns (16). */
+TileFn tile_for(int rows, int cols) {
+  if constexpr (kMr == 12) {
+    if (rows <= 4) return tile_for_cols<4>(cols);
+    if (rows <= 8) return tile_for_cols<8>(cols);
+  }
+  return tile_for_cols<kMr>(cols);
 }
 
 /** k per packed slice: k cut into equal even slices of at most kKc (the last one shorter). */
@@ -324,7 +346,8 @@ DDP4J_BF16 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
           const int cols = static_cast<int>(std::min<int64_t>(kNr, nc - jb));
           for (int64_t ib = 0; ib < mc; ib += kMr) {
             const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - ib));
-            tile(kp, pai + ib * kp, pb + jb * kp, c + (i0 + ib) * ldc + j0 + jb, ldc, rows, cols, alpha, slice_beta);
+            const TileFn fn = rows == kMr && cols == kNr ? tile<kMr, kNv> : tile_for(rows, cols);
+            fn(kp, pai + ib * kp, pb + jb * kp, c + (i0 + ib) * ldc + j0 + jb, ldc, rows, cols, alpha, slice_beta);
           }
         }
       }
