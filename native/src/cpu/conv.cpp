@@ -63,6 +63,15 @@ constexpr int64_t kGwBlock = 128;  // rows (output channels) and columns (C*R*S)
 // the batch chunk) per block. W's block is packed once per block instead of once per image.
 constexpr int64_t kBatchBlockRows = 256;
 constexpr int64_t kBatchBlockCols = 256;
+// Under autocast the blocks are larger: the bfloat16 GEMM packs (and rounds) both operands of every
+// call, so small blocks repack each operand once per block of the other (a 128 x 128 gW block packs
+// 256 values per 128 x 128 products: ~1/3 of the time), while its sums do not depend on the block.
+constexpr int64_t kLowpBlockRows = 512;
+constexpr int64_t kLowpBlockCols = 512;
+
+/** Rows and columns per fixed block of the batched GEMMs: (fp32 rows, fp32 cols) or the autocast ones. */
+int64_t block_rows_for(DType compute, int64_t fp32) { return compute == DType::Float32 ? fp32 : kLowpBlockRows; }
+int64_t block_cols_for(DType compute, int64_t fp32) { return compute == DType::Float32 ? fp32 : kLowpBlockCols; }
 
 /** Private to one thread: its unfolded block. */
 struct ThreadWorkspace {
@@ -232,6 +241,8 @@ void add_bias(float* out, int64_t K, int64_t n, int64_t ld, const float* bias) {
 void forward_per_image(const Dims& d, const float* px, const float* pw, const float* pb, float* py) {
   const int64_t crs = d.crs(), pq = d.pq(), cg = d.cg(), kg = d.kg();
   const int64_t rows = block_rows(d), blocks = ceil_div(d.P, rows);
+  std::vector<PackedA> wg;  // W_g packed once for all images and blocks (under autocast)
+  for (int64_t g = 0; g < d.G; ++g) wg.emplace_back(d.compute, false, kg, crs, pw + g * kg * crs, crs);
   parallel_for(0, d.N * blocks, 1, [&](int64_t u0, int64_t u1) {
     float* col = d.pointwise() ? nullptr : grow(thread_workspace().col, crs * rows * d.Q);
     for (int64_t u = u0; u < u1; ++u) {
@@ -241,10 +252,10 @@ void forward_per_image(const Dims& d, const float* px, const float* pw, const fl
         const float* xg = px + n * d.chw() + g * cg * d.hw();
         float* yg = py + (n * d.K + g * kg) * pq + p0 * d.Q;
         if (d.pointwise()) {
-          sgemm(d.compute, CblasNoTrans, CblasNoTrans, kg, cols, crs, pw + g * kg * crs, crs, xg + p0 * d.Q, pq, 0.f, yg, pq);
+          wg[g].gemm(false, cols, 1.f, xg + p0 * d.Q, pq, 0.f, yg, pq);
         } else {
           im2col(xg, d, cg, p0, p1, col, cols);
-          sgemm(d.compute, CblasNoTrans, CblasNoTrans, kg, cols, crs, pw + g * kg * crs, crs, col, cols, 0.f, yg, pq);
+          wg[g].gemm(false, cols, 1.f, col, cols, 0.f, yg, pq);
         }
       }
       add_bias(py + n * d.K * pq + p0 * d.Q, d.K, cols, pq, pb);
@@ -296,7 +307,7 @@ void forward_batched(const Dims& d, const float* px, const float* pw, const floa
   for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
     const int64_t m = std::min(nb, d.N - n0), ld = m * pq;
     unfold_chunk(d, px, nullptr, n0, m, col, nullptr);
-    for_blocks(d.G, kg, ld, kBatchBlockRows, kBatchBlockCols, [&](int64_t g, int64_t k0, int64_t k1, int64_t c0,
+    for_blocks(d.G, kg, ld, block_rows_for(d.compute, kBatchBlockRows), block_cols_for(d.compute, kBatchBlockCols), [&](int64_t g, int64_t k0, int64_t k1, int64_t c0,
                                                                  int64_t c1) {
       sgemm(d.compute, CblasNoTrans, CblasNoTrans, k1 - k0, c1 - c0, crs, pw + (g * kg + k0) * crs, crs, col + g * crs * ld + c0,
             ld, 0.f, tmp + (g * kg + k0) * ld + c0, ld);
@@ -354,20 +365,21 @@ void bias_grad(const Dims& d, const float* pgy, float* pgb) {
 /** gx[n] = col2im(W_gᵀ · gy[n]) per group, or W_gᵀ · gy[n] itself for pointwise: one thread per image. */
 void input_grad(const Dims& d, const float* pgy, const float* pw, float* pgx) {
   const int64_t crs = d.crs(), pq = d.pq(), cg = d.cg(), kg = d.kg(), rows = block_rows(d);
+  std::vector<PackedA> wt;  // W_gᵀ packed once for all images and blocks (under autocast)
+  for (int64_t g = 0; g < d.G; ++g) wt.emplace_back(d.compute, true, crs, kg, pw + g * kg * crs, crs);
   parallel_for(0, d.N, 1, [&](int64_t n0, int64_t n1) {
     float* col = d.pointwise() ? nullptr : grow(thread_workspace().col, crs * rows * d.Q);
     for (int64_t n = n0; n < n1; ++n) {
       if (!d.pointwise()) std::fill_n(pgx + n * d.chw(), d.chw(), 0.f);
       for (int64_t g = 0; g < d.G; ++g) {
-        const float* wg = pw + g * kg * crs;
         float* gxg = pgx + n * d.chw() + g * cg * d.hw();
         for (int64_t p0 = 0; p0 < d.P; p0 += rows) {
           const int64_t p1 = std::min(d.P, p0 + rows), cols = (p1 - p0) * d.Q;
           const float* gyb = pgy + (n * d.K + g * kg) * pq + p0 * d.Q;  // [Kg, cols], row stride PQ
           if (d.pointwise()) {
-            sgemm(d.compute, CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, gxg + p0 * d.Q, pq);
+            wt[g].gemm(false, cols, 1.f, gyb, pq, 0.f, gxg + p0 * d.Q, pq);
           } else {
-            sgemm(d.compute, CblasTrans, CblasNoTrans, crs, cols, kg, wg, crs, gyb, pq, 0.f, col, cols);
+            wt[g].gemm(false, cols, 1.f, gyb, pq, 0.f, col, cols);
             col2im(col, cols, d, cg, p0, p1, gxg);
           }
         }
@@ -437,13 +449,13 @@ void backward_batched(const Dims& d, const float* pgy, const float* px, const fl
     const int64_t m = std::min(nb, d.N - n0), ld = m * pq;
     unfold_chunk(d, px, pgy, n0, m, col, gyt);
     const float beta = n0 == 0 ? 0.f : 1.f;
-    for_blocks(d.G, kg, crs, kGwBlock, kGwBlock, [&](int64_t g, int64_t k0, int64_t k1, int64_t r0, int64_t r1) {
+    for_blocks(d.G, kg, crs, block_rows_for(d.compute, kGwBlock), block_cols_for(d.compute, kGwBlock), [&](int64_t g, int64_t k0, int64_t k1, int64_t r0, int64_t r1) {
       sgemm(d.compute, CblasNoTrans, CblasTrans, k1 - k0, r1 - r0, ld, gyt + (g * kg + k0) * ld, ld, col + (g * crs + r0) * ld,
             ld, beta, pgw + (g * kg + k0) * crs + r0, crs);
     });
     if (!pgx) continue;
     // col is free again (the weight GEMMs have returned): gcol goes there.
-    for_blocks(d.G, crs, ld, kBatchBlockRows, kBatchBlockCols, [&](int64_t g, int64_t r0, int64_t r1, int64_t c0,
+    for_blocks(d.G, crs, ld, block_rows_for(d.compute, kBatchBlockRows), block_cols_for(d.compute, kBatchBlockCols), [&](int64_t g, int64_t r0, int64_t r1, int64_t c0,
                                                                   int64_t c1) {
       sgemm(d.compute, CblasTrans, CblasNoTrans, r1 - r0, c1 - c0, kg, pw + g * kg * crs + r0, crs, gyt + g * kg * ld + c0, ld,
             0.f, col + (g * crs + r0) * ld + c0, ld);

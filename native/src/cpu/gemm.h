@@ -2,6 +2,7 @@
 // the thread count.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "ddp4j/tensor.h"
 
@@ -52,6 +53,28 @@ const char* bf16_kernel_name(LowPrecisionKernel kernel);
  */
 void gemm_block(DType compute, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+/**
+ * op(A) of gemm_block (m×k, trans_a and lda as there) packed once for several calls that share it
+ * (a convolution's weight over images and pixel blocks). BFloat16 on the Avx512Bf16 kernel packs
+ * it into bfloat16 pairs here; otherwise only the pointer is kept. `a` must outlive this object.
+ */
+class PackedA {
+ public:
+  PackedA(DType compute, bool trans_a, int64_t m, int64_t k, const float* a, int64_t lda);
+  /**
+   * gemm_block(compute, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) with this
+   * A, bit for bit; const, so threads may share one.
+   */
+  void gemm(bool trans_b, int64_t n, float alpha, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) const;
+
+ private:
+  DType compute_;
+  bool trans_a_;
+  int64_t m_, k_, lda_;
+  const float* a_;
+  std::vector<uint32_t> packed_;  // empty: not packed (gemm_block packs as usual)
+};
 
 /** sgemm over the intra-op threads (same blocks, same thread-count independence) with gemm_block(compute, ...). */
 void gemm(DType compute, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

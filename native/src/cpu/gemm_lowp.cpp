@@ -220,42 +220,45 @@ DDP4J_BF16 void pack_b(bool tb, const float* b, int64_t ldb, int64_t j0, int64_t
 }
 
 /**
- * C[rows x cols] (rows <= kMr, cols <= kNr) = alpha * Σ_p A-panel · B-panel + beta * C; beta 0
- * reads nothing of C (it may hold NaN garbage), as BLAS.
+ * C[rows x cols] (rows <= Mr <= kMr, cols <= 16 * Nv <= kNr) = alpha * Σ_p A-panel · B-panel + beta
+ * * C; beta 0 reads nothing of C (it may hold NaN garbage), as BLAS. The panels keep their full
+ * kMr / kNr strides; an edge tile with few rows or columns takes a smaller Mr / Nv so that it does
+ * not multiply the zero padding (same products and sums for the elements it stores).
  */
+template <int Mr, int Nv>
 DDP4J_BF16 void tile(int64_t kp, const uint32_t* pa, const uint32_t* pb, float* c, int64_t ldc, int rows, int cols,
                      float alpha, float beta) {
-  __m512 acc[kMr][kNv];
+  __m512 acc[Mr][Nv];
 #pragma GCC unroll 16
-  for (int i = 0; i < kMr; ++i) {
+  for (int i = 0; i < Mr; ++i) {
 #pragma GCC unroll 4
-    for (int v = 0; v < kNv; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int v = 0; v < Nv; ++v) acc[i][v] = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < kp; ++p) {
-    __m512bh bv[kNv];
+    __m512bh bv[Nv];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNv; ++v) bv[v] = (__m512bh)(_mm512_loadu_si512(pb + p * kNr + 16 * v));
+    for (int v = 0; v < Nv; ++v) bv[v] = (__m512bh)(_mm512_loadu_si512(pb + p * kNr + 16 * v));
     const uint32_t* ap = pa + p * kMr;
 #pragma GCC unroll 16
-    for (int i = 0; i < kMr; ++i) {
+    for (int i = 0; i < Mr; ++i) {
       const __m512bh ai = (__m512bh)(_mm512_set1_epi32(static_cast<int>(ap[i])));
 #pragma GCC unroll 4
-      for (int v = 0; v < kNv; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
+      for (int v = 0; v < Nv; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  __mmask16 mask[kNv];
+  __mmask16 mask[Nv];
 #pragma GCC unroll 4
-  for (int v = 0; v < kNv; ++v) {
+  for (int v = 0; v < Nv; ++v) {
     const int left = cols - 16 * v;
     mask[v] = static_cast<__mmask16>(left >= 16 ? 0xffffu : left > 0 ? (1u << left) - 1u : 0u);
   }
 #pragma GCC unroll 16
-  for (int i = 0; i < kMr; ++i) {
+  for (int i = 0; i < Mr; ++i) {
     if (i >= rows) break;
     float* row = c + i * ldc;
 #pragma GCC unroll 4
-    for (int v = 0; v < kNv; ++v) {
+    for (int v = 0; v < Nv; ++v) {
       __m512 r = _mm512_mul_ps(va, acc[i][v]);
       if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask[v], row + 16 * v), r);
       _mm512_mask_storeu_ps(row + 16 * v, mask[v], r);
@@ -263,28 +266,88 @@ DDP4J_BF16 void tile(int64_t kp, const uint32_t* pa, const uint32_t* pb, float* 
   }
 }
 
+using TileFn = void (*)(int64_t, const uint32_t*, const uint32_t*, float*, int64_t, int, int, float, float);
+
+template <int Mr>
+TileFn tile_for_cols(int cols) {
+  if constexpr (kNv == 2) {
+    if (cols <= 16) return tile<Mr, 1>;
+  }
+  return tile<Mr, kNv>;
+}
+
+/** The tile for an edge of rows x cols: full tiles, or fewer rows (4 / 8) and columns (16). */
+TileFn tile_for(int rows, int cols) {
+  if constexpr (kMr == 12) {
+    if (rows <= 4) return tile_for_cols<4>(cols);
+    if (rows <= 8) return tile_for_cols<8>(cols);
+  }
+  return tile_for_cols<kMr>(cols);
+}
+
+/** k per packed slice: k cut into equal even slices of at most kKc (the last one shorter). */
+int64_t slice_step(int64_t k) {
+  const int64_t slices = (k + kKc - 1) / kKc;
+  return ((k + slices - 1) / slices + 1) / 2 * 2;
+}
+
+/** Rows of A rounded up to whole kMr panels. */
+int64_t panel_rows(int64_t m) { return (m + kMr - 1) / kMr * kMr; }
+
+/**
+ * uint32 of all of op(A) packed: slice k0 (even) at panel_rows(m) * (k0 / 2), its rows i at
+ * i * kp within, the layout pack_a gives one block.
+ */
+int64_t packed_a_size(int64_t m, int64_t k) {
+  const int64_t step = slice_step(k), last = (k - 1) / step * step;
+  return panel_rows(m) * (last / 2 + (k - last + 1) / 2);
+}
+
+/** Packs all of op(A) (packed_a_size uint32) for gemm_bf16's `whole`. */
+DDP4J_BF16 void pack_a_whole(bool ta, const float* a, int64_t lda, int64_t m, int64_t k, uint32_t* dst) {
+  const int64_t step = slice_step(k);
+  for (int64_t k0 = 0; k0 < k; k0 += step) pack_a(ta, a, lda, 0, m, k0, std::min(step, k - k0), dst + panel_rows(m) * (k0 / 2));
+}
+
+/**
+ * prepacked: all of op(A) packed by pack_a_whole, or null: A is packed block by block here (and
+ * kept whole when n spans several column blocks, so that it is packed once, not once per block).
+ */
 DDP4J_BF16 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+                          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                          const uint32_t* prepacked = nullptr) {
   Scratch& s = scratch();
   const int64_t nc_max = std::min(kNc, (n + kNr - 1) / kNr * kNr);
-  const int64_t mc_max = std::min(kMc, (m + kMr - 1) / kMr * kMr);
+  const int64_t mc_max = std::min(kMc, panel_rows(m));
+  const int64_t step = slice_step(k), mr = panel_rows(m);
   uint32_t* pb = grow(s.pb, nc_max * (kKc / 2));
-  uint32_t* pa = grow(s.pa, mc_max * (kKc / 2));
+  uint32_t* whole = prepacked == nullptr && n > kNc ? grow(s.pa, packed_a_size(m, k)) : nullptr;
+  uint32_t* pa = prepacked == nullptr && whole == nullptr ? grow(s.pa, mc_max * (kKc / 2)) : nullptr;
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = std::min(kNc, n - j0);
-    const int64_t slices = (k + kKc - 1) / kKc, step = ((k + slices - 1) / slices + 1) / 2 * 2;
     for (int64_t k0 = 0; k0 < k; k0 += step) {
       const int64_t kc = std::min(step, k - k0), kp = (kc + 1) / 2;
       const float slice_beta = k0 == 0 ? beta : 1.0f;  // later slices add to what the first wrote
       pack_b(tb, b, ldb, j0, nc, k0, kc, pb);
       for (int64_t i0 = 0; i0 < m; i0 += kMc) {
         const int64_t mc = std::min(kMc, m - i0);
-        pack_a(ta, a, lda, i0, mc, k0, kc, pa);
+        const uint32_t* pai;
+        if (prepacked != nullptr) {
+          pai = prepacked + mr * (k0 / 2) + i0 * kp;
+        } else if (whole != nullptr) {  // packed while the first column block passes, read by the others
+          uint32_t* dst = whole + mr * (k0 / 2) + i0 * kp;
+          if (j0 == 0) pack_a(ta, a, lda, i0, mc, k0, kc, dst);
+          pai = dst;
+        } else {
+          pack_a(ta, a, lda, i0, mc, k0, kc, pa);
+          pai = pa;
+        }
         for (int64_t jb = 0; jb < nc; jb += kNr) {
           const int cols = static_cast<int>(std::min<int64_t>(kNr, nc - jb));
           for (int64_t ib = 0; ib < mc; ib += kMr) {
             const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - ib));
-            tile(kp, pa + ib * kp, pb + jb * kp, c + (i0 + ib) * ldc + j0 + jb, ldc, rows, cols, alpha, slice_beta);
+            const TileFn fn = rows == kMr && cols == kNr ? tile<kMr, kNv> : tile_for(rows, cols);
+            fn(kp, pai + ib * kp, pb + jb * kp, c + (i0 + ib) * ldc + j0 + jb, ldc, rows, cols, alpha, slice_beta);
           }
         }
       }
@@ -332,6 +395,23 @@ void gemm_block(DType compute, bool trans_a, bool trans_b, int64_t m, int64_t n,
     gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else {
     gemm_widen(compute, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+PackedA::PackedA(DType compute, bool trans_a, int64_t m, int64_t k, const float* a, int64_t lda)
+    : compute_(compute), trans_a_(trans_a), m_(m), k_(k), lda_(lda), a_(a) {
+  if (compute == DType::BFloat16 && m > 0 && k > 0 && bf16_kernel() == LowPrecisionKernel::Avx512Bf16) {
+    packed_.resize(static_cast<size_t>(packed_a_size(m, k)));
+    pack_a_whole(trans_a, a, lda, m, k, packed_.data());
+  }
+}
+
+void PackedA::gemm(bool trans_b, int64_t n, float alpha, const float* b, int64_t ldb, float beta, float* c,
+                   int64_t ldc) const {
+  if (packed_.empty() || n <= 0) {
+    gemm_block(compute_, trans_a_, trans_b, m_, n, k_, alpha, a_, lda_, b, ldb, beta, c, ldc);
+  } else {
+    gemm_bf16(trans_a_, trans_b, m_, n, k_, alpha, a_, lda_, b, ldb, beta, c, ldc, packed_.data());
   }
 }
 
