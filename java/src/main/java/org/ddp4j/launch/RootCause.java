@@ -114,6 +114,11 @@ final class RootCause {
             if (at >= 0 && line.contains("org.ddp4j.distributed.Distributed")) {
                 return peerRankIn(line.substring(at));
             }
+            // the demos print a failure as one line without its exception's class: "ConvNetDemo: error: <message>"
+            at = line.indexOf(": error: ");
+            if (at >= 0 && line.contains(" failed on rank ")) {
+                return peerRankIn(line.substring(at));
+            }
         }
         return -1;
     }

@@ -117,6 +117,11 @@ class RootCauseTest {
         assertEquals("allReduce(SUM) of 1 float32 element (#615) timed out after 8 s on rank 1 waiting for peer rank 0:"
                 + " no data from it arrived", timeout);
         assertEquals(0, RootCause.peerNamedIn(tail));
+        // a demo prints the message alone, after its name
+        assertEquals(1, RootCause.peerNamedIn(List.of("ConvNetDemo: error: allReduce(AVG) of 29,045 float32 elements"
+                + " (#325, DDP bucket 1 of 1) failed on rank 0: peer rank 1 may have died or closed its process group"
+                + " [gloo: Read error [10.77.0.2]:2183: Connection reset by peer]")));
+        assertEquals(-1, RootCause.peerNamedIn(List.of("ConvNetDemo: error: --epochs must be positive")));
         assertEquals(null, RootCause.collectiveTimeout(List.of("rank 1 fails now")));
         assertEquals("the network between node 1 (10.77.0.2) and node 0 (10.77.0.1): rank 1 (node 1, local rank 0)"
                 + " timed out after 8 s waiting for peer rank 0's data in allReduce(SUM) of 1 float32 element (#615),"
