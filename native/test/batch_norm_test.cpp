@@ -6,17 +6,11 @@
 #include <vector>
 
 #include "ddp4j/ops.h"
+#include "tensor_util.h"
 #include "test_util.h"
 
 using namespace ddp4j;
-
-namespace {
-Tensor make(const Shape& shape, const std::vector<float>& values) {
-  Tensor t = Tensor::empty(shape, DType::Float32);
-  std::memcpy(t.data<float>(), values.data(), values.size() * sizeof(float));
-  return t;
-}
-}  // namespace
+using ddp4j::test::make;
 
 int main() {
   // Two images, two channels, 1x2 pixels. Channel 0 holds 1, 2, 3, 4; channel 1 holds 1000 + 0, 0, 0, 4.

@@ -9,17 +9,13 @@
 #include "cpu/conv_direct.h"
 #include "ddp4j/ops.h"
 #include "ddp4j/parallel.h"
+#include "tensor_util.h"
 #include "test_util.h"
 
 using namespace ddp4j;
+using ddp4j::test::make;
 
 namespace {
-
-Tensor make(const Shape& shape, const std::vector<float>& values) {
-  Tensor t = Tensor::empty(shape, DType::Float32);
-  std::memcpy(t.data<float>(), values.data(), values.size() * sizeof(float));
-  return t;
-}
 
 Tensor random_tensor(const Shape& shape, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);

@@ -5,17 +5,11 @@
 #include <vector>
 
 #include "ddp4j/ops.h"
+#include "tensor_util.h"
 #include "test_util.h"
 
 using namespace ddp4j;
-
-namespace {
-Tensor make(const Shape& shape, const std::vector<float>& values) {
-  Tensor t = Tensor::empty(shape, DType::Float32);
-  std::memcpy(t.data<float>(), values.data(), values.size() * sizeof(float));
-  return t;
-}
-}  // namespace
+using ddp4j::test::make;
 
 int main() {
   // 4x4 input, 2x2 windows, stride 2.

@@ -9,16 +9,13 @@
 
 #include "ddp4j/errors.h"
 #include "ddp4j/ops.h"
+#include "tensor_util.h"
 #include "test_util.h"
 
 using namespace ddp4j;
+using ddp4j::test::make;
 
 namespace {
-Tensor make(const Shape& shape, const std::vector<float>& values) {
-  Tensor t = Tensor::empty(shape, DType::Float32);
-  std::memcpy(t.data<float>(), values.data(), values.size() * sizeof(float));
-  return t;
-}
 
 /** The ranks' rows one after the other, as the all-gather leaves them. */
 Tensor gathered(const std::vector<Tensor>& rows) {

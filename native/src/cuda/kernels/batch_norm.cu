@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "cuda/cuda_context.h"
+#include "cuda/kernels/batch_norm_sums.cuh"
 #include "cuda/kernels/reduce.cuh"
 #include "ddp4j/dispatch.h"
 #include "ddp4j/kernels.h"
@@ -19,29 +20,6 @@ namespace ddp4j::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-/** Σ (x - k_c) and Σ (x - k_c)² with k_c = x[0, c, 0, 0]. */
-struct ShiftedSums {
-  const float* x;
-  int64_t HW;
-  __device__ void operator()(int64_t off, int64_t c, double& s1, double& s2) const {
-    const double v = static_cast<double>(x[off]) - static_cast<double>(x[c * HW]);
-    s1 += v;
-    s2 += v * v;
-  }
-};
-
-/** Σ gy and Σ (x - mean_c) gy. */
-struct GradSums {
-  const float* gy;
-  const float* x;
-  const float* mean;
-  __device__ void operator()(int64_t off, int64_t c, double& s1, double& s2) const {
-    const double g = gy[off];
-    s1 += g;
-    s2 += (static_cast<double>(x[off]) - static_cast<double>(mean[c])) * g;
-  }
-};
 
 /** Per channel: batch mean / invstd, running statistics, and y = x * coef[c] + coef[C + c]. */
 __global__ void train_coefficients(const double* partials, int G, const float* x, int64_t C, int64_t HW,

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "cuda/cuda_context.h"
+#include "cuda/kernels/batch_norm_sums.cuh"
 #include "cuda/kernels/reduce.cuh"
 #include "ddp4j/dispatch.h"
 #include "ddp4j/kernels.h"
@@ -23,29 +24,6 @@ struct Layout {
   int64_t N, C, S;
   explicit Layout(const Tensor& x) : N(x.size(0)), C(x.size(1)), S(1) {
     for (int d = 2; d < x.dim(); ++d) S *= x.size(d);
-  }
-};
-
-/** Σ (x - k_c) and Σ (x - k_c)² with k_c = x[0, c, 0]. */
-struct ShiftedSums {
-  const float* x;
-  int64_t S;
-  __device__ void operator()(int64_t off, int64_t c, double& s1, double& s2) const {
-    const double v = static_cast<double>(x[off]) - static_cast<double>(x[c * S]);
-    s1 += v;
-    s2 += v * v;
-  }
-};
-
-/** Σ gy and Σ (x - mean_c) gy. */
-struct GradSums {
-  const float* gy;
-  const float* x;
-  const float* mean;
-  __device__ void operator()(int64_t off, int64_t c, double& s1, double& s2) const {
-    const double g = gy[off];
-    s1 += g;
-    s2 += (static_cast<double>(x[off]) - static_cast<double>(mean[c])) * g;
   }
 };
 
