@@ -21,6 +21,8 @@ public final class TransformedDataset implements Dataset {
     private final long[] shape;
     private final int baseNumel;
     private volatile int epoch;
+    /** Each loading thread's copy of a base example, reused from example to example. */
+    private final ThreadLocal<float[]> scratch;
 
     /**
      * @param seed seeds the random choices (with the epoch and the example's index)
@@ -37,6 +39,7 @@ public final class TransformedDataset implements Dataset {
         }
         this.shape = transform.outputShape(in);
         this.baseNumel = base.exampleNumel();
+        this.scratch = ThreadLocal.withInitial(() -> new float[baseNumel]);
     }
 
     /** Sets the epoch whose random choices the next loads make. Mirrors {@code DistributedSampler.set_epoch}. */
@@ -59,7 +62,7 @@ public final class TransformedDataset implements Dataset {
      */
     @Override
     public void copyFeatures(int index, float[] dst, int offset) {
-        float[] x = new float[baseNumel];
+        float[] x = scratch.get(); // the transforms may change it in place; its values are copied out below
         base.copyFeatures(index, x, 0);
         long[] in = base.exampleShape();
         Image out = transform.apply(new Image(x, (int) in[0], (int) in[1], (int) in[2]), generatorFor(index));
