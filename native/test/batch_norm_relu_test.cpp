@@ -2,7 +2,8 @@
 // then (with a residual) add, then relu; forward in train and eval mode, and the backward's gx,
 // ggamma, gbeta and the residual's gradient against relu_backward + batch_norm2d_backward — on a
 // plane size with a vector tail (7 x 9), one without (16 x 16) and large planes (96 x 96, cache
-// blocked), with negative values and zeros.
+// blocked), with negative values and zeros; and batch_norm2d_relu_recompute, which makes the
+// forward's y again from x and the forward's affine output, bit for bit.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -59,6 +60,8 @@ void check_case(int64_t h, int64_t w, bool with_residual) {
   CHECK(same_bits(name + " save_invstd", f[2], bn[2]));
   CHECK(same_bits(name + " running_mean", rm_b, rm_a));
   CHECK(same_bits(name + " running_var", rv_b, rv_a));
+  CHECK(f.size() == 4u && f[3].shape() == Shape({2, c}));
+  if (!with_residual) CHECK(same_bits(name + " recomputed y", ops::batch_norm2d_relu_recompute(x, f[3]), f[0]));
   CHECK(same_bits(name + " eval y", ops::batch_norm2d_relu_forward_eval(x, gamma, beta, rm0, rv0, 1e-5, residual),
                   y_eval));
   for (bool want_masked : {false, true}) {
@@ -88,6 +91,15 @@ int main() {
     ops::batch_norm2d_relu_forward_train(x, gamma, beta, rm, rv, 0.1, 1e-5, random({2, 3, 4, 5}, 13));
   } catch (const Error& e) {
     threw = std::string(e.what()).find("[2, 3, 4, 5]") != std::string::npos;
+    if (!threw) std::fprintf(stderr, "message: %s\n", e.what());
+  }
+  CHECK(threw);
+  // An affine of another channel count is refused, naming the shape it must have.
+  threw = false;
+  try {
+    ops::batch_norm2d_relu_recompute(x, random({2, 4}, 14));
+  } catch (const Error& e) {
+    threw = std::string(e.what()).find("[2, 3]") != std::string::npos;
     if (!threw) std::fprintf(stderr, "message: %s\n", e.what());
   }
   CHECK(threw);

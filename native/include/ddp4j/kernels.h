@@ -102,12 +102,20 @@ using batch_norm2d_backward_fn = void (*)(const Tensor& gy, const Tensor& x, con
  * Training-mode BatchNorm2d fused with the ReLU after it (and, when residual is defined, the
  * residual addition before that ReLU, as at the end of a ResNet block):
  * y = relu(batch_norm(x) + residual), the statistics as batch_norm2d_forward_train. residual, when
- * defined, is float32 of x's shape. Gives the bits of the unfused ops (bn, add, relu).
+ * defined, is float32 of x's shape. Gives the bits of the unfused ops (bn, add, relu). affine
+ * [2, C] receives the per-channel scale and shift y was computed with (y = relu(x * scale + shift
+ * + residual)), for batch_norm2d_relu_recompute.
  */
 using batch_norm2d_relu_forward_train_fn = void (*)(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                     Tensor& running_mean, Tensor& running_var, double momentum,
                                                     double eps, const Tensor& residual, Tensor& y,
-                                                    Tensor& save_mean, Tensor& save_invstd);
+                                                    Tensor& save_mean, Tensor& save_invstd, Tensor& affine);
+/**
+ * y = relu(x * affine[0][c] + affine[1][c]) over x[N, C, H, W] (affine float32 [2, C] from
+ * batch_norm2d_relu_forward_train without a residual): that forward's y again, bit for bit, so
+ * the backward can recompute it instead of keeping it.
+ */
+using batch_norm2d_relu_recompute_fn = void (*)(const Tensor& x, const Tensor& affine, Tensor& y);
 /** Eval-mode form of batch_norm2d_relu_forward_train (running statistics; residual may be undefined). */
 using batch_norm2d_relu_forward_eval_fn = void (*)(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                    const Tensor& running_mean, const Tensor& running_var,

@@ -90,7 +90,7 @@ void affine_any(const float* x, float* y, int64_t N, int64_t C, int64_t HW, cons
 template <bool Relu, bool Residual>
 void forward_train_blocks(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
                           Tensor& running_var, double momentum, double eps, const float* r, Tensor& y,
-                          Tensor& save_mean, Tensor& save_invstd) {
+                          Tensor& save_mean, Tensor& save_invstd, float* affine_out) {
   const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3), count = N * HW;
   const float* px = x.data<float>();
   float* py = y.data<float>();
@@ -138,21 +138,25 @@ void forward_train_blocks(const Tensor& x, const Tensor& gamma, const Tensor& be
       }
     }
   });
+  if (affine_out != nullptr) {  // the exact coefficients y was made with, for batch_norm2d_relu_recompute
+    std::copy(a.begin(), a.end(), affine_out);
+    std::copy(b.begin(), b.end(), affine_out + C);
+  }
 }
 
 /** y = relu?(bn(x) (+ residual)) with batch statistics; residual may be undefined. */
 void forward_train_any(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
                        Tensor& running_var, double momentum, double eps, const Tensor& residual, bool relu,
-                       Tensor& y, Tensor& save_mean, Tensor& save_invstd) {
+                       Tensor& y, Tensor& save_mean, Tensor& save_invstd, float* affine_out) {
   if (!relu) {
     forward_train_blocks<false, false>(x, gamma, beta, running_mean, running_var, momentum, eps, nullptr, y, save_mean,
-                                       save_invstd);
+                                       save_invstd, affine_out);
   } else if (!residual.defined()) {
     forward_train_blocks<true, false>(x, gamma, beta, running_mean, running_var, momentum, eps, nullptr, y, save_mean,
-                                      save_invstd);
+                                      save_invstd, affine_out);
   } else {
     forward_train_blocks<true, true>(x, gamma, beta, running_mean, running_var, momentum, eps,
-                                     residual.data<float>(), y, save_mean, save_invstd);
+                                     residual.data<float>(), y, save_mean, save_invstd, affine_out);
   }
 }
 
@@ -160,14 +164,21 @@ void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Ten
                    Tensor& running_var, double momentum, double eps, Tensor& y, Tensor& save_mean,
                    Tensor& save_invstd) {
   forward_train_any(x, gamma, beta, running_mean, running_var, momentum, eps, Tensor(), false, y, save_mean,
-                    save_invstd);
+                    save_invstd, nullptr);
 }
 
 void relu_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
                         Tensor& running_var, double momentum, double eps, const Tensor& residual, Tensor& y,
-                        Tensor& save_mean, Tensor& save_invstd) {
+                        Tensor& save_mean, Tensor& save_invstd, Tensor& coefficients) {
   forward_train_any(x, gamma, beta, running_mean, running_var, momentum, eps, residual, true, y, save_mean,
-                    save_invstd);
+                    save_invstd, coefficients.data<float>());
+}
+
+/** y = relu(x * affine[0][c] + affine[1][c]): relu_forward_train's output again, bit for bit. */
+void relu_recompute(const Tensor& x, const Tensor& coefficients, Tensor& y) {
+  const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3);
+  const float* pa = coefficients.data<float>();
+  affine<true, false>(x.data<float>(), y.data<float>(), N, C, HW, pa, pa + C, nullptr);
 }
 
 /** y = relu?(bn(x) (+ residual)) with the running statistics; residual may be undefined. */
@@ -289,5 +300,6 @@ DDP4J_REGISTER_KERNEL(batch_norm2d_backward, CPU, backward);
 DDP4J_REGISTER_KERNEL(batch_norm2d_relu_forward_train, CPU, relu_forward_train);
 DDP4J_REGISTER_KERNEL(batch_norm2d_relu_forward_eval, CPU, relu_forward_eval);
 DDP4J_REGISTER_KERNEL(batch_norm2d_relu_backward, CPU, relu_backward);
+DDP4J_REGISTER_KERNEL(batch_norm2d_relu_recompute, CPU, relu_recompute);
 
 }  // namespace ddp4j::cpu

@@ -65,6 +65,13 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dReluForwa
   });
 }
 
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dReluRecompute(
+    JNIEnv* env, jclass, jlong x, jlong affine, jlongArray results) {
+  return guarded(env, [&] {
+    return result_of(env, results, ops::batch_norm2d_relu_recompute(required_tensor_of(x), required_tensor_of(affine)));
+  });
+}
+
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dReluBackward(
     JNIEnv* env, jclass, jlong gy, jlong y, jlong x, jlong gamma, jlong saveMean, jlong saveInvstd,
     jboolean wantMasked, jlongArray results) {

@@ -39,10 +39,18 @@ public final class NormNatives {
     /**
      * Training-mode batch norm fused with the ReLU after it: y = relu(batch_norm(x) + residual)
      * (residual 0 for none, else float32 of x's shape). Fills results with {y, saveMean [C],
-     * saveInvstd [C]} and updates runningMean / runningVar as {@link #batchNorm2dForwardTrain}.
+     * saveInvstd [C], affine [2, C]} (affine: the scale and shift y was made with, for
+     * {@link #batchNorm2dReluRecompute}) and updates runningMean / runningVar as
+     * {@link #batchNorm2dForwardTrain}.
      */
     public static native void batchNorm2dReluForwardTrain(long x, long gamma, long beta, long runningMean,
             long runningVar, double momentum, double eps, long residual, long[] results);
+
+    /**
+     * {@link #batchNorm2dReluForwardTrain}'s y (without a residual) again, bit for bit, from its x
+     * and affine outputs; returns y.
+     */
+    public static native long batchNorm2dReluRecompute(long x, long affine, long[] results);
 
     /** Eval-mode form of {@link #batchNorm2dReluForwardTrain} with the running statistics; returns y. */
     public static native long batchNorm2dReluForwardEval(long x, long gamma, long beta, long runningMean,

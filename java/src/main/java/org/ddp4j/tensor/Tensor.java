@@ -4,7 +4,9 @@ import java.lang.ref.Cleaner;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 import org.ddp4j.internal.ElementwiseNatives;
 import org.ddp4j.internal.NativeResults;
 import org.ddp4j.internal.TensorNatives;
@@ -21,9 +23,13 @@ import org.ddp4j.internal.TensorNatives;
 public final class Tensor implements AutoCloseable {
     private static final Cleaner CLEANER = Cleaner.create();
 
-    /** The native handle, freed exactly once by close() or by the Cleaner. */
+    /**
+     * The native handle, freed by close() or by the Cleaner (once: then closed). A recomputable
+     * tensor's storage may also be freed by release() and restored later, while not closed.
+     */
     private static final class Handle implements Runnable {
         private long value;
+        private boolean closed;
 
         Handle(long value) {
             this.value = value;
@@ -31,6 +37,12 @@ public final class Tensor implements AutoCloseable {
 
         @Override
         public synchronized void run() {
+            closed = true;
+            release();
+        }
+
+        /** Frees the storage, leaving the handle open for restore(). */
+        synchronized void release() {
             long h = value;
             value = 0;
             if (h != 0) {
@@ -38,8 +50,22 @@ public final class Tensor implements AutoCloseable {
             }
         }
 
+        /** Points an open, released handle at recomputed storage; frees it instead when closed meanwhile. */
+        synchronized boolean restore(long recomputed) {
+            if (closed || value != 0) {
+                TensorNatives.free(recomputed);
+                return false;
+            }
+            value = recomputed;
+            return true;
+        }
+
         synchronized long get() {
             return value;
+        }
+
+        synchronized boolean isClosed() {
+            return closed;
         }
 
         /** Points at a new native tensor and frees the old one. */
@@ -66,6 +92,10 @@ public final class Tensor implements AutoCloseable {
     private boolean gradOwned;
     private Node gradFn;
     private List<Consumer<Tensor>> postAccumulateGradHooks;
+    /** Computes this tensor's values again (a native handle), or null: see {@link #recomputableBy}. */
+    private LongSupplier recompute;
+    /** Whether {@link #release()} freed the storage at least once (so the backward may free it again). */
+    private boolean released;
 
     private static final DType[] DTYPES = DType.values();
 
@@ -268,6 +298,10 @@ public final class Tensor implements AutoCloseable {
      */
     public long nativeHandle() {
         long h = handle.get();
+        if (h == 0 && recompute != null && !handle.isClosed()) {
+            handle.restore(recompute.getAsLong());
+            h = handle.get();
+        }
         if (h == 0) {
             throw new IllegalStateException("tensor " + describe() + " is closed: it was freed by close() or by the "
                     + "Tensors.scope() that created it; create tensors you need after the scope outside it, or keep() them");
@@ -305,9 +339,9 @@ public final class Tensor implements AutoCloseable {
         return device;
     }
 
-    /** Whether {@link #close()} has freed this tensor. */
+    /** Whether {@link #close()} (or the scope that created it) has freed this tensor. */
     public boolean isClosed() {
-        return handle.get() == 0;
+        return handle.isClosed() || (handle.get() == 0 && recompute == null);
     }
 
     /** "float32[2, 3] on cpu". */
@@ -321,6 +355,48 @@ public final class Tensor implements AutoCloseable {
     @Override
     public void close() {
         cleanable.clean();
+    }
+
+    /**
+     * Declares how to compute this tensor's values again, bit for bit, from tensors that stay alive
+     * anyway (for an op's output: the inputs its backward keeps), so that {@link #release()} may
+     * free the storage. For op implementations (ddp4j's fused batch norm + ReLU uses it); the
+     * supplier returns a new native handle of this tensor's shape, dtype and device. Returns this.
+     */
+    public Tensor recomputableBy(LongSupplier recompute) {
+        this.recompute = Objects.requireNonNull(recompute, "recomputableBy: recompute is null");
+        return this;
+    }
+
+    /**
+     * Frees this tensor's storage now if its values can be computed again ({@link #recomputableBy});
+     * the tensor stays usable: the next op that reads it (typically a backward that saved it)
+     * recomputes the values, and the producer's backward frees them again once done. Model code
+     * calls this when its forward has no further use for an intermediate result, as torchvision's
+     * blocks let such results go (ResNet's blocks release the output of each batch norm + ReLU
+     * once the next convolution has read it, which halves what a training step keeps). A tensor
+     * that cannot be recomputed is left as it is. No PyTorch counterpart (its closest is
+     * activation checkpointing, {@code torch.utils.checkpoint}, which recomputes whole segments).
+     *
+     * @return whether the storage was freed (false when it is not recomputable, already released or closed)
+     */
+    public boolean release() {
+        if (recompute == null || handle.isClosed() || handle.get() == 0) {
+            return false;
+        }
+        released = true;
+        handle.release();
+        return true;
+    }
+
+    /**
+     * For the producer's backward: frees the storage again if {@link #release()} ever did (the
+     * backward that recomputed it has run), so recomputed values do not wait for the scope.
+     */
+    public void releaseIfReleasedBefore() {
+        if (released) {
+            release();
+        }
     }
 
     /** Takes this tensor out of the scope that created it, so it outlives the scope. Returns this. */

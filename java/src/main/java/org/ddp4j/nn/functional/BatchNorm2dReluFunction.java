@@ -16,6 +16,8 @@ import org.ddp4j.tensor.Tensors;
  * block's end). It gives the composition's values bit for bit in one pass over x for the output
  * (the batch-norm output and the sum are never stored) and one batch-norm backward that applies the
  * ReLU's mask as it reads the gradient; only the output y is kept for the backward besides x.
+ * Without a residual, y is {@link Tensor#recomputableBy recomputable} from x: a model that
+ * {@link Tensor#release() releases} y after its last forward use keeps only x for the step.
  *
  * <p>On CUDA tensors, and in eval mode when a gradient is to be recorded, it runs the unfused ops
  * ({@link BatchNorm2dFunction}, add, {@link ReluFunction}), which give the same values.
@@ -86,17 +88,28 @@ public final class BatchNorm2dReluFunction {
         Tensor out;
         Tensor saveMean;
         Tensor saveInvstd;
+        Tensor affine;
         try {
             NormNatives.batchNorm2dReluForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
                     rm.nativeHandle(), rv.nativeHandle(), momentum, eps, r, res);
             out = Tensor.fromNativeResult(res, 0);
             saveMean = Tensor.fromNativeResult(res, 1);
             saveInvstd = Tensor.fromNativeResult(res, 2);
+            affine = Tensor.fromNativeResult(res, 3);
         } finally {
             if (runningMean == null) {
                 rm.close();
                 rv.close();
             }
+        }
+        if (residual == null) {
+            // y = relu(x * scale + shift) again from x, which the backward keeps anyway: the model
+            // may release y once its forward is done with it (Tensor.release), and whichever
+            // backward reads y next (the next convolution's) recomputes it.
+            out.recomputableBy(() -> NormNatives.batchNorm2dReluRecompute(x.nativeHandle(), affine.nativeHandle(),
+                    NativeResults.buffer()));
+        } else {
+            affine.close();
         }
         Tensor gammaForBackward = gamma != null ? gamma : filled(1, x, channels);
         // The ReLU's mask comes from the output (y > 0 ⇔ the ReLU's input > 0), so y and x are all
@@ -109,6 +122,8 @@ public final class BatchNorm2dReluFunction {
                 NormNatives.batchNorm2dReluBackward(gradOutput.nativeHandle(), out.nativeHandle(), x.nativeHandle(),
                         gammaForBackward.nativeHandle(), saveMean.nativeHandle(), saveInvstd.nativeHandle(), wantMasked,
                         gr);
+                // This is y's last reader in the backward: a released y goes again.
+                out.releaseIfReleasedBefore();
                 Tensor gx = Tensor.fromNativeResult(gr, 0);
                 Tensor gGamma = Tensor.fromNativeResult(gr, 1);
                 Tensor gBeta = Tensor.fromNativeResult(gr, 2);

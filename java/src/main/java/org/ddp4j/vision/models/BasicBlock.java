@@ -60,8 +60,11 @@ public class BasicBlock extends Module {
     public Tensor forward(Tensor x) {
         // bn then relu, and bn, + identity, relu, each as one fused pass (BatchNorm2d.forwardRelu):
         // torchvision's values; the relu child stays registered as in torchvision.
-        Tensor out = bn1.forwardRelu(conv1.forward(x), null);
-        out = conv2.forward(out);
+        // bn1 + ReLU's output is released once conv2 has read it: the backward recomputes it from
+        // conv1's output, which it keeps anyway (Tensor.release).
+        Tensor out1 = bn1.forwardRelu(conv1.forward(x), null);
+        Tensor out = conv2.forward(out1);
+        out1.release();
         Tensor identity = downsample == null ? x : downsample.forward(x);
         return bn2.forwardRelu(out, ResNet.checkResidual(out, identity));
     }

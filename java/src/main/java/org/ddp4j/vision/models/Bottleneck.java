@@ -65,9 +65,13 @@ public class Bottleneck extends Module {
     public Tensor forward(Tensor x) {
         // Each bn then relu, and bn3, + identity, relu, as one fused pass (BatchNorm2d.forwardRelu):
         // torchvision's values; the relu child stays registered as in torchvision.
-        Tensor out = bn1.forwardRelu(conv1.forward(x), null);
-        out = bn2.forwardRelu(conv2.forward(out), null);
-        out = conv3.forward(out);
+        // The first two batch norm + ReLU outputs are released once the next conv has read them:
+        // the backward recomputes them from the conv outputs it keeps anyway (Tensor.release).
+        Tensor out1 = bn1.forwardRelu(conv1.forward(x), null);
+        Tensor out2 = bn2.forwardRelu(conv2.forward(out1), null);
+        out1.release();
+        Tensor out = conv3.forward(out2);
+        out2.release();
         Tensor identity = downsample == null ? x : downsample.forward(x);
         return bn3.forwardRelu(out, ResNet.checkResidual(out, identity));
     }

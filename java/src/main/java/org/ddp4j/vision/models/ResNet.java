@@ -315,7 +315,11 @@ public class ResNet extends Module {
      */
     @Override
     public Tensor forward(Tensor x) {
-        Tensor out = maxpool.forward(bn1.forwardRelu(conv1.forward(x), null));
+        Tensor stem = bn1.forwardRelu(conv1.forward(x), null);
+        Tensor out = maxpool.forward(stem);
+        if (out != stem) {
+            stem.release(); // the max pool's backward needs only its indices (not with the CIFAR stem's Identity)
+        }
         for (Sequential layer : layers) {
             out = layer.forward(out);
         }
