@@ -1,6 +1,6 @@
 // ctest: the caching CPU allocator: freed blocks are reused without new system allocations, bytes
-// in use stay the requested bytes of live storages, large blocks cost their own pages, the cache is
-// bounded and can be emptied.
+// in use stay the requested bytes of live storages, large blocks cost their own pages and are split
+// and merged across sizes, the cache is bounded and can be emptied.
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -74,8 +74,10 @@ int main() {
     cpu.set_cache_limit(old_limit);
   }
   // Large blocks (>= 1 MiB) cost their page-rounded size, not a size class's: a 9 MiB + 4 KiB
-  // request caches 9 MiB + 4 KiB (its class would be 10 MiB). The smallest cached block at most
-  // 12.5% larger serves a request; a bigger one does not (the request maps its own).
+  // request caches 9 MiB + 4 KiB (its class would be 10 MiB). A request takes the smallest free
+  // block that holds it, split, and freed blocks merge back, so different sizes share pages
+  // without new mappings; a request that nothing free holds first gives back wholly free
+  // segments of at least its size, so an idle cache does not add to the footprint.
   {
     cpu.empty_cache();
     const int64_t mib = int64_t{1} << 20;
@@ -87,19 +89,26 @@ int main() {
     }
     CHECK(native_bytes_cached(DeviceType::CPU) == 9 * mib + 4096);
     { Tensor t = Tensor::empty({(9 * mib + 100) / 4}, DType::Float32); }  // same pages: reused
-    { Tensor t = Tensor::empty({(8 * mib + mib / 2) / 4}, DType::Float32); }  // within 12.5%: reused
+    { Tensor t = Tensor::empty({4 * mib / 4}, DType::Float32); }          // split off the 9 MiB block
     CHECK(native_allocation_count(DeviceType::CPU) == before + 1);
-    { Tensor t = Tensor::empty({4 * mib / 4}, DType::Float32); }           // 9 MiB is too big for 4 MiB: new block
-    CHECK(native_allocation_count(DeviceType::CPU) == before + 2);
-    CHECK(native_bytes_cached(DeviceType::CPU) == 13 * mib + 4096);
+    CHECK(native_bytes_cached(DeviceType::CPU) == 9 * mib + 4096);      // merged back whole
     {
-      Tensor a = Tensor::empty({4 * mib / 4}, DType::Float32);  // takes the 4 MiB block, not the 9 MiB one
-      Tensor b = Tensor::empty({9 * mib / 4}, DType::Float32);  // so this one still finds its own
+      Tensor a = Tensor::empty({4 * mib / 4}, DType::Float32);  // the first 4 MiB of the segment
+      Tensor b = Tensor::empty({5 * mib / 4}, DType::Float32);  // the rest (5 MiB + 4 KiB: not split for 4 KiB)
+      CHECK(native_allocation_count(DeviceType::CPU) == before + 1);
+      CHECK(native_bytes_cached(DeviceType::CPU) == 0);
+      Tensor c = Tensor::empty({mib / 4}, DType::Float32);  // nothing free: a new segment
+      CHECK(native_allocation_count(DeviceType::CPU) == before + 2);
       (void)a;
       (void)b;
+      (void)c;
     }
-    CHECK(native_allocation_count(DeviceType::CPU) == before + 2);
     CHECK(native_bytes_in_use(DeviceType::CPU) == base_in_use);
+    CHECK(native_bytes_cached(DeviceType::CPU) == 10 * mib + 4096);
+    // 12 MiB fits in no free block: both free segments (10 MiB + 4 KiB) go back, then it maps its own.
+    { Tensor d = Tensor::empty({12 * mib / 4}, DType::Float32); CHECK(native_bytes_cached(DeviceType::CPU) == 0); }
+    CHECK(native_allocation_count(DeviceType::CPU) == before + 3);
+    CHECK(native_bytes_cached(DeviceType::CPU) == 12 * mib);
     cpu.empty_cache();
     CHECK(native_bytes_cached(DeviceType::CPU) == 0);
     // Beyond the limit a freed large block goes straight back to the system.

@@ -2,8 +2,9 @@
 // then (with a residual) add, then relu; forward in train and eval mode, and the backward's gx,
 // ggamma, gbeta and the residual's gradient against relu_backward + batch_norm2d_backward — on a
 // plane size with a vector tail (7 x 9), one without (16 x 16) and large planes (96 x 96, cache
-// blocked), with negative values and zeros; and batch_norm2d_relu_recompute, which makes the
-// forward's y again from x and the forward's affine output, bit for bit.
+// blocked), with negative values and zeros; and batch_norm2d_recompute, which makes the
+// forward's y again from x and the forward's affine output, bit for bit (and the plain batch
+// norm's, relu false).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -61,7 +62,9 @@ void check_case(int64_t h, int64_t w, bool with_residual) {
   CHECK(same_bits(name + " running_mean", rm_b, rm_a));
   CHECK(same_bits(name + " running_var", rv_b, rv_a));
   CHECK(f.size() == 4u && f[3].shape() == Shape({2, c}));
-  if (!with_residual) CHECK(same_bits(name + " recomputed y", ops::batch_norm2d_relu_recompute(x, f[3]), f[0]));
+  CHECK(same_bits(name + " recomputed y", ops::batch_norm2d_recompute(x, f[3], residual, true), f[0]));
+  CHECK(bn.size() == 4u && bn[3].shape() == Shape({2, c}));
+  CHECK(same_bits(name + " recomputed plain y", ops::batch_norm2d_recompute(x, bn[3], Tensor(), false), bn[0]));
   CHECK(same_bits(name + " eval y", ops::batch_norm2d_relu_forward_eval(x, gamma, beta, rm0, rv0, 1e-5, residual),
                   y_eval));
   for (bool want_masked : {false, true}) {
@@ -97,7 +100,7 @@ int main() {
   // An affine of another channel count is refused, naming the shape it must have.
   threw = false;
   try {
-    ops::batch_norm2d_relu_recompute(x, random({2, 4}, 14));
+    ops::batch_norm2d_recompute(x, random({2, 4}, 14), Tensor(), true);
   } catch (const Error& e) {
     threw = std::string(e.what()).find("[2, 3]") != std::string::npos;
     if (!threw) std::fprintf(stderr, "message: %s\n", e.what());

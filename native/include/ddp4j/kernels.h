@@ -85,11 +85,14 @@ using conv2d_backward_fn = void (*)(const Tensor& gy, const Tensor& x, const Ten
 /**
  * Training-mode BatchNorm2d over x[N, C, H, W]: y = (x - mean) * invstd * gamma + beta with batch
  * statistics (biased variance); saves mean[C] and invstd[C]; updates running_mean/running_var
- * (unbiased variance) with running = (1 - momentum) * running + momentum * batch.
+ * (unbiased variance) with running = (1 - momentum) * running + momentum * batch. When affine
+ * [2, C] is defined (the CPU's), it receives the scale and shift y was made with (y = x * scale +
+ * shift), for batch_norm2d_recompute.
  */
 using batch_norm2d_forward_train_fn = void (*)(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                Tensor& running_mean, Tensor& running_var, double momentum,
-                                               double eps, Tensor& y, Tensor& save_mean, Tensor& save_invstd);
+                                               double eps, Tensor& y, Tensor& save_mean, Tensor& save_invstd,
+                                               Tensor& affine);
 /** Eval-mode BatchNorm2d: uses running statistics. */
 using batch_norm2d_forward_eval_fn = void (*)(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                               const Tensor& running_mean, const Tensor& running_var,
@@ -104,18 +107,20 @@ using batch_norm2d_backward_fn = void (*)(const Tensor& gy, const Tensor& x, con
  * y = relu(batch_norm(x) + residual), the statistics as batch_norm2d_forward_train. residual, when
  * defined, is float32 of x's shape. Gives the bits of the unfused ops (bn, add, relu). affine
  * [2, C] receives the per-channel scale and shift y was computed with (y = relu(x * scale + shift
- * + residual)), for batch_norm2d_relu_recompute.
+ * + residual)), for batch_norm2d_recompute.
  */
 using batch_norm2d_relu_forward_train_fn = void (*)(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                     Tensor& running_mean, Tensor& running_var, double momentum,
                                                     double eps, const Tensor& residual, Tensor& y,
                                                     Tensor& save_mean, Tensor& save_invstd, Tensor& affine);
 /**
- * y = relu(x * affine[0][c] + affine[1][c]) over x[N, C, H, W] (affine float32 [2, C] from
- * batch_norm2d_relu_forward_train without a residual): that forward's y again, bit for bit, so
- * the backward can recompute it instead of keeping it.
+ * y = x * affine[0][c] + affine[1][c] over x[N, C, H, W], with relu relu(that + residual)
+ * (residual undefined for none): the y of batch_norm2d_forward_train or
+ * batch_norm2d_relu_forward_train again, bit for bit, from their input and affine output, so the
+ * backward can recompute y instead of keeping it.
  */
-using batch_norm2d_relu_recompute_fn = void (*)(const Tensor& x, const Tensor& affine, Tensor& y);
+using batch_norm2d_recompute_fn = void (*)(const Tensor& x, const Tensor& affine, const Tensor& residual, bool relu,
+                                           Tensor& y);
 /** Eval-mode form of batch_norm2d_relu_forward_train (running statistics; residual may be undefined). */
 using batch_norm2d_relu_forward_eval_fn = void (*)(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                    const Tensor& running_mean, const Tensor& running_var,

@@ -104,17 +104,18 @@ std::vector<Tensor> batch_norm2d_backward(const Tensor& gy, const Tensor& x, con
 /**
  * Training BatchNorm2d + (residual) + ReLU in one pass: relu(batch_norm(x) + residual), residual
  * undefined or of x's shape. Returns {y, save_mean, save_invstd, affine [2, C]} (affine: the
- * scale and shift y was made with, for batch_norm2d_relu_recompute); updates running stats in place.
+ * scale and shift y was made with, for batch_norm2d_recompute); updates running stats in place.
  */
 std::vector<Tensor> batch_norm2d_relu_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                     Tensor& running_mean, Tensor& running_var, double momentum,
                                                     double eps, const Tensor& residual);
 /**
- * The y of batch_norm2d_relu_forward_train (without residual) again, bit for bit, from its input
- * x and its affine output. Throws InvalidArgument unless x is float32 [N, C, H, W] and affine
- * float32 [2, C] on x's device.
+ * The y of batch_norm2d_forward_train (relu false, residual undefined) or of
+ * batch_norm2d_relu_forward_train (relu true, the same residual) again, bit for bit, from its
+ * input x and its affine output. Throws InvalidArgument unless x is float32 [N, C, H, W], affine
+ * float32 [2, C] and residual undefined or like x, all on x's device, and residual only with relu.
  */
-Tensor batch_norm2d_relu_recompute(const Tensor& x, const Tensor& affine);
+Tensor batch_norm2d_recompute(const Tensor& x, const Tensor& affine, const Tensor& residual, bool relu);
 /** Eval form of batch_norm2d_relu_forward_train (running statistics). */
 Tensor batch_norm2d_relu_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                       const Tensor& running_mean, const Tensor& running_var, double eps,

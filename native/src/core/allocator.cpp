@@ -1,5 +1,7 @@
 #include "ddp4j/allocator.h"
 
+#include "core/large_block_pool.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -7,7 +9,6 @@
 #include <atomic>
 #include <cctype>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -34,13 +35,16 @@ int64_t default_cache_limit() {
  *
  * Small blocks (under kLargeBlock) are 64-byte aligned from the C heap, in the size classes of
  * round_block_size, one free list per class. Large blocks (activations, gradients, workspaces) are
- * whole pages mapped with mmap and cached at their page-rounded size: a request takes the smallest
- * cached block that is at least its size and at most 12.5% larger (best fit), else maps a new one.
- * So a large tensor costs its own size, not its size class's (up to 12.5% more, ~6% on average:
- * hundreds of MB of a ResNet-50 step), and a large block beyond the cache limit or emptied goes
- * back to the system at once (munmap), which the C heap does not promise for blocks it keeps in
- * its arenas. Thread-safe with one mutex: ops allocate a few times each, and the Cleaner and Gloo
- * threads free rarely, so it is uncontended.
+ * whole pages in segments mapped with mmap (LargeBlockPool): a request takes its page-rounded size
+ * from the smallest free block that holds it, splitting it, and a freed block merges with its free
+ * neighbours. So a large tensor costs its own size, not its size class's, and the pages a step
+ * freed serve the next requests whatever their sizes: a ResNet-50 step's sizes shrink along the
+ * forward and grow back along the backward, and exact-size caching left ~1.4 GB of blocks idle at
+ * its peak. When nothing free holds a request, wholly free segments of at least its size go back
+ * to the system (munmap) before a new one is mapped, so idle cache does not add to the peak; so
+ * does a free segment beyond the cache limit, and everything free on empty_cache, which the C heap
+ * does not promise for blocks it keeps in its arenas. Thread-safe with one mutex: ops allocate a
+ * few times each, and the Cleaner and Gloo threads free rarely, so it is uncontended.
  */
 class CachingCpuAllocator final : public Allocator {
  public:
@@ -56,7 +60,7 @@ class CachingCpuAllocator final : public Allocator {
       if (it != free_.end() && !it->second.empty()) {
         void* p = it->second.back();
         it->second.pop_back();
-        cached_ -= static_cast<int64_t>(block);
+        small_cached_ -= static_cast<int64_t>(block);
         in_use_ += static_cast<int64_t>(nbytes);
         return p;
       }
@@ -85,10 +89,10 @@ class CachingCpuAllocator final : public Allocator {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       in_use_ -= static_cast<int64_t>(nbytes);
-      if (cached_ + static_cast<int64_t>(block) <= limit_) {
+      if (cached_locked() + static_cast<int64_t>(block) <= limit_) {
         try {
           free_[block].push_back(ptr);
-          cached_ += static_cast<int64_t>(block);
+          small_cached_ += static_cast<int64_t>(block);
           return;
         } catch (const std::bad_alloc&) {
           // no room for the list entry: fall through and free the block itself
@@ -104,7 +108,7 @@ class CachingCpuAllocator final : public Allocator {
   }
   int64_t bytes_cached() const override {
     std::lock_guard<std::mutex> lock(mutex_);
-    return cached_;
+    return cached_locked();
   }
   void empty_cache() override { release_all(); }
   int64_t cache_limit() const override {
@@ -115,7 +119,7 @@ class CachingCpuAllocator final : public Allocator {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       limit_ = bytes < 0 ? 0 : bytes;
-      if (cached_ <= limit_) return;
+      if (cached_locked() <= limit_) return;
     }
     release_all();  // simplest way under the new limit; the next steps refill what they need
   }
@@ -131,24 +135,22 @@ class CachingCpuAllocator final : public Allocator {
 
   void* allocate_large(size_t nbytes) {
     const size_t want = page_round(nbytes);
+    std::vector<LargeBlockPool::Region> to_unmap;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = large_free_.lower_bound(want);
-      if (it != large_free_.end() && it->first - want <= want / 8) {
-        void* p = it->second;
-        size_t block = it->first;
-        large_free_.erase(it);
-        cached_ -= static_cast<int64_t>(block);
-        try {
-          large_live_.emplace(p, block);
-        } catch (const std::bad_alloc&) {
-          munmap(p, block);
-          throw Error(ErrorKind::OutOfMemory, detail::concat("cannot allocate ", nbytes, " bytes of CPU memory"));
-        }
+      void* p = nullptr;
+      try {
+        p = large_.take(want);
+        if (p == nullptr) large_.take_free_segments(want, to_unmap);
+      } catch (const std::bad_alloc&) {
+        p = nullptr;  // no room for the pool's bookkeeping: map a segment of its own below
+      }
+      if (p != nullptr) {
         in_use_ += static_cast<int64_t>(nbytes);
         return p;
       }
     }
+    unmap(to_unmap);
     void* p = map_pages(want);
     if (p == nullptr) {  // the cache may hold what the system now lacks: give it back and retry once
       empty_cache();
@@ -160,7 +162,7 @@ class CachingCpuAllocator final : public Allocator {
     note_allocation(DeviceType::CPU);
     std::lock_guard<std::mutex> lock(mutex_);
     try {
-      large_live_.emplace(p, want);
+      large_.add_segment(p, want);
     } catch (const std::bad_alloc&) {
       munmap(p, want);
       throw Error(ErrorKind::OutOfMemory, detail::concat("cannot allocate ", nbytes, " bytes of CPU memory"));
@@ -170,25 +172,24 @@ class CachingCpuAllocator final : public Allocator {
   }
 
   void deallocate_large(void* ptr, size_t nbytes) {
-    size_t block;
+    std::vector<LargeBlockPool::Region> to_unmap;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = large_live_.find(ptr);
-      block = it != large_live_.end() ? it->second : page_round(nbytes);
-      if (it != large_live_.end()) large_live_.erase(it);
       in_use_ -= static_cast<int64_t>(nbytes);
-      if (cached_ + static_cast<int64_t>(block) <= limit_) {
-        try {
-          large_free_.emplace(block, ptr);
-          cached_ += static_cast<int64_t>(block);
-          return;
-        } catch (const std::bad_alloc&) {
-          // no room for the entry: fall through and unmap the block itself
-        }
+      large_.give_back(ptr);
+      if (cached_locked() > limit_) {
+        large_.take_free_segments(static_cast<size_t>(cached_locked() - limit_), to_unmap);
       }
     }
-    munmap(ptr, block);
+    unmap(to_unmap);
   }
+
+  static void unmap(const std::vector<LargeBlockPool::Region>& regions) {
+    for (const auto& [start, bytes] : regions) munmap(start, bytes);
+  }
+
+  /** Small cached blocks plus the pool's free bytes; mutex_ held. */
+  int64_t cached_locked() const { return small_cached_ + static_cast<int64_t>(large_.free_bytes()); }
 
   static void* map_pages(size_t bytes) {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -197,17 +198,17 @@ class CachingCpuAllocator final : public Allocator {
 
   void release_all() {
     std::unordered_map<size_t, std::vector<void*>> taken;
-    std::multimap<size_t, void*> taken_large;
+    std::vector<LargeBlockPool::Region> taken_large;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       taken.swap(free_);
-      taken_large.swap(large_free_);
-      cached_ = 0;
+      small_cached_ = 0;
+      large_.take_free_segments(SIZE_MAX, taken_large);
     }
     for (auto& [size, blocks] : taken) {
       for (void* p : blocks) std::free(p);
     }
-    for (auto& [size, p] : taken_large) munmap(p, size);
+    unmap(taken_large);
   }
 
   /** Requests of at least this many bytes get whole pages of their own (mmap), cached by exact size. */
@@ -215,10 +216,9 @@ class CachingCpuAllocator final : public Allocator {
 
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;  // small: block size -> free blocks of that size
-  std::multimap<size_t, void*> large_free_;             // large: mapped size -> free block
-  std::unordered_map<void*, size_t> large_live_;        // large blocks handed out -> their mapped size
-  int64_t in_use_ = 0;   // requested bytes of live blocks
-  int64_t cached_ = 0;   // block bytes in free_ and large_free_
+  LargeBlockPool large_;                                // large: segments, split and merged
+  int64_t in_use_ = 0;        // requested bytes of live blocks
+  int64_t small_cached_ = 0;  // block bytes in free_
   int64_t limit_;
 };
 

@@ -43,10 +43,12 @@ std::vector<Tensor> batch_norm2d_forward_train(const Tensor& x, const Tensor& ga
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   Tensor save_mean = Tensor::empty({c}, DType::Float32, x.device());
   Tensor save_invstd = Tensor::empty({c}, DType::Float32, x.device());
+  // Only the CPU kernels give the coefficients batch_norm2d_recompute needs.
+  Tensor affine = x.device().type == DeviceType::CPU ? Tensor::empty({2, c}, DType::Float32, x.device()) : Tensor();
   static KernelSlot slot("batch_norm2d_forward_train");
   slot.get<kernels::batch_norm2d_forward_train_fn>(x.device())(x, gamma, beta, running_mean, running_var, momentum,
-                                                               eps, y, save_mean, save_invstd);
-  return {y, save_mean, save_invstd};
+                                                               eps, y, save_mean, save_invstd, affine);
+  return {y, save_mean, save_invstd, affine};
 }
 
 Tensor batch_norm2d_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -112,16 +114,18 @@ std::vector<Tensor> batch_norm2d_relu_forward_train(const Tensor& x, const Tenso
   return {y, save_mean, save_invstd, affine};
 }
 
-Tensor batch_norm2d_relu_recompute(const Tensor& x, const Tensor& affine) {
-  constexpr const char* op = "batch_norm2d_relu_recompute";
+Tensor batch_norm2d_recompute(const Tensor& x, const Tensor& affine, const Tensor& residual, bool relu) {
+  constexpr const char* op = "batch_norm2d_recompute";
   check_input(op, x);
   check_dtype(op, "affine", affine, DType::Float32);
   check_same_device(op, x, affine);
   DDP4J_CHECK_ARG(affine.shape() == Shape({2, x.size(1)}), op, ": affine must be [2, ", x.size(1), "] for input ",
                   shape_str(x.shape()), ", got ", shape_str(affine.shape()));
+  DDP4J_CHECK_ARG(relu || !residual.defined(), op, ": a residual is added only before a ReLU (relu=true)");
+  check_residual(op, x, residual);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
-  static KernelSlot slot("batch_norm2d_relu_recompute");
-  slot.get<kernels::batch_norm2d_relu_recompute_fn>(x.device())(x, affine, y);
+  static KernelSlot slot("batch_norm2d_recompute");
+  slot.get<kernels::batch_norm2d_recompute_fn>(x.device())(x, affine, residual, relu, y);
   return y;
 }
 

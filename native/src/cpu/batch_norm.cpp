@@ -162,9 +162,9 @@ void forward_train_any(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 
 void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
                    Tensor& running_var, double momentum, double eps, Tensor& y, Tensor& save_mean,
-                   Tensor& save_invstd) {
+                   Tensor& save_invstd, Tensor& coefficients) {
   forward_train_any(x, gamma, beta, running_mean, running_var, momentum, eps, Tensor(), false, y, save_mean,
-                    save_invstd, nullptr);
+                    save_invstd, coefficients.defined() ? coefficients.data<float>() : nullptr);
 }
 
 void relu_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
@@ -174,11 +174,12 @@ void relu_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta
                     save_invstd, coefficients.data<float>());
 }
 
-/** y = relu(x * affine[0][c] + affine[1][c]): relu_forward_train's output again, bit for bit. */
-void relu_recompute(const Tensor& x, const Tensor& coefficients, Tensor& y) {
+/** y = relu?(x * affine[0][c] + affine[1][c] (+ residual)): the training forwards' y again, bit for bit. */
+void recompute(const Tensor& x, const Tensor& coefficients, const Tensor& residual, bool relu, Tensor& y) {
   const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3);
   const float* pa = coefficients.data<float>();
-  affine<true, false>(x.data<float>(), y.data<float>(), N, C, HW, pa, pa + C, nullptr);
+  affine_any(x.data<float>(), y.data<float>(), N, C, HW, pa, pa + C,
+             residual.defined() ? residual.data<float>() : nullptr, relu);
 }
 
 /** y = relu?(bn(x) (+ residual)) with the running statistics; residual may be undefined. */
@@ -300,6 +301,6 @@ DDP4J_REGISTER_KERNEL(batch_norm2d_backward, CPU, backward);
 DDP4J_REGISTER_KERNEL(batch_norm2d_relu_forward_train, CPU, relu_forward_train);
 DDP4J_REGISTER_KERNEL(batch_norm2d_relu_forward_eval, CPU, relu_forward_eval);
 DDP4J_REGISTER_KERNEL(batch_norm2d_relu_backward, CPU, relu_backward);
-DDP4J_REGISTER_KERNEL(batch_norm2d_relu_recompute, CPU, relu_recompute);
+DDP4J_REGISTER_KERNEL(batch_norm2d_recompute, CPU, recompute);
 
 }  // namespace ddp4j::cpu

@@ -65,10 +65,11 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dReluForwa
   });
 }
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dReluRecompute(
-    JNIEnv* env, jclass, jlong x, jlong affine, jlongArray results) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dRecompute(
+    JNIEnv* env, jclass, jlong x, jlong affine, jlong residual, jboolean relu, jlongArray results) {
   return guarded(env, [&] {
-    return result_of(env, results, ops::batch_norm2d_relu_recompute(required_tensor_of(x), required_tensor_of(affine)));
+    return result_of(env, results, ops::batch_norm2d_recompute(required_tensor_of(x), required_tensor_of(affine),
+                                                               tensor_of(residual), relu == JNI_TRUE));
   });
 }
 

@@ -110,7 +110,7 @@ int64_t plane_blocks(int64_t planes, int64_t HW, int64_t& parts, const char* op)
 
 void forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
                    Tensor& running_var, double momentum, double eps, Tensor& y, Tensor& save_mean,
-                   Tensor& save_invstd) {
+                   Tensor& save_invstd, Tensor& /*affine: undefined on CUDA (no recompute there)*/) {
   const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3), count = N * HW;
   if (C == 0) return;
   LaunchContext ctx(x);

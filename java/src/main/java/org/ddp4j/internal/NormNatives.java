@@ -19,8 +19,10 @@ public final class NormNatives {
     private NormNatives() {}
 
     /**
-     * Training-mode {@code torch.nn.functional.batch_norm}: fills results with {y, saveMean [C], saveInvstd [C]}
-     * and updates runningMean / runningVar [C] in place (unbiased variance, given momentum).
+     * Training-mode {@code torch.nn.functional.batch_norm}: fills results with {y, saveMean [C], saveInvstd [C],
+     * affine [2, C]} (affine, CPU only, else handle 0: the scale and shift y was made with, for
+     * {@link #batchNorm2dRecompute}) and updates runningMean / runningVar [C] in place (unbiased
+     * variance, given momentum).
      */
     public static native void batchNorm2dForwardTrain(long x, long gamma, long beta, long runningMean,
             long runningVar, double momentum, double eps, long[] results);
@@ -40,17 +42,18 @@ public final class NormNatives {
      * Training-mode batch norm fused with the ReLU after it: y = relu(batch_norm(x) + residual)
      * (residual 0 for none, else float32 of x's shape). Fills results with {y, saveMean [C],
      * saveInvstd [C], affine [2, C]} (affine: the scale and shift y was made with, for
-     * {@link #batchNorm2dReluRecompute}) and updates runningMean / runningVar as
+     * {@link #batchNorm2dRecompute}) and updates runningMean / runningVar as
      * {@link #batchNorm2dForwardTrain}.
      */
     public static native void batchNorm2dReluForwardTrain(long x, long gamma, long beta, long runningMean,
             long runningVar, double momentum, double eps, long residual, long[] results);
 
     /**
-     * {@link #batchNorm2dReluForwardTrain}'s y (without a residual) again, bit for bit, from its x
-     * and affine outputs; returns y.
+     * The y of {@link #batchNorm2dForwardTrain} (relu false, residual 0) or of
+     * {@link #batchNorm2dReluForwardTrain} (relu true, its residual) again, bit for bit, from x and
+     * that forward's affine output; returns y.
      */
-    public static native long batchNorm2dReluRecompute(long x, long affine, long[] results);
+    public static native long batchNorm2dRecompute(long x, long affine, long residual, boolean relu, long[] results);
 
     /** Eval-mode form of {@link #batchNorm2dReluForwardTrain} with the running statistics; returns y. */
     public static native long batchNorm2dReluForwardEval(long x, long gamma, long beta, long runningMean,

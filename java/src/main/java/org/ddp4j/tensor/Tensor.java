@@ -94,8 +94,10 @@ public final class Tensor implements AutoCloseable {
     private List<Consumer<Tensor>> postAccumulateGradHooks;
     /** Computes this tensor's values again (a native handle), or null: see {@link #recomputableBy}. */
     private LongSupplier recompute;
-    /** Whether {@link #release()} freed the storage at least once (so the backward may free it again). */
+    /** Whether the model {@link #release() released} this tensor (its backward may then free it). */
     private boolean released;
+    /** Whether {@link #backwardDone} closed it (for the message when it is read again). */
+    private boolean freedAfterBackward;
 
     private static final DType[] DTYPES = DType.values();
 
@@ -302,6 +304,11 @@ public final class Tensor implements AutoCloseable {
             handle.restore(recompute.getAsLong());
             h = handle.get();
         }
+        if (h == 0 && freedAfterBackward) {
+            throw new IllegalStateException("tensor " + describe() + " was freed after the backward that last read it "
+                    + "(the model released it with Tensor.release()): run the forward again before another backward "
+                    + "through the same graph, or do not release it");
+        }
         if (h == 0) {
             throw new IllegalStateException("tensor " + describe() + " is closed: it was freed by close() or by the "
                     + "Tensors.scope() that created it; create tensors you need after the scope outside it, or keep() them");
@@ -360,42 +367,64 @@ public final class Tensor implements AutoCloseable {
     /**
      * Declares how to compute this tensor's values again, bit for bit, from tensors that stay alive
      * anyway (for an op's output: the inputs its backward keeps), so that {@link #release()} may
-     * free the storage. For op implementations (ddp4j's fused batch norm + ReLU uses it); the
-     * supplier returns a new native handle of this tensor's shape, dtype and device. Returns this.
+     * free the storage at once. For op implementations (ddp4j's batch norms use it); the supplier
+     * returns a new native handle of this tensor's shape, dtype and device. Returns this.
      */
     public Tensor recomputableBy(LongSupplier recompute) {
         this.recompute = Objects.requireNonNull(recompute, "recomputableBy: recompute is null");
         return this;
     }
 
+    /** Whether {@link #recomputableBy} gave this tensor a way to compute its values again. */
+    public boolean isRecomputable() {
+        return recompute != null;
+    }
+
     /**
-     * Frees this tensor's storage now if its values can be computed again ({@link #recomputableBy});
-     * the tensor stays usable: the next op that reads it (typically a backward that saved it)
-     * recomputes the values, and the producer's backward frees them again once done. Model code
-     * calls this when its forward has no further use for an intermediate result, as torchvision's
-     * blocks let such results go (ResNet's blocks release the output of each batch norm + ReLU
-     * once the next convolution has read it, which halves what a training step keeps). A tensor
-     * that cannot be recomputed is left as it is. No PyTorch counterpart (its closest is
-     * activation checkpointing, {@code torch.utils.checkpoint}, which recomputes whole segments).
+     * Declares that the forward is done with this intermediate result, so its memory can go before
+     * the step's scope closes. A {@link #recomputableBy recomputable} tensor (the output of a
+     * training-mode batch norm, with or without the ReLU, on the CPU) is freed now and stays
+     * usable: the next op that reads it (typically a backward that saved it) recomputes the same
+     * bits, and its producer's backward frees them again. Any other tensor keeps its storage until
+     * the backward of the ddp4j op that is its last reader has run ({@link #backwardDone}: the
+     * batch norms for their input, which is what a convolution's output is kept for), then it is
+     * freed; release only tensors that no other op reads in the backward, and run the backward
+     * once per forward. ResNet's blocks release every batch norm's input and output, which leaves
+     * a step holding little besides the convolution outputs until their batch norm's backward.
+     * No PyTorch counterpart (there the last reference going away frees a tensor; activation
+     * checkpointing, {@code torch.utils.checkpoint}, recomputes whole segments).
      *
-     * @return whether the storage was freed (false when it is not recomputable, already released or closed)
+     * @return whether the storage was freed now (false when it is kept until a backward, was
+     *     released already, or is closed)
      */
     public boolean release() {
-        if (recompute == null || handle.isClosed() || handle.get() == 0) {
+        if (released || handle.isClosed() || handle.get() == 0) {
             return false;
         }
         released = true;
+        if (recompute == null) {
+            return false;
+        }
         handle.release();
         return true;
     }
 
     /**
-     * For the producer's backward: frees the storage again if {@link #release()} ever did (the
-     * backward that recomputed it has run), so recomputed values do not wait for the scope.
+     * For op implementations: the backward of an op that read this tensor, when it is the
+     * tensor's last reader in the backward (a batch norm for its input, an op for its own
+     * recomputable output), calls this once done. Frees the storage if the model
+     * {@link #release() released} the tensor: a recomputable one can still be recomputed, any
+     * other is closed for good. Does nothing otherwise.
      */
-    public void releaseIfReleasedBefore() {
-        if (released) {
-            release();
+    public void backwardDone() {
+        if (!released || handle.isClosed()) {
+            return;
+        }
+        if (recompute != null) {
+            handle.release();
+        } else {
+            freedAfterBackward = true;
+            close();
         }
     }
 

@@ -16,11 +16,14 @@ import org.ddp4j.optim.SGD;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.vision.models.ResNet;
 import org.junit.jupiter.api.Test;
 
 /**
  * The caching allocator serves a steady-state ConvNet step (the demo's: DataLoader batch of 100,
- * DDP, SGD with momentum) entirely from its cache: no system allocation from step 3 on.
+ * DDP, SGD with momentum) entirely from its cache: no system allocation from step 3 on. So does a
+ * ResNet-18 step, whose large blocks (activations of several MiB, split and merged across sizes)
+ * come from the same pages every step.
  */
 class SteadyStateAllocationTest {
     private static final int BATCH = 100;
@@ -52,6 +55,41 @@ class SteadyStateAllocationTest {
                 assertEquals(0L, perStep.get(step), "system allocations in step " + (step + 1) + " (per step: " + perStep + ")");
             }
             assertTrue(Tensors.nativeBytesCached() > 0, "freed step tensors stay cached");
+        }
+    }
+
+    @Test
+    void steadyStateResNetStepsReuseTheirPages() {
+        List<Long> perStep = new ArrayList<>();
+        List<Long> cachedAfter = new ArrayList<>();
+        Generator g = new Generator(5);
+        try (Tensor images = Tensor.of(g.uniform(8 * 3 * 112 * 112, -1f, 1f), 8, 3, 112, 112).keep();
+                Tensor labels = Tensor.ofLongs(new long[] {0, 1, 2, 3, 4, 5, 6, 7}, 8).keep()) {
+            ResNet model = ResNet.resnet18(ResNet.Options.defaults().numClasses(10));
+            try (var opt = new SGD(model.parameters(), 0.01, 0.9, 0, 0, false)) {
+                CrossEntropyLoss ce = new CrossEntropyLoss();
+                for (int step = 0; step < 5; step++) {
+                    long before = Tensors.nativeAllocationCount();
+                    try (var scope = Tensors.scope()) {
+                        Tensor loss = ce.forward(model.forward(images), labels);
+                        opt.zeroGrad();
+                        loss.backward();
+                        opt.step();
+                        loss.item();
+                    }
+                    perStep.add(Tensors.nativeAllocationCount() - before);
+                    cachedAfter.add(Tensors.nativeBytesCached());
+                }
+            }
+            for (int step = 2; step < perStep.size(); step++) {
+                assertEquals(0L, perStep.get(step), "system allocations in step " + (step + 1) + " (per step: " + perStep + ")");
+                assertEquals(cachedAfter.get(1), cachedAfter.get(step), "cached bytes after each step: " + cachedAfter);
+            }
+            model.parameters().forEach(p -> {
+                if (p.grad() != null) {
+                    p.grad().close();
+                }
+            });
         }
     }
 

@@ -8,18 +8,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import org.ddp4j.nn.functional.BatchNorm2dFunction;
 import org.ddp4j.nn.functional.BatchNorm2dReluFunction;
 import org.ddp4j.nn.functional.Conv2dFunction;
+import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.junit.jupiter.api.Test;
 
 /**
- * Tensor.release() on the output of the fused batch norm + ReLU (what ResNet's blocks do once the
- * next convolution has read it): the storage goes at once, a later read recomputes the very same
- * bits, a backward through it gives the same gradients bit for bit as without the release, and
- * the producer's backward frees the recomputed storage again. Byte counts are the allocator's
- * exact count of requested bytes in use.
+ * Tensor.release() as ResNet's blocks use it: on the output of the fused batch norm + ReLU the
+ * storage goes at once, a later read recomputes the very same bits (with a residual too), and the
+ * producer's backward frees the recomputed storage again; on the batch norm's input (a conv
+ * output, not recomputable) the storage stays until the batch norm's backward has read it. A
+ * backward through released tensors gives the same gradients bit for bit as without, and so does
+ * a Sequential, which releases its intermediates. Byte counts are the allocator's exact count of
+ * requested bytes in use.
  */
 class ReleasedActivationsTest {
     private static final long[] SHAPE = {4, 6, 9, 11};
@@ -61,10 +65,13 @@ class ReleasedActivationsTest {
         long step(boolean release) {
             try (var scope = Tensors.scope()) {
                 long base = Tensors.nativeBytesInUse();
-                Tensor y = bnRelu(Conv2dFunction.apply(x, w1, null, 1, 1));
+                Tensor c = Conv2dFunction.apply(x, w1, null, 1, 1);
+                Tensor y = bnRelu(c);
                 Tensor z = Conv2dFunction.apply(y, w2, null, 1, 1);
                 if (release) {
-                    assertTrue(y.release(), "the fused output without a residual is recomputable");
+                    assertTrue(y.release(), "the fused output is recomputable: freed now");
+                    assertFalse(c.release(), "a conv output is kept until the batch norm's backward");
+                    assertFalse(c.isClosed());
                 }
                 z.mul(z).sum().backward();
                 return Tensors.nativeBytesInUse() - base;
@@ -122,25 +129,94 @@ class ReleasedActivationsTest {
             assertArrayEquals(a.get(i), b.get(i), "gradient " + i + " bit for bit");
         }
         assertArrayEquals(plain.runningVar.toFloatArray(), released.runningVar.toFloatArray());
-        assertEquals(heldPlain - Y_BYTES, heldReleased, "the backward frees the recomputed y again");
+        assertEquals(heldPlain - 2 * Y_BYTES, heldReleased,
+                "the backward frees the recomputed y again, and the conv output after the batch norm's backward");
         plain.close();
         released.close();
     }
 
     @Test
-    void tensorsThatCannotBeRecomputedAreLeftAsTheyAre() {
+    void theResidualFormAndThePlainBatchNormAreRecomputedToo() {
         Net net = new Net();
         try (var scope = Tensors.scope()) {
-            Tensor plain = random(7, -1, 1, SHAPE);
-            assertFalse(plain.release(), "an ordinary tensor");
+            Tensor residual = random(9, -1, 1, SHAPE);
             Tensor withResidual = BatchNorm2dReluFunction.apply(random(8, -1, 1, SHAPE), net.gamma, net.beta,
-                    net.runningMean, net.runningVar, true, 0.1, 1e-5, random(9, -1, 1, SHAPE));
-            assertFalse(withResidual.release(), "the residual form keeps its output");
-            assertEquals(4 * 6 * 9 * 11, plain.toFloatArray().length);
-            assertEquals(4 * 6 * 9 * 11, withResidual.toFloatArray().length);
+                    net.runningMean, net.runningVar, true, 0.1, 1e-5, residual);
+            Tensor plainBn = BatchNorm2dFunction.apply(random(11, -1, 1, SHAPE), net.gamma, net.beta,
+                    net.runningMean, net.runningVar, true, 0.1, 1e-5);
+            float[] a = withResidual.toFloatArray();
+            float[] b = plainBn.toFloatArray();
+            assertTrue(withResidual.release());
+            assertTrue(plainBn.release());
+            assertArrayEquals(a, withResidual.toFloatArray(), "relu(bn(x) + residual) recomputed");
+            assertArrayEquals(b, plainBn.toFloatArray(), "bn(x) recomputed");
         } finally {
             net.close();
         }
+    }
+
+    @Test
+    void anOrdinaryTensorThatNoBatchNormReadsStaysUntilItsScopeCloses() {
+        try (var scope = Tensors.scope()) {
+            Tensor w = random(12, -1, 1, 8).requiresGrad(true);
+            Tensor h = w.mul(w);
+            long inUse = Tensors.nativeBytesInUse();
+            assertFalse(h.release());
+            Tensor loss = h.mul(h).sum();
+            loss.backward();
+            assertFalse(h.isClosed(), "nothing frees it before the scope");
+            assertEquals(8, h.toFloatArray().length);
+            assertTrue(Tensors.nativeBytesInUse() >= inUse);
+            w.grad().close();
+        }
+    }
+
+    @Test
+    void aSecondBackwardThroughAFreedConvOutputIsRefusedByName() {
+        Net net = new Net();
+        try (var scope = Tensors.scope()) {
+            Tensor c = Conv2dFunction.apply(net.x, net.w1, null, 1, 1);
+            Tensor y = net.bnRelu(c);
+            c.release();
+            Tensor loss = y.mul(y).sum();
+            loss.backward();
+            assertTrue(c.isClosed(), "freed once the batch norm's backward has read it");
+            IllegalStateException e = assertThrows(IllegalStateException.class, loss::backward);
+            assertTrue(e.getMessage().contains("freed after the backward") && e.getMessage().contains("forward again"),
+                    e.getMessage());
+        } finally {
+            net.close();
+        }
+    }
+
+    @Test
+    void aSequentialReleasesItsIntermediatesAndGivesTheSameGradients() {
+        Generator g = new Generator(3);
+        Conv2d conv1 = new Conv2d(3, 6, 3, 1, 1, false, g);
+        BatchNorm2d bn = new BatchNorm2d(6);
+        Conv2d conv2 = new Conv2d(6, 5, 3, 1, 1, false, g);
+        Sequential seq = new Sequential(conv1, bn, new ReLU(), conv2);
+        Tensor x = random(13, -2, 2, 4, 3, 9, 11).keep();
+        List<float[]> bySequential = gradients(seq, () -> seq.forward(x));
+        List<float[]> byHand = gradients(seq, () -> conv2.forward(bn.forwardRelu(conv1.forward(x), null)));
+        for (int i = 0; i < bySequential.size(); i++) {
+            assertArrayEquals(byHand.get(i), bySequential.get(i), "parameter " + i);
+        }
+        x.close();
+    }
+
+    /** The parameter gradients of one backward of sum(out²), the gradients zeroed first. */
+    private static List<float[]> gradients(Module m, java.util.function.Supplier<Tensor> forward) {
+        m.zeroGrad(true);
+        try (var scope = Tensors.scope()) {
+            Tensor out = forward.get();
+            out.mul(out).sum().backward();
+        }
+        List<float[]> grads = new ArrayList<>();
+        for (Tensor p : m.parameters()) {
+            grads.add(p.grad().toFloatArray());
+        }
+        return grads;
     }
 
     @Test

@@ -16,7 +16,9 @@ import org.ddp4j.tensor.Tensors;
  * and the running statistics are updated in place with
  * {@code running = (1 - momentum) * running + momentum * batch}, using the unbiased variance
  * (n / (n - 1)) for running_var. In eval mode the running statistics normalise the input and are
- * left unchanged. Both modes are differentiable with respect to x, gamma and beta.
+ * left unchanged. Both modes are differentiable with respect to x, gamma and beta. A CPU output
+ * of training mode is {@link Tensor#recomputableBy recomputable} from x: a model may
+ * {@link Tensor#release() release} it once its forward is done with it.
  */
 public final class BatchNorm2dFunction {
     private BatchNorm2dFunction() {}
@@ -73,17 +75,25 @@ public final class BatchNorm2dFunction {
         Tensor out;
         Tensor saveMean;
         Tensor saveInvstd;
+        Tensor affine;
         try {
             NormNatives.batchNorm2dForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
                     rm.nativeHandle(), rv.nativeHandle(), momentum, eps, r);
             out = Tensor.fromNativeResult(r, 0);
             saveMean = Tensor.fromNativeResult(r, 1);
             saveInvstd = Tensor.fromNativeResult(r, 2);
+            affine = Tensor.fromNativeResult(r, 3); // CPU only
         } finally {
             if (runningMean == null) {
                 rm.close();
                 rv.close();
             }
+        }
+        if (affine != null) {
+            // y = x * scale + shift again from x, which the backward keeps anyway, so a model may
+            // release y (Tensor.release) once its forward is done with it.
+            out.recomputableBy(() -> NormNatives.batchNorm2dRecompute(x.nativeHandle(), affine.nativeHandle(), 0,
+                    false, NativeResults.buffer()));
         }
         // gamma stays needed by the backward; a temporary one is copied so closing it here is safe.
         Tensor gammaForBackward = gamma != null ? gamma : filled(1, x, channels);
@@ -93,6 +103,10 @@ public final class BatchNorm2dFunction {
                 long[] gr = NativeResults.buffer();
                 NormNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
                         gammaForBackward.nativeHandle(), saveMean.nativeHandle(), saveInvstd.nativeHandle(), gr);
+                // Everything that reads y comes later in the forward, so its backward has run: a
+                // released y that a recomputation brought back goes again, and so does a released x.
+                out.backwardDone();
+                x.backwardDone();
                 Tensor gx = Tensor.fromNativeResult(gr, 0);
                 Tensor gGamma = Tensor.fromNativeResult(gr, 1);
                 Tensor gBeta = Tensor.fromNativeResult(gr, 2);

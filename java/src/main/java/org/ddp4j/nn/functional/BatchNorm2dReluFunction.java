@@ -16,7 +16,7 @@ import org.ddp4j.tensor.Tensors;
  * block's end). It gives the composition's values bit for bit in one pass over x for the output
  * (the batch-norm output and the sum are never stored) and one batch-norm backward that applies the
  * ReLU's mask as it reads the gradient; only the output y is kept for the backward besides x.
- * Without a residual, y is {@link Tensor#recomputableBy recomputable} from x: a model that
+ * y is {@link Tensor#recomputableBy recomputable} from x (and the residual): a model that
  * {@link Tensor#release() releases} y after its last forward use keeps only x for the step.
  *
  * <p>On CUDA tensors, and in eval mode when a gradient is to be recorded, it runs the unfused ops
@@ -102,15 +102,11 @@ public final class BatchNorm2dReluFunction {
                 rv.close();
             }
         }
-        if (residual == null) {
-            // y = relu(x * scale + shift) again from x, which the backward keeps anyway: the model
-            // may release y once its forward is done with it (Tensor.release), and whichever
-            // backward reads y next (the next convolution's) recomputes it.
-            out.recomputableBy(() -> NormNatives.batchNorm2dReluRecompute(x.nativeHandle(), affine.nativeHandle(),
-                    NativeResults.buffer()));
-        } else {
-            affine.close();
-        }
+        // y = relu(x * scale + shift + residual) again from x, which the backward keeps anyway (and
+        // the residual): the model may release y once its forward is done with it
+        // (Tensor.release), and whichever backward reads y next (the next convolution's) recomputes it.
+        out.recomputableBy(() -> NormNatives.batchNorm2dRecompute(x.nativeHandle(), affine.nativeHandle(),
+                residual != null ? residual.nativeHandle() : 0, true, NativeResults.buffer()));
         Tensor gammaForBackward = gamma != null ? gamma : filled(1, x, channels);
         // The ReLU's mask comes from the output (y > 0 ⇔ the ReLU's input > 0), so y and x are all
         // the backward keeps.
@@ -122,8 +118,9 @@ public final class BatchNorm2dReluFunction {
                 NormNatives.batchNorm2dReluBackward(gradOutput.nativeHandle(), out.nativeHandle(), x.nativeHandle(),
                         gammaForBackward.nativeHandle(), saveMean.nativeHandle(), saveInvstd.nativeHandle(), wantMasked,
                         gr);
-                // This is y's last reader in the backward: a released y goes again.
-                out.releaseIfReleasedBefore();
+                // The last reader of y and of x in the backward: released ones go (Tensor.release).
+                out.backwardDone();
+                x.backwardDone();
                 Tensor gx = Tensor.fromNativeResult(gr, 0);
                 Tensor gGamma = Tensor.fromNativeResult(gr, 1);
                 Tensor gBeta = Tensor.fromNativeResult(gr, 2);

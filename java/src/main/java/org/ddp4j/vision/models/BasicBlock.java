@@ -60,13 +60,19 @@ public class BasicBlock extends Module {
     public Tensor forward(Tensor x) {
         // bn then relu, and bn, + identity, relu, each as one fused pass (BatchNorm2d.forwardRelu):
         // torchvision's values; the relu child stays registered as in torchvision.
-        // bn1 + ReLU's output is released once conv2 has read it: the backward recomputes it from
-        // conv1's output, which it keeps anyway (Tensor.release).
-        Tensor out1 = bn1.forwardRelu(conv1.forward(x), null);
+        // Each batch norm's output is released once its last reader here has run (the backward
+        // recomputes it from the conv output), and each conv output is kept only until its batch
+        // norm's backward (ResNet.bnRelu; Tensor.release). The block's input is released by
+        // the Sequential it is in, once read.
+        Tensor out1 = ResNet.bnRelu(bn1, conv1.forward(x), null);
         Tensor out = conv2.forward(out1);
         out1.release();
         Tensor identity = downsample == null ? x : downsample.forward(x);
-        return bn2.forwardRelu(out, ResNet.checkResidual(out, identity));
+        Tensor y = ResNet.bnRelu(bn2, out, ResNet.checkResidual(out, identity));
+        if (identity != x) {
+            identity.release();
+        }
+        return y;
     }
 
     /** The batch norm whose weight {@code zero_init_residual} zeroes: bn2. */

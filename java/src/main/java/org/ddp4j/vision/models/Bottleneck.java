@@ -65,15 +65,21 @@ public class Bottleneck extends Module {
     public Tensor forward(Tensor x) {
         // Each bn then relu, and bn3, + identity, relu, as one fused pass (BatchNorm2d.forwardRelu):
         // torchvision's values; the relu child stays registered as in torchvision.
-        // The first two batch norm + ReLU outputs are released once the next conv has read them:
-        // the backward recomputes them from the conv outputs it keeps anyway (Tensor.release).
-        Tensor out1 = bn1.forwardRelu(conv1.forward(x), null);
-        Tensor out2 = bn2.forwardRelu(conv2.forward(out1), null);
+        // Each batch norm's output is released once its last reader here has run (the backward
+        // recomputes it from the conv output), and each conv output is kept only until its batch
+        // norm's backward (ResNet.bnRelu; Tensor.release). The block's input is released by
+        // the Sequential it is in, once read.
+        Tensor out1 = ResNet.bnRelu(bn1, conv1.forward(x), null);
+        Tensor out2 = ResNet.bnRelu(bn2, conv2.forward(out1), null);
         out1.release();
         Tensor out = conv3.forward(out2);
         out2.release();
         Tensor identity = downsample == null ? x : downsample.forward(x);
-        return bn3.forwardRelu(out, ResNet.checkResidual(out, identity));
+        Tensor y = ResNet.bnRelu(bn3, out, ResNet.checkResidual(out, identity));
+        if (identity != x) {
+            identity.release();
+        }
+        return y;
     }
 
     /** The batch norm whose weight {@code zero_init_residual} zeroes: bn3. */

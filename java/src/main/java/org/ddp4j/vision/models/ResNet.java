@@ -217,6 +217,16 @@ public class ResNet extends Module {
     }
 
     /**
+     * {@code relu(bn(convOut) + residual)} (residual may be null), with convOut released: a step
+     * keeps it only until bn's backward has read it ({@link Tensor#release()}).
+     */
+    static Tensor bnRelu(BatchNorm2d bn, Tensor convOut, Tensor residual) {
+        Tensor y = bn.forwardRelu(convOut, residual);
+        convOut.release();
+        return y;
+    }
+
+    /**
      * identity, after checking that it has the residual's shape, with a message that names the
      * likely cause when it does not.
      */
@@ -315,15 +325,24 @@ public class ResNet extends Module {
      */
     @Override
     public Tensor forward(Tensor x) {
-        Tensor stem = bn1.forwardRelu(conv1.forward(x), null);
+        // Every intermediate result is released once its last forward reader has run (see
+        // Tensor.release): batch norm outputs are recomputed in the backward, conv outputs kept
+        // until their batch norm's backward; the layers do the same inside.
+        Tensor stem = bnRelu(bn1, conv1.forward(x), null);
         Tensor out = maxpool.forward(stem);
-        if (out != stem) {
-            stem.release(); // the max pool's backward needs only its indices (not with the CIFAR stem's Identity)
-        }
         for (Sequential layer : layers) {
-            out = layer.forward(out);
+            Tensor next = layer.forward(out);
+            if (out != stem) {
+                out.release();
+            }
+            out = next;
         }
-        return fc.forward(flatten.forward(avgpool.forward(out)));
+        if (out != stem) {
+            stem.release(); // after layer1 has read it, as the CIFAR stem's Identity passes it on
+        }
+        Tensor pooled = avgpool.forward(out);
+        out.release(); // the pools' backwards need only indices and shapes
+        return fc.forward(flatten.forward(pooled));
     }
 
     /**
