@@ -1,5 +1,8 @@
-// MaxPool2d kernels: indices and values on a hand-computed example, padding as -inf, and the
-// scatter-add backward with overlapping windows.
+// MaxPool2d kernels: indices and values on a hand-computed example, the vectorised 2x2 and
+// 3x3/2 paths against plain loops, padding as -inf, and the scatter-add backward with
+// overlapping windows.
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -52,6 +55,47 @@ int main() {
         }
       }
     }
+    CHECK(bad == 0);
+  }
+
+  // The stem's 3x3 / stride 2 / padding 1 (vectorised inside the plane where the CPU has AVX-512)
+  // against a plain loop with PyTorch's rule (first maximum wins, NaN propagates, padding is
+  // -inf), on widths around the vector blocks' edges, ties, NaNs and -inf.
+  for (int64_t W : {7, 33, 34, 35, 36, 50, 67, 112}) {
+    const int64_t C = 2, H = 9, P = (H + 2 - 3) / 2 + 1, Q = (W + 2 - 3) / 2 + 1;
+    std::vector<float> v(static_cast<size_t>(C * H * W));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919) % 7) - 3;
+    for (size_t i = 5; i < v.size(); i += 53) v[i] = std::numeric_limits<float>::quiet_NaN();
+    for (size_t i = 11; i < v.size(); i += 29) v[i] = -std::numeric_limits<float>::infinity();
+    kernels::Pool2dGeometry s3;
+    s3.kernel_h = s3.kernel_w = 3;
+    s3.stride_h = s3.stride_w = 2;
+    s3.pad_h = s3.pad_w = 1;
+    auto o = ops::max_pool2d_forward(make({1, C, H, W}, v), s3);
+    CHECK(o[0].shape() == (Shape{1, C, P, Q}));
+    int bad = 0;
+    for (int64_t plane = 0; plane < C; ++plane) {
+      const float* in = v.data() + plane * H * W;
+      for (int64_t p = 0; p < P; ++p) {
+        for (int64_t q = 0; q < Q; ++q) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t bi = std::max<int64_t>(2 * p - 1, 0) * W + std::max<int64_t>(2 * q - 1, 0);
+          for (int64_t h = std::max<int64_t>(2 * p - 1, 0); h <= std::min(2 * p + 1, H - 1); ++h) {
+            for (int64_t w = std::max<int64_t>(2 * q - 1, 0); w <= std::min(2 * q + 1, W - 1); ++w) {
+              if (in[h * W + w] > best || in[h * W + w] != in[h * W + w]) {
+                best = in[h * W + w];
+                bi = h * W + w;
+              }
+            }
+          }
+          const int64_t j = (plane * P + p) * Q + q;
+          const float got = o[0].data<float>()[j];
+          const bool same = (got == best) || (got != got && best != best);
+          if (!same || o[1].data<int64_t>()[j] != bi) ++bad;
+        }
+      }
+    }
+    if (bad != 0) std::fprintf(stderr, "3x3/2 pool, width %ld: %d windows differ\n", static_cast<long>(W), bad);
     CHECK(bad == 0);
   }
 

@@ -114,40 +114,109 @@ DDP4J_AVX512 void forward_2x2_avx512(const float* px, float* py, int64_t* pi, in
 int64_t plane_grain(int64_t plane_elems) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(plane_elems, 1)); }
 
 /**
- * Any geometry (dilation, padding, ceil mode), as PyTorch's CPU kernel: the window's taps are
- * h0 + k * dilation_h below min(h0 + (kernel_h - 1) * dilation_h + 1, H), with h0 moved past the
- * padding by whole dilation steps; padding counts as -inf; the first maximum wins and NaN propagates.
+ * One output (p, q) of any geometry (dilation, padding, ceil mode), as PyTorch's CPU kernel: the
+ * window's taps are h0 + k * dilation_h below min(h0 + (kernel_h - 1) * dilation_h + 1, H), with h0
+ * moved past the padding by whole dilation steps; padding counts as -inf; the first maximum wins
+ * and NaN propagates.
  */
+template <bool kDilated>
+inline void window_general(const float* in, int64_t H, int64_t W, int64_t p, int64_t q, const kernels::Pool2dGeometry& g,
+                           float* py, int64_t* pi) {
+  // Dilation 1 (the usual case) as a constant, so the inner loops keep unit strides.
+  const int64_t dh = kDilated ? g.dilation_h : 1, dw = kDilated ? g.dilation_w : 1;
+  int64_t h0 = p * g.stride_h - g.pad_h;
+  const int64_t h1 = std::min<int64_t>(h0 + int64_t{g.kernel_h - 1} * dh + 1, H);
+  while (h0 < 0) h0 += dh;
+  int64_t w0 = q * g.stride_w - g.pad_w;
+  const int64_t w1 = std::min<int64_t>(w0 + int64_t{g.kernel_w - 1} * dw + 1, W);
+  while (w0 < 0) w0 += dw;
+  float best = -std::numeric_limits<float>::infinity();
+  int64_t best_index = h0 * W + w0;
+  for (int64_t h = h0; h < h1; h += dh) {
+    for (int64_t w = w0; w < w1; w += dw) {
+      const float v = in[h * W + w];
+      if (v > best || std::isnan(v)) {
+        best = v;
+        best_index = h * W + w;
+      }
+    }
+  }
+  *py = best;
+  *pi = best_index;
+}
+
+/** window_general over every output of the planes. */
 template <bool kDilated>
 void forward_general(const float* px, float* py, int64_t* pi, int64_t planes, int64_t H, int64_t W, int64_t P,
                      int64_t Q, const kernels::Pool2dGeometry& g) {
-  // Dilation 1 (the usual case) as a constant, so the inner loops keep unit strides.
-  const int64_t dh = kDilated ? g.dilation_h : 1, dw = kDilated ? g.dilation_w : 1;
   for (int64_t plane = 0; plane < planes; ++plane) {
     const float* in = px + plane * H * W;
     for (int64_t p = 0; p < P; ++p) {
-      int64_t h0 = p * g.stride_h - g.pad_h;
-      const int64_t h1 = std::min<int64_t>(h0 + int64_t{g.kernel_h - 1} * dh + 1, H);
-      while (h0 < 0) h0 += dh;
-      for (int64_t q = 0; q < Q; ++q) {
-        int64_t w0 = q * g.stride_w - g.pad_w;
-        const int64_t w1 = std::min<int64_t>(w0 + int64_t{g.kernel_w - 1} * dw + 1, W);
-        while (w0 < 0) w0 += dw;
-        float best = -std::numeric_limits<float>::infinity();
-        int64_t best_index = h0 * W + w0;
-        for (int64_t h = h0; h < h1; h += dh) {
-          for (int64_t w = w0; w < w1; w += dw) {
-            const float v = in[h * W + w];
-            if (v > best || std::isnan(v)) {
-              best = v;
-              best_index = h * W + w;
+      for (int64_t q = 0; q < Q; ++q) window_general<kDilated>(in, H, W, p, q, g, py++, pi++);
+    }
+  }
+}
+
+/**
+ * ResNet's stem pool (3x3, stride 2, padding 1) with AVX-512: windows wholly inside the plane, 16
+ * per step; each row's left, centre and right taps of 16 windows are the even and odd lanes of
+ * two-source permutes of the row, and the nine taps are taken in window_general's order with its
+ * "larger or NaN wins" rule, so the results are its results. Windows at the border (the first
+ * row and column, the last ones where the window leaves the plane, and a row's last few windows,
+ * whose loads would run past the row) go through window_general.
+ */
+DDP4J_AVX512 void forward_3x3s2_avx512(const float* px, float* py, int64_t* pi, int64_t planes, int64_t H, int64_t W,
+                                       int64_t P, int64_t Q, const kernels::Pool2dGeometry& g) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const float* in = px + plane * H * W;
+    for (int64_t p = 0; p < P; ++p) {
+      float* yrow = py + p * Q;
+      int64_t* irow = pi + p * Q;
+      const bool inside_rows = p >= 1 && 2 * p + 1 < H;
+      int64_t q = 0;
+      if (inside_rows) {
+        window_general<false>(in, H, W, p, 0, g, yrow, irow);
+        // Blocks of 16 windows q..q+15 whose loads (columns 2q - 1 .. 2q + 32) stay in the row.
+        for (q = 1; q + 16 <= Q && 2 * q + 32 < W; q += 16) {
+          __m512 best = _mm512_setzero_ps();
+          __m512i index = _mm512_setzero_si512();
+          const __m512i lane_col = _mm512_add_epi32(even, _mm512_set1_epi32(static_cast<int>(2 * q)));  // 2 (q + j)
+          bool first = true;
+          for (int64_t dh = -1; dh <= 1; ++dh) {
+            const int64_t h = 2 * p + dh;
+            const float* row = in + h * W + 2 * q - 1;
+            const __m512 a_lo = _mm512_loadu_ps(row), a_hi = _mm512_loadu_ps(row + 16);
+            const __m512 b_lo = _mm512_loadu_ps(row + 2), b_hi = _mm512_loadu_ps(row + 18);
+            const __m512 taps[3] = {_mm512_permutex2var_ps(a_lo, even, a_hi), _mm512_permutex2var_ps(a_lo, odd, a_hi),
+                                    _mm512_permutex2var_ps(b_lo, even, b_hi)};
+            const __m512i row_base = _mm512_add_epi32(lane_col, _mm512_set1_epi32(static_cast<int>(h * W)));
+            for (int dw = -1; dw <= 1; ++dw) {
+              const __m512 v = taps[dw + 1];
+              const __m512i vi = _mm512_add_epi32(row_base, _mm512_set1_epi32(dw));
+              if (first) {  // the first tap: as window_general's -inf start, which any value but -inf beats
+                best = v;
+                index = vi;
+                first = false;
+                continue;
+              }
+              const __mmask16 take = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+              best = _mm512_mask_mov_ps(best, take, v);
+              index = _mm512_mask_mov_epi32(index, take, vi);
             }
           }
+          _mm512_storeu_ps(yrow + q, best);
+          // The masked forms, as in forward_2x2_avx512: gcc 12 warns about the plain ones' undefined lanes.
+          _mm512_storeu_si512(irow + q, _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, index, 0)));
+          _mm512_storeu_si512(irow + q + 8,
+                              _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, index, 1)));
         }
-        *py++ = best;
-        *pi++ = best_index;
       }
+      for (; q < Q; ++q) window_general<false>(in, H, W, p, q, g, yrow + q, irow + q);
     }
+    py += P * Q;
+    pi += P * Q;
   }
 }
 
@@ -162,6 +231,8 @@ void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dG
   // Plane-local indices fit the vector path's int32 lanes up to 2^31 elements per plane.
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   const bool vector = fast_2x2 && avx512 && H * W < (int64_t{1} << 31);
+  const bool stem_3x3 = g.kernel_h == 3 && g.kernel_w == 3 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 1 &&
+                        g.pad_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 && avx512 && H * W < (int64_t{1} << 31);
   // Whole planes per call: each output is computed by one call, whatever the thread count.
   parallel_for(0, planes, plane_grain(H * W), [&](int64_t begin, int64_t end) {
     const float* x0 = px + begin * H * W;
@@ -169,6 +240,8 @@ void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dG
     int64_t* i0 = pi + begin * P * Q;
     if (vector) {
       forward_2x2_avx512(x0, y0, i0, end - begin, H, W, P, Q);
+    } else if (stem_3x3) {
+      forward_3x3s2_avx512(x0, y0, i0, end - begin, H, W, P, Q, g);
     } else if (fast_2x2) {
       forward_2x2(x0, y0, i0, end - begin, H, W, P, Q);
     } else {
