@@ -4,7 +4,7 @@
 // plane size with a vector tail (7 x 9), one without (16 x 16) and large planes (96 x 96, cache
 // blocked), with negative values and zeros; and batch_norm2d_recompute, which makes the
 // forward's y again from x and the forward's affine output, bit for bit (and the plain batch
-// norm's, relu false).
+// norm's, relu false); the backward with the ReLU's mask formed from x and affine instead of y.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -75,6 +75,13 @@ void check_case(int64_t h, int64_t w, bool with_residual) {
     CHECK(same_bits(tag + " ggamma", fg[1], g[1]));
     CHECK(same_bits(tag + " gbeta", fg[2], g[2]));
     if (want_masked) CHECK(same_bits(tag + " grad residual", fg[3], gz));
+    if (!with_residual) {  // the mask formed from x and the affine output instead of read from y
+      std::vector<Tensor> fx = ops::batch_norm2d_relu_backward(gy, Tensor(), x, gamma, f[1], f[2], want_masked, f[3]);
+      CHECK(same_bits(tag + " gx (mask from x)", fx[0], g[0]));
+      CHECK(same_bits(tag + " ggamma (mask from x)", fx[1], g[1]));
+      CHECK(same_bits(tag + " gbeta (mask from x)", fx[2], g[2]));
+      if (want_masked) CHECK(same_bits(tag + " masked grad (mask from x)", fx[3], gz));
+    }
   }
 }
 
@@ -94,6 +101,16 @@ int main() {
     ops::batch_norm2d_relu_forward_train(x, gamma, beta, rm, rv, 0.1, 1e-5, random({2, 3, 4, 5}, 13));
   } catch (const Error& e) {
     threw = std::string(e.what()).find("[2, 3, 4, 5]") != std::string::npos;
+    if (!threw) std::fprintf(stderr, "message: %s\n", e.what());
+  }
+  CHECK(threw);
+  // The backward takes y or affine, exactly one.
+  threw = false;
+  try {
+    std::vector<Tensor> f = ops::batch_norm2d_relu_forward_train(x, gamma, beta, rm, rv, 0.1, 1e-5, Tensor());
+    ops::batch_norm2d_relu_backward(f[0], f[0], x, gamma, f[1], f[2], false, f[3]);
+  } catch (const Error& e) {
+    threw = std::string(e.what()).find("not both") != std::string::npos;
     if (!threw) std::fprintf(stderr, "message: %s\n", e.what());
   }
   CHECK(threw);

@@ -128,12 +128,14 @@ using batch_norm2d_relu_forward_eval_fn = void (*)(const Tensor& x, const Tensor
 /**
  * Gradients of batch_norm2d_relu_forward_train given its output y: the batch-norm backward of
  * g = (y > 0 ? gy : 0). When gmasked is defined (the residual's gradient is needed) g is written
- * to it. Outputs are overwritten; equal to relu_backward then batch_norm2d_backward.
+ * to it. Outputs are overwritten; equal to relu_backward then batch_norm2d_backward. When y is
+ * undefined (a forward without residual), the mask comes from x and that forward's affine
+ * output instead (y formed again, the same bits), so y need not be kept or recomputed.
  */
 using batch_norm2d_relu_backward_fn = void (*)(const Tensor& gy, const Tensor& y, const Tensor& x,
                                                const Tensor& gamma, const Tensor& save_mean,
-                                               const Tensor& save_invstd, Tensor& gx, Tensor& ggamma,
-                                               Tensor& gbeta, Tensor& gmasked);
+                                               const Tensor& save_invstd, const Tensor& affine, Tensor& gx,
+                                               Tensor& ggamma, Tensor& gbeta, Tensor& gmasked);
 
 // ---- SyncBatchNorm (torch.nn.SyncBatchNorm's batch_norm_stats / gather_stats_with_counts /
 // batch_norm_elemt / batch_norm_backward_reduce / batch_norm_backward_elemt); x is [N, C, S...]

@@ -122,10 +122,14 @@ Tensor batch_norm2d_relu_forward_eval(const Tensor& x, const Tensor& gamma, cons
                                       const Tensor& residual);
 /**
  * Gradients of batch_norm2d_relu_forward_train from its output y: {gx, ggamma, gbeta} and, with
- * want_masked, also the ReLU's gradient (the residual's) as a fourth tensor.
+ * want_masked, also the ReLU's gradient (the residual's) as a fourth tensor. For a forward without
+ * residual, y may be undefined and affine (that forward's fourth output) given instead: the ReLU's
+ * mask is then formed from x, with the same bits. Throws InvalidArgument unless exactly one of y
+ * and affine is given, with the shapes named.
  */
 std::vector<Tensor> batch_norm2d_relu_backward(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& gamma,
-                                               const Tensor& save_mean, const Tensor& save_invstd, bool want_masked);
+                                               const Tensor& save_mean, const Tensor& save_invstd, bool want_masked,
+                                               const Tensor& affine = Tensor());
 
 // ---- SyncBatchNorm (src/core/ops_sync_batch_norm.cpp; SyncBatchNormNatives). x is float32
 // [N, C, ...] (at least 2-D, N may be 0); per-channel tensors float32 [C] on x's device.

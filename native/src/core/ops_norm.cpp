@@ -143,15 +143,27 @@ Tensor batch_norm2d_relu_forward_eval(const Tensor& x, const Tensor& gamma, cons
 }
 
 std::vector<Tensor> batch_norm2d_relu_backward(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& gamma,
-                                               const Tensor& save_mean, const Tensor& save_invstd, bool want_masked) {
+                                               const Tensor& save_mean, const Tensor& save_invstd, bool want_masked,
+                                               const Tensor& affine) {
   constexpr const char* op = "batch_norm2d_relu_backward";
   check_input(op, x);
   check_dtype(op, "grad_output", gy, DType::Float32);
-  check_dtype(op, "output", y, DType::Float32);
   check_same_device(op, gy, x);
-  check_same_device(op, y, x);
-  DDP4J_CHECK_ARG(gy.shape() == x.shape() && y.shape() == x.shape(), op, ": grad_output ", shape_str(gy.shape()),
-                  " and output ", shape_str(y.shape()), " must match input ", shape_str(x.shape()));
+  DDP4J_CHECK_ARG(y.defined() != affine.defined(), op, ": give the output y or the forward's affine, not ",
+                  y.defined() ? "both" : "neither");
+  if (y.defined()) {
+    check_dtype(op, "output", y, DType::Float32);
+    check_same_device(op, y, x);
+    DDP4J_CHECK_ARG(y.shape() == x.shape(), op, ": output ", shape_str(y.shape()), " must match input ",
+                    shape_str(x.shape()));
+  } else {
+    check_dtype(op, "affine", affine, DType::Float32);
+    check_same_device(op, affine, x);
+    DDP4J_CHECK_ARG(affine.shape() == Shape({2, x.size(1)}), op, ": affine must be [2, ", x.size(1), "] for input ",
+                    shape_str(x.shape()), ", got ", shape_str(affine.shape()));
+  }
+  DDP4J_CHECK_ARG(gy.shape() == x.shape(), op, ": grad_output ", shape_str(gy.shape()), " must match input ",
+                  shape_str(x.shape()));
   check_channel_tensor(op, "weight", x, gamma);
   check_channel_tensor(op, "save_mean", x, save_mean);
   check_channel_tensor(op, "save_invstd", x, save_invstd);
@@ -161,8 +173,8 @@ std::vector<Tensor> batch_norm2d_relu_backward(const Tensor& gy, const Tensor& y
   Tensor gbeta = Tensor::empty({c}, DType::Float32, x.device());
   Tensor gmasked = want_masked ? Tensor::empty(x.shape(), DType::Float32, x.device()) : Tensor();
   static KernelSlot slot("batch_norm2d_relu_backward");
-  slot.get<kernels::batch_norm2d_relu_backward_fn>(x.device())(gy, y, x, gamma, save_mean, save_invstd, gx, ggamma,
-                                                               gbeta, gmasked);
+  slot.get<kernels::batch_norm2d_relu_backward_fn>(x.device())(gy, y, x, gamma, save_mean, save_invstd, affine, gx,
+                                                               ggamma, gbeta, gmasked);
   if (want_masked) return {gx, ggamma, gbeta, gmasked};
   return {gx, ggamma, gbeta};
 }

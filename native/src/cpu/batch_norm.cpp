@@ -26,18 +26,26 @@ namespace {
 
 using namespace bn;
 
-/** out[j] = y[j] > 0 ? g[j] : 0 over n elements (ReLU's backward; NaN in y blocks). */
-inline void mask_plane(const float* g, const float* y, int64_t n, float* out) {
+/**
+ * out[j] = y[j] > 0 ? g[j] : 0 over n elements (ReLU's backward; NaN in y blocks); with FromX,
+ * y[j] = x[j] * scale + shift formed again by the forward's fused multiply-add (see grad_sums).
+ */
+template <bool FromX = false>
+inline void mask_plane(const float* g, const float* y, int64_t n, float* out, const float* x = nullptr,
+                       float scale = 0, float shift = 0) {
   alignas(32) static const int32_t kTail[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
   const __m256 zero = _mm256_setzero_ps();
+  const __m256 sc = _mm256_set1_ps(scale), sh = _mm256_set1_ps(shift);
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
-    const __m256 keep = _mm256_cmp_ps(_mm256_loadu_ps(y + j), zero, _CMP_GT_OQ);
+    const __m256 v = FromX ? _mm256_fmadd_ps(_mm256_loadu_ps(x + j), sc, sh) : _mm256_loadu_ps(y + j);
+    const __m256 keep = _mm256_cmp_ps(v, zero, _CMP_GT_OQ);
     _mm256_storeu_ps(out + j, _mm256_and_ps(_mm256_loadu_ps(g + j), keep));
   }
   if (j < n) {
     const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kTail + 8 - (n - j)));
-    const __m256 keep = _mm256_cmp_ps(_mm256_maskload_ps(y + j, m), zero, _CMP_GT_OQ);
+    const __m256 v = FromX ? _mm256_fmadd_ps(_mm256_maskload_ps(x + j, m), sc, sh) : _mm256_maskload_ps(y + j, m);
+    const __m256 keep = _mm256_cmp_ps(v, zero, _CMP_GT_OQ);
     _mm256_maskstore_ps(out + j, m, _mm256_and_ps(_mm256_maskload_ps(g + j, m), keep));
   }
 }
@@ -212,15 +220,19 @@ void relu_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 
 /**
  * The batch-norm backward of g = gy, or with Masked g = (y > 0 ? gy : 0) (the ReLU after it), also
- * written to gmasked when that is defined.
+ * written to gmasked when that is defined. With FromX y is not read but formed again from x and
+ * the forward's coefficients affine [2, C] (y = x * scale + shift; no residual).
  */
-template <bool Masked>
+template <bool Masked, bool FromX = false>
 void backward_any(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
-                  const Tensor& save_invstd, Tensor& gx, Tensor& ggamma, Tensor& gbeta, Tensor& gmasked) {
+                  const Tensor& save_invstd, Tensor& gx, Tensor& ggamma, Tensor& gbeta, Tensor& gmasked,
+                  const Tensor& affine = Tensor()) {
   const int64_t N = x.size(0), C = x.size(1), HW = x.size(2) * x.size(3), count = N * HW;
   const float* px = x.data<float>();
   const float* pgy = gy.data<float>();
-  const float* pyy = Masked ? y.data<float>() : nullptr;
+  const float* pyy = Masked && !FromX ? y.data<float>() : nullptr;
+  const float* pscale = FromX ? affine.data<float>() : nullptr;
+  const float* pshift = FromX ? pscale + C : nullptr;
   float* pgm = Masked && gmasked.defined() ? gmasked.data<float>() : nullptr;
   float* pgx = gx.data<float>();
   // Both passes go through memory in its natural order (see forward_train); each channel's
@@ -247,8 +259,9 @@ void backward_any(const Tensor& gy, const Tensor& y, const Tensor& x, const Tens
       for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = b0; c < b1; ++c) {
           const int64_t off = (n * C + c) * HW;
-          grad_sums<Masked>(pgy + off, Masked ? pyy + off : nullptr, px + off, HW, means[c], sg[c], sxg[c],
-                            pgm != nullptr ? pgm + off : nullptr);
+          grad_sums<Masked, FromX>(pgy + off, pyy != nullptr ? pyy + off : nullptr, px + off, HW, means[c], sg[c],
+                                   sxg[c], pgm != nullptr ? pgm + off : nullptr, FromX ? pscale[c] : 0,
+                                   FromX ? pshift[c] : 0);
         }
       }
       for (int64_t c = b0; c < b1; ++c) {
@@ -270,7 +283,11 @@ void backward_any(const Tensor& gy, const Tensor& y, const Tensor& x, const Tens
           const float ac = a[c], bc = b[c], dc = d[c], m = means[c];
           const float* gp = g + off;
           if (reread) {
-            mask_plane(g + off, pyy + off, HW, buffer.data());
+            if constexpr (FromX) {
+              mask_plane<true>(g + off, nullptr, HW, buffer.data(), px + off, pscale[c], pshift[c]);
+            } else {
+              mask_plane(g + off, pyy + off, HW, buffer.data());
+            }
             gp = buffer.data();
           }
           const float* xp = px + off;
@@ -289,8 +306,13 @@ void backward(const Tensor& gy, const Tensor& x, const Tensor& gamma, const Tens
 }
 
 void relu_backward(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& gamma, const Tensor& save_mean,
-                   const Tensor& save_invstd, Tensor& gx, Tensor& ggamma, Tensor& gbeta, Tensor& gmasked) {
-  backward_any<true>(gy, y, x, gamma, save_mean, save_invstd, gx, ggamma, gbeta, gmasked);
+                   const Tensor& save_invstd, const Tensor& affine, Tensor& gx, Tensor& ggamma, Tensor& gbeta,
+                   Tensor& gmasked) {
+  if (y.defined()) {
+    backward_any<true>(gy, y, x, gamma, save_mean, save_invstd, gx, ggamma, gbeta, gmasked);
+  } else {
+    backward_any<true, true>(gy, y, x, gamma, save_mean, save_invstd, gx, ggamma, gbeta, gmasked, affine);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #pragma once
 #include <immintrin.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -56,19 +58,24 @@ inline void shifted_sums(const float* p, int64_t n, float k, double& s1, double&
 /**
  * Adds Σ g to sg and Σ (x - mean) g to sxg over n elements, where g = gy, or with Masked
  * g = (y > 0 ? gy : 0) (ReLU's backward, NaN in y blocking), then also stored to gout when not null.
+ * With FromX the ReLU's output is not read: y = x * scale + shift is formed again (the forward's
+ * fused multiply-add, so the same bits decide) from the x it reads anyway.
  */
-template <bool Masked>
+template <bool Masked, bool FromX = false>
 inline void grad_sums(const float* gy, const float* y, const float* x, int64_t n, float mean, double& sg,
-                      double& sxg, float* gout) {
+                      double& sxg, float* gout, float scale = 0, float shift = 0) {
   const __m256 m = _mm256_set1_ps(mean);
   const __m256 zero = _mm256_setzero_ps();
+  const __m256 sc = _mm256_set1_ps(scale), sh = _mm256_set1_ps(shift);
   __m256 a0 = zero, a1 = a0, b0 = a0, b1 = a0;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
     __m256 g0 = _mm256_loadu_ps(gy + j), g1 = _mm256_loadu_ps(gy + j + 8);
     if constexpr (Masked) {
-      g0 = _mm256_and_ps(g0, _mm256_cmp_ps(_mm256_loadu_ps(y + j), zero, _CMP_GT_OQ));
-      g1 = _mm256_and_ps(g1, _mm256_cmp_ps(_mm256_loadu_ps(y + j + 8), zero, _CMP_GT_OQ));
+      const __m256 y0 = FromX ? _mm256_fmadd_ps(_mm256_loadu_ps(x + j), sc, sh) : _mm256_loadu_ps(y + j);
+      const __m256 y1 = FromX ? _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8), sc, sh) : _mm256_loadu_ps(y + j + 8);
+      g0 = _mm256_and_ps(g0, _mm256_cmp_ps(y0, zero, _CMP_GT_OQ));
+      g1 = _mm256_and_ps(g1, _mm256_cmp_ps(y1, zero, _CMP_GT_OQ));
       if (gout != nullptr) {
         _mm256_storeu_ps(gout + j, g0);
         _mm256_storeu_ps(gout + j + 8, g1);
@@ -83,7 +90,7 @@ inline void grad_sums(const float* gy, const float* y, const float* x, int64_t n
   for (; j < n; ++j) {
     float g = gy[j];
     if constexpr (Masked) {
-      g = relu_mask(g, y[j]);
+      g = relu_mask(g, FromX ? std::fma(x[j], scale, shift) : y[j]);
       if (gout != nullptr) gout[j] = g;
     }
     t1 += g;

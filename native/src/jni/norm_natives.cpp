@@ -75,12 +75,12 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dRecompute
 
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_NormNatives_batchNorm2dReluBackward(
     JNIEnv* env, jclass, jlong gy, jlong y, jlong x, jlong gamma, jlong saveMean, jlong saveInvstd,
-    jboolean wantMasked, jlongArray results) {
+    jboolean wantMasked, jlong affine, jlongArray results) {
   guarded(env, [&] {
     results_of(env, results,
-        ops::batch_norm2d_relu_backward(required_tensor_of(gy), required_tensor_of(y), required_tensor_of(x),
+        ops::batch_norm2d_relu_backward(required_tensor_of(gy), tensor_of(y), required_tensor_of(x),
             required_tensor_of(gamma), required_tensor_of(saveMean), required_tensor_of(saveInvstd),
-            wantMasked == JNI_TRUE));
+            wantMasked == JNI_TRUE, tensor_of(affine)));
   });
 }
 

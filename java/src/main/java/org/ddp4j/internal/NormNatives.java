@@ -62,8 +62,10 @@ public final class NormNatives {
     /**
      * Gradients of {@link #batchNorm2dReluForwardTrain} from its output y: fills results with {gx,
      * ggamma [C], gbeta [C]} and, when wantMasked, a fourth tensor: the ReLU's input gradient
-     * {@code y > 0 ? gy : 0} (the residual's gradient).
+     * {@code y > 0 ? gy : 0} (the residual's gradient). For a forward without residual, y may be 0
+     * and affine (that forward's fourth output) given instead: the mask is formed from x, the same
+     * bits; else affine is 0.
      */
     public static native void batchNorm2dReluBackward(long gy, long y, long x, long gamma, long saveMean,
-            long saveInvstd, boolean wantMasked, long[] results);
+            long saveInvstd, boolean wantMasked, long affine, long[] results);
 }

@@ -108,16 +108,19 @@ public final class BatchNorm2dReluFunction {
         out.recomputableBy(() -> NormNatives.batchNorm2dRecompute(x.nativeHandle(), affine.nativeHandle(),
                 residual != null ? residual.nativeHandle() : 0, true, NativeResults.buffer()));
         Tensor gammaForBackward = gamma != null ? gamma : filled(1, x, channels);
-        // The ReLU's mask comes from the output (y > 0 ⇔ the ReLU's input > 0), so y and x are all
-        // the backward keeps.
+        // The ReLU's mask comes from the output (y > 0 ⇔ the ReLU's input > 0), or without a
+        // residual from x and the affine coefficients, so y and x are all the backward keeps.
         return new Node("NativeBatchNormReluBackward", x, gamma, beta, residual) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
                 boolean wantMasked = needsInputGrad(3);
                 long[] gr = NativeResults.buffer();
-                NormNatives.batchNorm2dReluBackward(gradOutput.nativeHandle(), out.nativeHandle(), x.nativeHandle(),
-                        gammaForBackward.nativeHandle(), saveMean.nativeHandle(), saveInvstd.nativeHandle(), wantMasked,
-                        gr);
+                // Without a residual the ReLU's mask is formed from x (the same bits), so y is neither
+                // kept for this nor recomputed when it was released.
+                NormNatives.batchNorm2dReluBackward(gradOutput.nativeHandle(),
+                        residual != null ? out.nativeHandle() : 0, x.nativeHandle(), gammaForBackward.nativeHandle(),
+                        saveMean.nativeHandle(), saveInvstd.nativeHandle(), wantMasked,
+                        residual != null ? 0 : affine.nativeHandle(), gr);
                 // The last reader of y and of x in the backward: released ones go (Tensor.release).
                 out.backwardDone();
                 x.backwardDone();
