@@ -118,6 +118,8 @@ public class ResNet extends Module {
     private final Module maxpool;
     private final Sequential[] layers = new Sequential[4];
     private final Module avgpool;
+    /** What runs between the stem's batch norm and the flatten: maxpool, layer1..layer4, avgpool. */
+    private final Module[] stages;
     private final Linear fc;
     private final Flatten flatten = new Flatten();
     private int inplanes = 64;
@@ -150,6 +152,7 @@ public class ResNet extends Module {
             layers[i] = registerModule("layer" + (i + 1), makeLayer(planes[i], blocksPerLayer[i], i == 0 ? 1 : 2, g));
         }
         this.avgpool = registerModule("avgpool", new AdaptiveAvgPool2d(1, 1)); // torchvision: AdaptiveAvgPool2d((1, 1))
+        this.stages = new Module[] {maxpool, layers[0], layers[1], layers[2], layers[3], avgpool};
         this.fc = registerModule("fc", new Linear(512 * block.expansion(), options.numClasses(), true, g));
         initialise(this, options);
     }
@@ -325,24 +328,19 @@ public class ResNet extends Module {
      */
     @Override
     public Tensor forward(Tensor x) {
-        // Every intermediate result is released once its last forward reader has run (see
-        // Tensor.release): batch norm outputs are recomputed in the backward, conv outputs kept
-        // until their batch norm's backward; the layers do the same inside.
-        Tensor stem = bnRelu(bn1, conv1.forward(x), null);
-        Tensor out = maxpool.forward(stem);
-        for (Sequential layer : layers) {
-            Tensor next = layer.forward(out);
-            if (out != stem) {
+        // Every intermediate result is released once its reader has run (see Tensor.release):
+        // batch norm outputs are recomputed in the backward, conv outputs kept until their batch
+        // norm's backward; the pools' backwards need only indices and shapes; the layers do the
+        // same inside. A stage that passes its input on (the CIFAR stem's Identity) releases nothing.
+        Tensor out = bnRelu(bn1, conv1.forward(x), null);
+        for (Module stage : stages) {
+            Tensor next = stage.forward(out);
+            if (next != out) {
                 out.release();
             }
             out = next;
         }
-        if (out != stem) {
-            stem.release(); // after layer1 has read it, as the CIFAR stem's Identity passes it on
-        }
-        Tensor pooled = avgpool.forward(out);
-        out.release(); // the pools' backwards need only indices and shapes
-        return fc.forward(flatten.forward(pooled));
+        return fc.forward(flatten.forward(out));
     }
 
     /**
