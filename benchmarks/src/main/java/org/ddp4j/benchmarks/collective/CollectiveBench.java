@@ -128,12 +128,14 @@ public final class CollectiveBench implements Callable<Integer> {
 
     /**
      * Calls per iteration for a message of {@code bytes}: the iteration's aimed length over a model
-     * of one call (100 µs + 1 ns per byte: loopback Gloo on a small machine), between 1 and 1000.
+     * of one call (10 µs + 0.25 ns per byte, i.e. 4 GB/s: a little slower than shared memory on a
+     * small machine, so that a large message still gets a few calls per iteration and is timed back to
+     * back as in nccl-tests, not once after each barrier), between 1 and 10,000.
      * Deterministic, so every rank computes the same batch.
      */
     static int callsPerIteration(long bytes, double iterationMs) {
-        double perCallNs = 100_000 + (double) bytes;
-        return (int) Math.max(1, Math.min(1000, Math.floor(iterationMs * 1e6 / perCallNs)));
+        double perCallNs = 10_000 + 0.25 * bytes;
+        return (int) Math.max(1, Math.min(10_000, Math.floor(iterationMs * 1e6 / perCallNs)));
     }
 
     /**

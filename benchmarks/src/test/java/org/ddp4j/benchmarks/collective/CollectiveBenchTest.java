@@ -14,12 +14,13 @@ import org.junit.jupiter.api.io.TempDir;
 class CollectiveBenchTest {
 
     @Test
-    void batchesShrinkWithTheMessageAndStayWithinOneToAThousand() {
-        assertEquals(300, CollectiveBench.callsPerIteration(0, 30));
-        assertEquals(299, CollectiveBench.callsPerIteration(8, 30));
-        assertEquals(26, CollectiveBench.callsPerIteration(1 << 20, 30)); // 30 ms over 1.149 ms
+    void batchesShrinkWithTheMessageAndStayWithinOneToTenThousand() {
+        assertEquals(3000, CollectiveBench.callsPerIteration(0, 30));
+        assertEquals(2999, CollectiveBench.callsPerIteration(8, 30)); // 30 ms over 10.002 us
+        assertEquals(110, CollectiveBench.callsPerIteration(1 << 20, 30)); // 30 ms over 272 us
+        assertEquals(3, CollectiveBench.callsPerIteration(32L << 20, 30)); // 30 ms over 8.40 ms: timed back to back
         assertEquals(1, CollectiveBench.callsPerIteration(128L << 20, 30));
-        assertEquals(1000, CollectiveBench.callsPerIteration(8, 10_000));
+        assertEquals(10_000, CollectiveBench.callsPerIteration(8, 10_000));
     }
 
     @Test
