@@ -23,7 +23,8 @@ Writes to java/src/test/resources/golden/:
   stem: conv1 3x3 stride 1 padding 1 and maxpool = Identity, 1 channel, 2 x 1 x 28 x 28), 10
   classes each: the keys (state_dict), the input's shape and first values, the target, then in eval mode and afterwards in
   train mode (batch statistics, entries eval.* and train.*): the logits, the cross-entropy loss, and
-  for every parameter's gradient its sum, the sum of its absolute values and its first 8 values;
+  for every parameter's gradient its sum, the sum of its absolute values, its first 8 values and
+  their spread (how far float32 runs lie from a float64 copy of the model, see run());
   after the train forward a few BN buffers (after_train.*).
 
   /usr/bin/python3 scripts/golden/resnet_golden.py
@@ -36,6 +37,7 @@ ResNet.loadTorchvisionWeights or ResNetSynthetic --weights:
   (or --weights IMAGENET1K_V2 for torchvision's pretrained ones, which it downloads)
 """
 import argparse
+import copy
 import json
 import math
 import os
@@ -52,6 +54,9 @@ GOLDEN = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)
 M = np.uint64(0xFFFFFFFF)
 INPUT_TENSOR = 1000
 HEAD = 8
+# run(): float32 runs with noise on every ReLU input, which sample how far rounding can move a gradient
+PROBES = 6
+PROBE_NOISE = 2e-6
 
 
 def uniform(n, t):
@@ -135,19 +140,53 @@ def structure():
     return out
 
 
-def run(model, x, y, mode, out):
-    """One forward and backward; entries named <mode>.logits, <mode>.loss, <mode>.grad_sum.<param> (the sum of
-    the gradient), <mode>.grad_abs_sum.<param> (of its absolute values), <mode>.grad_head.<param> (its first values)."""
+def gradients(model, x, y):
+    """One forward and backward: (logits, loss, {name: gradient})."""
     logits = model(x)
     loss = nn.functional.cross_entropy(logits, y)
     loss.backward()
+    return logits, loss, {name: p.grad.detach() for name, p in model.named_parameters()}
+
+
+def run(model, exact, x, y, mode, out):
+    """One forward and backward in float32 (model) and in float64 (exact, the same weights); entries named
+    <mode>.logits, <mode>.loss, <mode>.grad_sum.<param> (the sum of the float32 gradient),
+    <mode>.grad_abs_sum.<param> (of its absolute values), <mode>.grad_head.<param> (its first values), and how
+    far float32 results can lie from the exact ones: <mode>.grad_spread.<param> = [head, sum, abs sum], the
+    largest distance from the float64 values of the head (any element), the sum and the abs sum over this
+    float32 run and PROBES float32 runs whose ReLU inputs carry noise of PROBE_NOISE times their standard
+    deviation. Float32 rounding, whose order differs between libraries and CPUs, moves values by about that
+    much, and a ReLU input of 1e-6 whose sign flips passes or blocks a whole gradient element: in train mode
+    every gradient upstream of it then moves by far more than 1e-4 of a value. The probes sample such flips."""
+    probes = [copy.deepcopy(model) for _ in range(PROBES)]
+    logits, loss, grads = gradients(model, x, y)
+    _, _, exact_grads = gradients(exact, x.double(), y)
+    runs = [grads]
+    for k, probe in enumerate(probes):
+        generator = torch.Generator().manual_seed(k)
+
+        def jitter(module, inputs):
+            v = inputs[0]
+            return (v + PROBE_NOISE * v.std() * torch.randn(v.shape, generator=generator),)
+
+        for module in probe.modules():
+            if isinstance(module, nn.ReLU):
+                module.register_forward_pre_hook(jitter)
+        runs.append(gradients(probe, x, y)[2])
     out[mode + ".logits"] = entry(logits)
     out[mode + ".loss"] = loss.item()
-    for name, p in model.named_parameters():
-        g = p.grad.detach().double()
-        out[mode + ".grad_sum." + name] = g.sum().item()
-        out[mode + ".grad_abs_sum." + name] = g.abs().sum().item()
-        out[mode + ".grad_head." + name] = entry(p.grad.reshape(-1)[:HEAD])
+    for name, g in grads.items():
+        e = exact_grads[name]
+        out[mode + ".grad_sum." + name] = g.double().sum().item()
+        out[mode + ".grad_abs_sum." + name] = g.double().abs().sum().item()
+        out[mode + ".grad_head." + name] = entry(g.reshape(-1)[:HEAD])
+        spread = [0.0, 0.0, 0.0]
+        for r in runs:
+            d = r[name].double()
+            spread[0] = max(spread[0], (d.reshape(-1)[:HEAD] - e.reshape(-1)[:HEAD]).abs().max().item())
+            spread[1] = max(spread[1], abs(d.sum().item() - e.sum().item()))
+            spread[2] = max(spread[2], abs(d.abs().sum().item() - e.abs().sum().item()))
+        out[mode + ".grad_spread." + name] = spread
 
 
 def golden(model, batch, channels, size):
@@ -158,11 +197,15 @@ def golden(model, batch, channels, size):
     # The input's first values only: the Java test checks that it reproduces the formula, then uses its own.
     out = {"state_dict": keys(model), "input_shape": list(x.shape), "input_head": entry(x.reshape(-1)[:256]),
            "target": entry(y)}
+    exact = copy.deepcopy(model).double()
     model.eval()
-    run(model, x, y, "eval", out)
+    exact.eval()
+    run(model, exact, x, y, "eval", out)
     model.zero_grad(set_to_none=True)
+    exact.zero_grad(set_to_none=True)
     model.train()
-    run(model, x, y, "train", out)
+    exact.train()
+    run(model, exact, x, y, "train", out)
     state = model.state_dict()
     for k in ["bn1.running_mean", "bn1.running_var", "layer2.0.downsample.1.running_mean",
               "layer2.0.downsample.1.running_var", "bn1.num_batches_tracked"]:

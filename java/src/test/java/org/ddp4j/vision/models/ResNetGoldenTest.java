@@ -24,7 +24,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * ResNets against torchvision 0.14 (scripts/golden/resnet_golden.py): with the same weights
  * (FormulaWeights, loaded strictly under torchvision's names), the same logits, loss and parameter
  * gradients of the cross-entropy in eval mode and in train mode (batch statistics), and the same
- * running statistics after the train forward. Outputs agree to 1e-4 relative.
+ * running statistics after the train forward. Outputs agree to 1e-4 relative; gradients to 1e-4 or to twice
+ * the spread float32 itself shows there, whichever is larger (see check).
  */
 class ResNetGoldenTest {
     private static final double RTOL = 1e-4;
@@ -100,14 +101,21 @@ class ResNetGoldenTest {
             }
             double expectedAbsSum = g.number(mode + ".grad_abs_sum." + name);
             double meanAbs = expectedAbsSum / grad.length;
+            // How far float32 runs lie from float64 here ([head, sum, abs sum]; resnet_golden.py's run()): float32
+            // rounding flips ReLU inputs near 0, and each flip moves every gradient upstream of it. Twice that,
+            // where it exceeds 1e-4 of a value, is what another summation order may give.
+            double[] spread = g.doubles(mode + ".grad_spread." + name);
             // Each gradient's size (sum of |g|) to 1e-4 relative; its sum, which cancels, relative to that size;
             // its first values relative to themselves with a floor of 1e-4 of the gradient's mean |g|.
-            assertEquals(expectedAbsSum, absSum, RTOL * expectedAbsSum, mode + " sum |grad " + name + "|");
-            assertEquals(g.number(mode + ".grad_sum." + name), sum, RTOL * expectedAbsSum, mode + " sum of grad " + name);
+            assertEquals(expectedAbsSum, absSum, Math.max(RTOL * expectedAbsSum, 2 * spread[2]),
+                    mode + " sum |grad " + name + "|");
+            assertEquals(g.number(mode + ".grad_sum." + name), sum, Math.max(RTOL * expectedAbsSum, 2 * spread[1]),
+                    mode + " sum of grad " + name);
             float[] expectedHead = g.floats(mode + ".grad_head." + name);
             float[] head = new float[expectedHead.length];
             System.arraycopy(grad, 0, head, 0, head.length);
-            Assertions2.assertClose(expectedHead, head, RTOL, RTOL * meanAbs, mode + " first values of grad " + name);
+            Assertions2.assertClose(expectedHead, head, RTOL, Math.max(RTOL * meanAbs, 2 * spread[0]),
+                    mode + " first values of grad " + name);
         });
     }
 
