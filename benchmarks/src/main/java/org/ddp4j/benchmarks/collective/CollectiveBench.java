@@ -69,8 +69,12 @@ public final class CollectiveBench implements Callable<Integer> {
                     + " (binary: 64K = 65536), comma-separated, e.g. 8,1K,64K,1M,32M")
     List<String> sizes;
 
-    @Option(names = "--warmup", description = "warm-up iterations per size (default ${DEFAULT-VALUE})")
+    @Option(names = "--warmup", description = "warm-up iterations per size, at least (default ${DEFAULT-VALUE})")
     int warmup = 2;
+
+    @Option(names = "--warmup-ms", description = "warm-up per size, at least, in ms of the call model (default ${DEFAULT-VALUE});"
+            + " every size runs in a fresh JVM, whose JIT compiles for about a second")
+    double warmupMs = 1000;
 
     @Option(names = "--iterations", description = "measured iterations per size (default ${DEFAULT-VALUE})")
     int iterations = 10;
@@ -134,8 +138,24 @@ public final class CollectiveBench implements Callable<Integer> {
      * Deterministic, so every rank computes the same batch.
      */
     static int callsPerIteration(long bytes, double iterationMs) {
-        double perCallNs = 10_000 + 0.25 * bytes;
-        return (int) Math.max(1, Math.min(10_000, Math.floor(iterationMs * 1e6 / perCallNs)));
+        return (int) Math.max(1, Math.min(10_000, Math.floor(iterationMs * 1e6 / modelCallNs(bytes))));
+    }
+
+    /** The call model of {@link #callsPerIteration}: 10 µs + 0.25 ns per byte. */
+    private static double modelCallNs(long bytes) {
+        return 10_000 + 0.25 * bytes;
+    }
+
+    /**
+     * Warm-up iterations for a message of {@code bytes} run {@code calls} at a time: at least
+     * {@code minimum}, and enough for {@code warmupMs} of the call model. Large messages need the
+     * second: two iterations of 32 MiB last ~40 ms, while the fresh JVM's JIT compiles for about a
+     * second on the same cores (32 MiB at 2 ranks: 5.6-5.8 ms a call after 2 warm-up iterations,
+     * 5.0 after 30). Deterministic, so every rank computes the same count.
+     */
+    static int warmupIterations(long bytes, int calls, int minimum, double warmupMs) {
+        double iterationNs = calls * modelCallNs(bytes);
+        return (int) Math.max(minimum, Math.min(100_000, Math.ceil(warmupMs * 1e6 / iterationNs)));
     }
 
     /**
@@ -196,9 +216,9 @@ public final class CollectiveBench implements Callable<Integer> {
         List<Long> sizes = probe.sized() ? messageSizes(minBytes, maxBytes, this.sizes) : List.of(0L);
         boolean report = rank == 0;
         if (report) {
-            System.out.printf(Locale.ROOT, "# ddp4j %s: backend=%s ranks=%d DDP4J_SHM=%s forks=%d warmup=%d iterations=%d"
+            System.out.printf(Locale.ROOT, "# ddp4j %s: backend=%s ranks=%d DDP4J_SHM=%s forks=%d warmup=%d (and >= %.0f ms) iterations=%d"
                     + " (JMH SingleShotTime, time = median over iterations of µs per call)%n", name, backend, ranks,
-                    env.getOrDefault("DDP4J_SHM", "unset"), forks, warmup, iterations);
+                    env.getOrDefault("DDP4J_SHM", "unset"), forks, warmup, warmupMs, iterations);
             System.out.println(CollectiveRow.header());
             System.out.flush();
         }
@@ -206,12 +226,13 @@ public final class CollectiveBench implements Callable<Integer> {
         List<String> jsonParts = new ArrayList<>();
         for (long bytes : sizes) {
             int calls = callsPerIteration(bytes, iterationMs);
+            int warmupIterations = warmupIterations(bytes, calls, warmup, warmupMs);
             Path partial = null;
             ChainedOptionsBuilder options = new OptionsBuilder()
                     .include("^" + Pattern.quote(cls.getName()) + "\\.collective$")
                     .param("backend", backend)
                     .param("bytes", Long.toString(bytes))
-                    .warmupIterations(warmup).warmupBatchSize(calls)
+                    .warmupIterations(warmupIterations).warmupBatchSize(calls)
                     .measurementIterations(iterations).measurementBatchSize(calls)
                     .forks(forks).threads(1)
                     .shouldFailOnError(true)

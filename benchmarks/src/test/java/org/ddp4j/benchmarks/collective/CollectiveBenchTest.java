@@ -24,6 +24,19 @@ class CollectiveBenchTest {
     }
 
     @Test
+    void warmUpCoversASecondOfTheCallModelForLargeMessages() {
+        // 32 MiB: 3 calls of 8.40 ms per iteration, 25.2 ms: 40 iterations make a second
+        assertEquals(40, CollectiveBench.warmupIterations(32L << 20, 3, 2, 1000));
+        // 128 MiB: one call of 33.6 ms: 30 iterations
+        assertEquals(30, CollectiveBench.warmupIterations(128L << 20, 1, 2, 1000));
+        // 8 B: 2999 calls of 10.002 us, 30.0 ms: 34 iterations
+        assertEquals(34, CollectiveBench.warmupIterations(8, 2999, 2, 1000));
+        // --warmup is a floor; --warmup-ms 0 leaves only it
+        assertEquals(50, CollectiveBench.warmupIterations(32L << 20, 3, 50, 1000));
+        assertEquals(2, CollectiveBench.warmupIterations(32L << 20, 3, 2, 0));
+    }
+
+    @Test
     void everyOpNameRunsItsBenchmarkClass() {
         assertEquals(AllReduceBenchmark.class, CollectiveBench.builtIn("allreduce"));
         assertEquals(BroadcastBenchmark.class, CollectiveBench.builtIn("broadcast"));
