@@ -10,7 +10,7 @@
 //    bound, and the transport then fails at once;
 //  - every store kind into the segment (cached, non-temporal, chosen by measurement), at the
 //    element counts around each size threshold (kAdaptiveStoreBytes, the one-step path's 64 KiB,
-//    the 1 MiB chunk), odd counts, every dtype and op; ShmStoreChoice tries both kinds and keeps
+//    the 512 KiB chunk), odd counts, every dtype and op; ShmStoreChoice tries both kinds and keeps
 //    the cheaper, and follows a change;
 //  - nothing is left in /dev/shm.
 #include <gloo/rendezvous/file_store.h>
@@ -528,7 +528,7 @@ void test_store_choice() {
 int main() {
   const auto start = Clock::now();
   const std::set<std::string> shm_before = dev_shm();
-  const size_t big = (3 << 20) / 4 + 333;  // > 3 MiB of float32, 6 MiB of int64: several 1 MiB chunks, odd
+  const size_t big = (3 << 20) / 4 + 333;  // > 3 MiB of float32, 6 MiB of int64: several 512 KiB chunks, odd
 
   for (int world : {1, 2, 3, 4}) {
     auto status = run_ranks(world, ShmOptions{}, [&](int rank, ShmTransport& t) { all_ops(rank, t, {0, 1, 1001, big}); });
@@ -547,10 +547,11 @@ int main() {
   {
     // Each store kind into the segment, at the counts on both sides of every threshold: float32
     // 1023-1025 (4 KiB, where the store choice starts), 16383-16385 (64 KiB, the one-step path's
-    // end), 262143-262145 (one 1 MiB chunk) and odd counts past it; int64 elements are twice as
+    // end), 131071-131073 (one 512 KiB chunk), 262143-262145 (two) and odd counts past them; int64 elements are twice as
     // large, so the same counts put them on other sides. kAuto calls each size class often enough
     // here to run both kinds.
-    const std::vector<size_t> counts = {1023, 1024, 1025, 16383, 16384, 16385, 262143, 262144, 262145, 300001, 1048577};
+    const std::vector<size_t> counts = {1023, 1024, 1025, 16383, 16384, 16385, 131071, 131072, 131073,
+                                       262143, 262144, 262145, 300001, 1048577};
     for (auto stores : {ShmOptions::Stores::kCached, ShmOptions::Stores::kStreaming, ShmOptions::Stores::kAuto}) {
       ShmOptions o;
       o.stores = stores;

@@ -28,7 +28,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * the path rounds once (shared memory, the small all-reduce, a ring of two), within the documented
  * bound where a ring's partial sums travel in 16 bits (ring.h: one rounding per hop). Broadcast,
  * allGather and send/recv must move the bits unchanged. Sizes cross the small all-reduce's and the
- * shared-memory transport's chunk boundaries (64 KiB small, 1 MiB chunks) and include odd counts.
+ * shared-memory transport's chunk boundaries (64 KiB small, 512 KiB chunks) and include odd counts.
  */
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class LowPrecisionCollectivesTest {

@@ -29,7 +29,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 class ShmProcessGroupTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(20);
     private static final Duration LIMIT = Duration.ofSeconds(120);
-    /** 0, 1, odd, and beyond one 1 MiB chunk per rank (4 chunks of float32, 8 of int64). */
+    /** 0, 1, odd, and beyond one 512 KiB chunk per rank (8 chunks of float32, 16 of int64). */
     private static final int[] SIZES = {0, 1, 1001, (1 << 20) + 3};
 
     /** Values in {-2, -1.5, ..., 2}: sums and products of up to 4 of them are exact in float32. */
