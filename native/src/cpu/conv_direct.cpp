@@ -357,7 +357,7 @@ constexpr int kMaxS = 7;
 
 template <int KV, int S>
 GwRows gw_rows_for(int rb) {
-  return rb >= 4 ? &gw_rows<KV, S, 4> : rb >= 2 ? &gw_rows<KV, S, 2> : &gw_rows<KV, S, 1>;
+  return rb >= 4 ? &gw_rows<KV, S, 4> : rb == 3 ? &gw_rows<KV, S, 3> : rb == 2 ? &gw_rows<KV, S, 2> : &gw_rows<KV, S, 1>;
 }
 
 template <int KV>
@@ -373,11 +373,15 @@ GwRows gw_rows_for(int64_t S, int rb) {
   }
 }
 
-/** Kernel rows per gw_rows call: as many as keep RB * S * KV accumulators within 24 registers. */
+/**
+ * Kernel rows per gw_rows call: as many as keep RB * S * KV accumulators within 24 registers, up
+ * to 4. A 3x3 kernel's three rows go in one call (18 accumulators at KV = 2), not 2 + 1: a one-row
+ * call has only S * KV = 6 independent FMA chains, and a CPU with two FMA units of 4 cycles'
+ * latency needs 8 to stay busy (on an Intel Xeon the weight gradient ran at half the forward's rate).
+ */
 int rows_per_block(int64_t remaining, int64_t S, int KV) {
   const int64_t fit = std::max<int64_t>(1, 24 / (S * KV));
-  const int64_t rb = std::min(remaining, fit);
-  return rb >= 4 ? 4 : rb >= 2 ? 2 : 1;
+  return static_cast<int>(std::min<int64_t>({remaining, fit, 4}));
 }
 
 /**
