@@ -49,8 +49,8 @@ bench="$root/java/target/native-build/shm_allreduce_bench"
 [[ "$iterations" =~ ^[1-9][0-9]*$ ]] || { echo "allreduce-bench.sh: ITERATIONS must be a positive number, got '$iterations'" >&2; exit 2; }
 [[ -x /usr/bin/python3 ]] || { echo "allreduce-bench.sh: needs /usr/bin/python3" >&2; exit 1; }
 if ((torch_runs > 0)); then
-  /usr/bin/python3 -c "import torch" 2>/dev/null || {
-    echo "allreduce-bench.sh: needs Debian's python3-torch (apt-get install -y python3-torch), or TORCH_RUNS=0" >&2; exit 1; }
+  "$root/scripts/torch-anchor.sh" || {
+    echo "allreduce-bench.sh: needs Debian's python3-torch (see above), or TORCH_RUNS=0" >&2; exit 1; }
   [[ -f "$anchors/allreduce_bench.py" && -f "$anchors/run2.sh" ]] || {
     echo "allreduce-bench.sh: no allreduce_bench.py and run2.sh in $anchors (set ANCHORS=DIR, or TORCH_RUNS=0)" >&2; exit 1; }
 fi

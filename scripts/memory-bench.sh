@@ -57,8 +57,7 @@ for s in ${only//,/ }; do [[ "$s" =~ ^(ddp4j|torch113)$ ]] || die "--only: ddp4j
 [[ -x /usr/bin/time ]] || die "needs GNU time for peak RSS (apt-get install -y time)"
 if has_side torch113; then
   [[ -f "$anchors/pytorch/resnet_synthetic.py" ]] || die "no pytorch/resnet_synthetic.py in $anchors (set ANCHORS_DIR=DIR)"
-  /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null \
-    || die "needs Debian's python3-torch and python3-torchvision (apt-get install -y python3-torchvision)"
+  "$root/scripts/torch-anchor.sh" --vision || die "needs Debian's python3-torch and python3-torchvision (see above)"
 fi
 if has_side ddp4j; then
   [[ -d "$root/java/target/classes/org/ddp4j/examples" ]] || die "ddp4j is not built: run scripts/setup.sh first"

@@ -84,14 +84,7 @@ cores=$(nproc)
 if has_side torch113; then
   [[ -f "$anchors/pytorch/resnet_synthetic.py" && -f "$anchors/pytorch/run2.sh" ]] \
     || die "no pytorch/resnet_synthetic.py and pytorch/run2.sh in $anchors (set ANCHORS_DIR=DIR)"
-  /usr/bin/python3 -c "import torch" 2>/dev/null || die "needs Debian's python3-torch (apt-get install -y python3-torch)"
-  if ! /usr/bin/python3 -c "import torchvision" 2>/dev/null; then
-    [[ $(id -u) -eq 0 ]] || die "needs python3-torchvision: sudo apt-get install -y python3-torchvision"
-    echo "resnet-bench.sh: installing python3-torchvision" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-torchvision >&2 \
-      || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-torchvision >&2; } \
-      || die "apt-get install python3-torchvision failed"
-  fi
+  "$root/scripts/torch-anchor.sh" --vision || die "needs Debian's python3-torch and python3-torchvision (see above)"
 fi
 anchor_java="$root/build/javacpp-anchor"
 if has_side torch210; then
