@@ -1,14 +1,19 @@
 // CPU MaxPool2d: one pass over each output window, saving the flat h*W+w index of the maximum
 // (as torch.nn.functional.max_pool2d(return_indices=True)); the backward scatter-adds into those
 // positions, so overlapping windows (stride < kernel) accumulate. Both run parallel_for over whole
-// planes (n, c), so results do not depend on the thread count.
+// planes (n, c), so results do not depend on the thread count. The 2x2 stride-2 pool and ResNet's
+// 3x3 stride-2 stem pool have vector paths (max_pool.h: AVX-512, and AVX2 for the stem pool) that
+// take the scalar loops' taps in the same order, so every path gives the same values and indices.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
+#include "cpu/max_pool.h"
 #include "ddp4j/dispatch.h"
+#include "ddp4j/errors.h"
 #include "ddp4j/kernels.h"
 #include "ddp4j/parallel.h"
 
@@ -220,6 +225,81 @@ DDP4J_AVX512 void forward_3x3s2_avx512(const float* px, float* py, int64_t* pi, 
   }
 }
 
+#define DDP4J_AVX2 __attribute__((target("avx2")))
+
+/** [lo0 lo2 lo4 lo6 hi0 hi2 hi4 hi6] (kOdd = false) or the odd lanes (kOdd = true). */
+template <bool kOdd>
+DDP4J_AVX2 inline __m256 deinterleave(__m256 lo, __m256 hi) {
+  const __m256 t = kOdd ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)) : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/**
+ * forward_3x3s2_avx512 for CPUs with AVX2 only, 8 windows per step (columns 2q - 1 .. 2q + 16 of
+ * each row): the same taps in the same order with the same rule, so the same results.
+ */
+DDP4J_AVX2 void forward_3x3s2_avx2(const float* px, float* py, int64_t* pi, int64_t planes, int64_t H, int64_t W,
+                                   int64_t P, int64_t Q, const kernels::Pool2dGeometry& g) {
+  const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const float* in = px + plane * H * W;
+    for (int64_t p = 0; p < P; ++p) {
+      float* yrow = py + p * Q;
+      int64_t* irow = pi + p * Q;
+      const bool inside_rows = p >= 1 && 2 * p + 1 < H;
+      int64_t q = 0;
+      if (inside_rows) {
+        window_general<false>(in, H, W, p, 0, g, yrow, irow);
+        for (q = 1; q + 8 <= Q && 2 * q + 16 < W; q += 8) {
+          __m256 best = _mm256_setzero_ps();
+          __m256i index = _mm256_setzero_si256();
+          const __m256i lane_col = _mm256_add_epi32(lane2, _mm256_set1_epi32(static_cast<int>(2 * q)));  // 2 (q + j)
+          bool first = true;
+          for (int64_t dh = -1; dh <= 1; ++dh) {
+            const int64_t h = 2 * p + dh;
+            const float* row = in + h * W + 2 * q - 1;
+            const __m256 a_lo = _mm256_loadu_ps(row), a_hi = _mm256_loadu_ps(row + 8);
+            const __m256 b_lo = _mm256_loadu_ps(row + 2), b_hi = _mm256_loadu_ps(row + 10);
+            const __m256 taps[3] = {deinterleave<false>(a_lo, a_hi), deinterleave<true>(a_lo, a_hi),
+                                    deinterleave<false>(b_lo, b_hi)};
+            const __m256i row_base = _mm256_add_epi32(lane_col, _mm256_set1_epi32(static_cast<int>(h * W)));
+            for (int dw = -1; dw <= 1; ++dw) {
+              const __m256 v = taps[dw + 1];
+              const __m256i vi = _mm256_add_epi32(row_base, _mm256_set1_epi32(dw));
+              if (first) {  // as in forward_3x3s2_avx512
+                best = v;
+                index = vi;
+                first = false;
+                continue;
+              }
+              const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+              best = _mm256_blendv_ps(best, v, take);
+              index = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(index), _mm256_castsi256_ps(vi), take));
+            }
+          }
+          _mm256_storeu_ps(yrow + q, best);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(irow + q), _mm256_cvtepi32_epi64(_mm256_castsi256_si128(index)));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(irow + q + 4), _mm256_cvtepi32_epi64(_mm256_extracti128_si256(index, 1)));
+        }
+      }
+      for (; q < Q; ++q) window_general<false>(in, H, W, p, q, g, yrow + q, irow + q);
+    }
+    py += P * Q;
+    pi += P * Q;
+  }
+}
+
+PoolPath best_path() {
+  if (__builtin_cpu_supports("avx512f")) return PoolPath::Avx512;
+  if (__builtin_cpu_supports("avx2")) return PoolPath::Avx2;
+  return PoolPath::Scalar;
+}
+
+std::atomic<PoolPath>& path_slot() {
+  static std::atomic<PoolPath> path{best_path()};
+  return path;
+}
+
 void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dGeometry& g) {
   const int64_t planes = x.size(0) * x.size(1), H = x.size(2), W = x.size(3), P = y.size(2), Q = y.size(3);
   const float* px = x.data<float>();
@@ -228,11 +308,11 @@ void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dG
   // The 2x2 fast path needs every window inside the plane (ceil mode can add a partial last one).
   const bool fast_2x2 = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
                         g.pad_w == 0 && g.dilation_h == 1 && g.dilation_w == 1 && 2 * P <= H && 2 * Q <= W;
-  // Plane-local indices fit the vector path's int32 lanes up to 2^31 elements per plane.
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  const bool vector = fast_2x2 && avx512 && H * W < (int64_t{1} << 31);
+  // Plane-local indices fit the vector paths' int32 lanes up to 2^31 elements per plane.
+  const PoolPath path = H * W < (int64_t{1} << 31) ? pool_path() : PoolPath::Scalar;
+  const bool vector = fast_2x2 && path == PoolPath::Avx512;
   const bool stem_3x3 = g.kernel_h == 3 && g.kernel_w == 3 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 1 &&
-                        g.pad_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 && avx512 && H * W < (int64_t{1} << 31);
+                        g.pad_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 && path != PoolPath::Scalar;
   // Whole planes per call: each output is computed by one call, whatever the thread count.
   parallel_for(0, planes, plane_grain(H * W), [&](int64_t begin, int64_t end) {
     const float* x0 = px + begin * H * W;
@@ -241,7 +321,7 @@ void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dG
     if (vector) {
       forward_2x2_avx512(x0, y0, i0, end - begin, H, W, P, Q);
     } else if (stem_3x3) {
-      forward_3x3s2_avx512(x0, y0, i0, end - begin, H, W, P, Q, g);
+      (path == PoolPath::Avx512 ? forward_3x3s2_avx512 : forward_3x3s2_avx2)(x0, y0, i0, end - begin, H, W, P, Q, g);
     } else if (fast_2x2) {
       forward_2x2(x0, y0, i0, end - begin, H, W, P, Q);
     } else {
@@ -272,6 +352,23 @@ void backward(const Tensor& gy, const Tensor& indices, Tensor& gx) {
 }
 
 }  // namespace
+
+PoolPath pool_path() { return path_slot().load(std::memory_order_relaxed); }
+
+bool pool_path_supported(PoolPath path) {
+  switch (path) {
+    case PoolPath::Scalar: return true;
+    case PoolPath::Avx2: return __builtin_cpu_supports("avx2");
+    case PoolPath::Avx512: return __builtin_cpu_supports("avx512f");
+  }
+  return false;
+}
+
+void set_pool_path(PoolPath path) {
+  DDP4J_CHECK_ARG(pool_path_supported(path), "max_pool2d: this CPU cannot run the ",
+                  path == PoolPath::Avx512 ? "avx512" : "avx2", " path");
+  path_slot().store(path, std::memory_order_relaxed);
+}
 
 DDP4J_REGISTER_KERNEL(max_pool2d_forward, CPU, forward);
 DDP4J_REGISTER_KERNEL(max_pool2d_backward, CPU, backward);
