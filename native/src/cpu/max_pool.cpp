@@ -163,17 +163,17 @@ void forward_general(const float* px, float* py, int64_t* pi, int64_t planes, in
 }
 
 /**
- * ResNet's stem pool (3x3, stride 2, padding 1) with AVX-512: windows wholly inside the plane, 16
- * per step; each row's left, centre and right taps of 16 windows are the even and odd lanes of
- * two-source permutes of the row, and the nine taps are taken in window_general's order with its
- * "larger or NaN wins" rule, so the results are its results. Windows at the border (the first
- * row and column, the last ones where the window leaves the plane, and a row's last few windows,
- * whose loads would run past the row) go through window_general.
+ * ResNet's stem pool (3x3, stride 2, padding 1), over the planes and rows: in a row whose windows
+ * lie inside the plane's rows, windows 1, 2, ... go Block::kWidth at a time through Block::run as
+ * long as the block's loads (columns 2q - 1 .. 2q + 2 kWidth) stay in the row; the rest (the
+ * first and last rows and columns, where the window leaves the plane, and a row's last few
+ * windows) go through window_general. Block::run takes the nine taps in window_general's order
+ * with its "larger or NaN wins" rule, so every path gives window_general's values and indices.
  */
-DDP4J_AVX512 void forward_3x3s2_avx512(const float* px, float* py, int64_t* pi, int64_t planes, int64_t H, int64_t W,
-                                       int64_t P, int64_t Q, const kernels::Pool2dGeometry& g) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+template <typename Block>
+void forward_3x3s2(const float* px, float* py, int64_t* pi, int64_t planes, int64_t H, int64_t W, int64_t P,
+                   int64_t Q, const kernels::Pool2dGeometry& g) {
+  constexpr int64_t n = Block::kWidth;
   for (int64_t plane = 0; plane < planes; ++plane) {
     const float* in = px + plane * H * W;
     for (int64_t p = 0; p < P; ++p) {
@@ -183,40 +183,7 @@ DDP4J_AVX512 void forward_3x3s2_avx512(const float* px, float* py, int64_t* pi, 
       int64_t q = 0;
       if (inside_rows) {
         window_general<false>(in, H, W, p, 0, g, yrow, irow);
-        // Blocks of 16 windows q..q+15 whose loads (columns 2q - 1 .. 2q + 32) stay in the row.
-        for (q = 1; q + 16 <= Q && 2 * q + 32 < W; q += 16) {
-          __m512 best = _mm512_setzero_ps();
-          __m512i index = _mm512_setzero_si512();
-          const __m512i lane_col = _mm512_add_epi32(even, _mm512_set1_epi32(static_cast<int>(2 * q)));  // 2 (q + j)
-          bool first = true;
-          for (int64_t dh = -1; dh <= 1; ++dh) {
-            const int64_t h = 2 * p + dh;
-            const float* row = in + h * W + 2 * q - 1;
-            const __m512 a_lo = _mm512_loadu_ps(row), a_hi = _mm512_loadu_ps(row + 16);
-            const __m512 b_lo = _mm512_loadu_ps(row + 2), b_hi = _mm512_loadu_ps(row + 18);
-            const __m512 taps[3] = {_mm512_permutex2var_ps(a_lo, even, a_hi), _mm512_permutex2var_ps(a_lo, odd, a_hi),
-                                    _mm512_permutex2var_ps(b_lo, even, b_hi)};
-            const __m512i row_base = _mm512_add_epi32(lane_col, _mm512_set1_epi32(static_cast<int>(h * W)));
-            for (int dw = -1; dw <= 1; ++dw) {
-              const __m512 v = taps[dw + 1];
-              const __m512i vi = _mm512_add_epi32(row_base, _mm512_set1_epi32(dw));
-              if (first) {  // the first tap: as window_general's -inf start, which any value but -inf beats
-                best = v;
-                index = vi;
-                first = false;
-                continue;
-              }
-              const __mmask16 take = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-              best = _mm512_mask_mov_ps(best, take, v);
-              index = _mm512_mask_mov_epi32(index, take, vi);
-            }
-          }
-          _mm512_storeu_ps(yrow + q, best);
-          // The masked forms, as in forward_2x2_avx512: gcc 12 warns about the plain ones' undefined lanes.
-          _mm512_storeu_si512(irow + q, _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, index, 0)));
-          _mm512_storeu_si512(irow + q + 8,
-                              _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, index, 1)));
-        }
+        for (q = 1; q + n <= Q && 2 * q + 2 * n < W; q += n) Block::run(in, W, p, q, yrow + q, irow + q);
       }
       for (; q < Q; ++q) window_general<false>(in, H, W, p, q, g, yrow + q, irow + q);
     }
@@ -224,6 +191,49 @@ DDP4J_AVX512 void forward_3x3s2_avx512(const float* px, float* py, int64_t* pi, 
     pi += P * Q;
   }
 }
+
+/**
+ * 16 stem-pool windows q..q+15 of output row p with AVX-512: each input row's left, centre and
+ * right taps of the 16 windows are the even and odd lanes of two-source permutes of the row.
+ */
+struct StemBlockAvx512 {
+  static constexpr int64_t kWidth = 16;
+
+  DDP4J_AVX512 static void run(const float* in, int64_t W, int64_t p, int64_t q, float* y, int64_t* indices) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    __m512 best = _mm512_setzero_ps();
+    __m512i index = _mm512_setzero_si512();
+    const __m512i lane_col = _mm512_add_epi32(even, _mm512_set1_epi32(static_cast<int>(2 * q)));  // 2 (q + j)
+    bool first = true;
+    for (int64_t dh = -1; dh <= 1; ++dh) {
+      const int64_t h = 2 * p + dh;
+      const float* row = in + h * W + 2 * q - 1;
+      const __m512 a_lo = _mm512_loadu_ps(row), a_hi = _mm512_loadu_ps(row + 16);
+      const __m512 b_lo = _mm512_loadu_ps(row + 2), b_hi = _mm512_loadu_ps(row + 18);
+      const __m512 taps[3] = {_mm512_permutex2var_ps(a_lo, even, a_hi), _mm512_permutex2var_ps(a_lo, odd, a_hi),
+                              _mm512_permutex2var_ps(b_lo, even, b_hi)};
+      const __m512i row_base = _mm512_add_epi32(lane_col, _mm512_set1_epi32(static_cast<int>(h * W)));
+      for (int dw = -1; dw <= 1; ++dw) {
+        const __m512 v = taps[dw + 1];
+        const __m512i vi = _mm512_add_epi32(row_base, _mm512_set1_epi32(dw));
+        if (first) {  // the first tap: as window_general's -inf start, which any value but -inf beats
+          best = v;
+          index = vi;
+          first = false;
+          continue;
+        }
+        const __mmask16 take = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        best = _mm512_mask_mov_ps(best, take, v);
+        index = _mm512_mask_mov_epi32(index, take, vi);
+      }
+    }
+    _mm512_storeu_ps(y, best);
+    // The masked forms, as in forward_2x2_avx512: gcc 12 warns about the plain ones' undefined lanes.
+    _mm512_storeu_si512(indices, _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, index, 0)));
+    _mm512_storeu_si512(indices + 8, _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xFF, index, 1)));
+  }
+};
 
 #define DDP4J_AVX2 __attribute__((target("avx2")))
 
@@ -234,60 +244,43 @@ DDP4J_AVX2 inline __m256 deinterleave(__m256 lo, __m256 hi) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
-/**
- * forward_3x3s2_avx512 for CPUs with AVX2 only, 8 windows per step (columns 2q - 1 .. 2q + 16 of
- * each row): the same taps in the same order with the same rule, so the same results.
- */
-DDP4J_AVX2 void forward_3x3s2_avx2(const float* px, float* py, int64_t* pi, int64_t planes, int64_t H, int64_t W,
-                                   int64_t P, int64_t Q, const kernels::Pool2dGeometry& g) {
-  const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  for (int64_t plane = 0; plane < planes; ++plane) {
-    const float* in = px + plane * H * W;
-    for (int64_t p = 0; p < P; ++p) {
-      float* yrow = py + p * Q;
-      int64_t* irow = pi + p * Q;
-      const bool inside_rows = p >= 1 && 2 * p + 1 < H;
-      int64_t q = 0;
-      if (inside_rows) {
-        window_general<false>(in, H, W, p, 0, g, yrow, irow);
-        for (q = 1; q + 8 <= Q && 2 * q + 16 < W; q += 8) {
-          __m256 best = _mm256_setzero_ps();
-          __m256i index = _mm256_setzero_si256();
-          const __m256i lane_col = _mm256_add_epi32(lane2, _mm256_set1_epi32(static_cast<int>(2 * q)));  // 2 (q + j)
-          bool first = true;
-          for (int64_t dh = -1; dh <= 1; ++dh) {
-            const int64_t h = 2 * p + dh;
-            const float* row = in + h * W + 2 * q - 1;
-            const __m256 a_lo = _mm256_loadu_ps(row), a_hi = _mm256_loadu_ps(row + 8);
-            const __m256 b_lo = _mm256_loadu_ps(row + 2), b_hi = _mm256_loadu_ps(row + 10);
-            const __m256 taps[3] = {deinterleave<false>(a_lo, a_hi), deinterleave<true>(a_lo, a_hi),
-                                    deinterleave<false>(b_lo, b_hi)};
-            const __m256i row_base = _mm256_add_epi32(lane_col, _mm256_set1_epi32(static_cast<int>(h * W)));
-            for (int dw = -1; dw <= 1; ++dw) {
-              const __m256 v = taps[dw + 1];
-              const __m256i vi = _mm256_add_epi32(row_base, _mm256_set1_epi32(dw));
-              if (first) {  // as in forward_3x3s2_avx512
-                best = v;
-                index = vi;
-                first = false;
-                continue;
-              }
-              const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-              best = _mm256_blendv_ps(best, v, take);
-              index = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(index), _mm256_castsi256_ps(vi), take));
-            }
-          }
-          _mm256_storeu_ps(yrow + q, best);
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(irow + q), _mm256_cvtepi32_epi64(_mm256_castsi256_si128(index)));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(irow + q + 4), _mm256_cvtepi32_epi64(_mm256_extracti128_si256(index, 1)));
+/** StemBlockAvx512 for CPUs with AVX2 only: 8 windows, the same taps in the same order with the same rule. */
+struct StemBlockAvx2 {
+  static constexpr int64_t kWidth = 8;
+
+  DDP4J_AVX2 static void run(const float* in, int64_t W, int64_t p, int64_t q, float* y, int64_t* indices) {
+    const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    __m256 best = _mm256_setzero_ps();
+    __m256i index = _mm256_setzero_si256();
+    const __m256i lane_col = _mm256_add_epi32(lane2, _mm256_set1_epi32(static_cast<int>(2 * q)));  // 2 (q + j)
+    bool first = true;
+    for (int64_t dh = -1; dh <= 1; ++dh) {
+      const int64_t h = 2 * p + dh;
+      const float* row = in + h * W + 2 * q - 1;
+      const __m256 a_lo = _mm256_loadu_ps(row), a_hi = _mm256_loadu_ps(row + 8);
+      const __m256 b_lo = _mm256_loadu_ps(row + 2), b_hi = _mm256_loadu_ps(row + 10);
+      const __m256 taps[3] = {deinterleave<false>(a_lo, a_hi), deinterleave<true>(a_lo, a_hi),
+                              deinterleave<false>(b_lo, b_hi)};
+      const __m256i row_base = _mm256_add_epi32(lane_col, _mm256_set1_epi32(static_cast<int>(h * W)));
+      for (int dw = -1; dw <= 1; ++dw) {
+        const __m256 v = taps[dw + 1];
+        const __m256i vi = _mm256_add_epi32(row_base, _mm256_set1_epi32(dw));
+        if (first) {  // as in StemBlockAvx512
+          best = v;
+          index = vi;
+          first = false;
+          continue;
         }
+        const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        best = _mm256_blendv_ps(best, v, take);
+        index = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(index), _mm256_castsi256_ps(vi), take));
       }
-      for (; q < Q; ++q) window_general<false>(in, H, W, p, q, g, yrow + q, irow + q);
     }
-    py += P * Q;
-    pi += P * Q;
+    _mm256_storeu_ps(y, best);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(indices), _mm256_cvtepi32_epi64(_mm256_castsi256_si128(index)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(indices + 4), _mm256_cvtepi32_epi64(_mm256_extracti128_si256(index, 1)));
   }
-}
+};
 
 PoolPath best_path() {
   if (__builtin_cpu_supports("avx512f")) return PoolPath::Avx512;
@@ -321,7 +314,8 @@ void forward(const Tensor& x, Tensor& y, Tensor& indices, const kernels::Pool2dG
     if (vector) {
       forward_2x2_avx512(x0, y0, i0, end - begin, H, W, P, Q);
     } else if (stem_3x3) {
-      (path == PoolPath::Avx512 ? forward_3x3s2_avx512 : forward_3x3s2_avx2)(x0, y0, i0, end - begin, H, W, P, Q, g);
+      (path == PoolPath::Avx512 ? forward_3x3s2<StemBlockAvx512> : forward_3x3s2<StemBlockAvx2>)(x0, y0, i0, end - begin, H,
+                                                                                     W, P, Q, g);
     } else if (fast_2x2) {
       forward_2x2(x0, y0, i0, end - begin, H, W, P, Q);
     } else {
