@@ -301,9 +301,12 @@ public final class ResNetSynthetic implements Callable<Integer> {
         }
         long[] wantX = {batchSize, 3, imageSize, imageSize};
         if (x.dtype() != DType.FLOAT32 || !Arrays.equals(x.shape(), wantX)) {
+            // Only a [B, 3, S, S] float32 file can be fixed by the options; say what else to change.
+            boolean optionsFit = x.dtype() == DType.FLOAT32 && x.dim() == 4 && x.size(1) == 3 && x.size(2) == x.size(3);
             throw new IllegalArgumentException("'input' in " + file + " is " + x.describe() + ", but --batch-size "
                     + batchSize + " --image-size " + imageSize + " need float32" + Arrays.toString(wantX)
-                    + ": pass the file's batch size and image size");
+                    + (optionsFit ? ": pass the file's batch size and image size"
+                            : ": write the file's 'input' as float32 [B, 3, S, S] (3 colour channels, square images)"));
         }
         if (y.dtype() != DType.INT64 || !Arrays.equals(y.shape(), new long[] {batchSize})) {
             throw new IllegalArgumentException("'target' in " + file + " is " + y.describe() + ", but --input needs int64["

@@ -99,7 +99,13 @@ class ResNetSyntheticFilesTest {
             SafeTensors.saveFile(Map.of("input", batch.input(), "target", batch.target()), input);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> ResNetSynthetic.readInput(input, 4, 32));
-            assertTrue(e.getMessage().contains("float32[2, 3, 32, 32]") && e.getMessage().contains("--batch-size 4"), e.getMessage());
+            assertTrue(e.getMessage().contains("float32[2, 3, 32, 32]") && e.getMessage().contains("--batch-size 4")
+                    && e.getMessage().contains("pass the file's batch size"), e.getMessage());
+            // One channel: no option fixes that, so the message says what the file must hold.
+            SafeTensors.saveFile(Map.of("input", Tensor.zeros(2, 1, 32, 32), "target", batch.target()), input);
+            e = assertThrows(IllegalArgumentException.class, () -> ResNetSynthetic.readInput(input, 2, 32));
+            assertTrue(e.getMessage().contains("float32[2, 1, 32, 32]") && e.getMessage().contains("3 colour channels")
+                    && !e.getMessage().contains("pass the file's"), e.getMessage());
             SafeTensors.saveFile(Map.of("x", batch.input()), input);
             e = assertThrows(IllegalArgumentException.class, () -> ResNetSynthetic.readInput(input, 2, 32));
             assertTrue(e.getMessage().contains("'input'"), e.getMessage());

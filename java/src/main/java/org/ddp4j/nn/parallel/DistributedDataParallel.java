@@ -31,9 +31,11 @@ import org.ddp4j.distributed.algorithms.ddpcommhooks.PowerSGDState;
  * bucket's all-reduce is launched asynchronously while backward continues; buckets launch in
  * index order on every rank so the collectives match, and average on the backend. Before backward
  * returns, all buckets are awaited, so each rank holds the average gradient (the buckets, hooks
- * and waits are the {@link Reducer}'s). In training mode each forward first broadcasts the
- * buffers (e.g. BatchNorm running statistics) from rank 0. Parameter names carry the
- * {@code module.} prefix.
+ * and waits are the {@link Reducer}'s). A forward that follows one run with gradients enabled and
+ * synchronisation on (and the first forward) first broadcasts the buffers (e.g. BatchNorm running
+ * statistics) from rank 0, in training and in eval mode alike, as PyTorch's
+ * {@code broadcast_buffers=True}: so after training every rank evaluates with rank 0's statistics.
+ * Parameter names carry the {@code module.} prefix.
  *
  * <p>As PyTorch, the construction verifies that every rank wraps parameters of the same shapes
  * with the same bucket cap (a {@link DistributedException} names each rank's shapes otherwise).
@@ -82,6 +84,8 @@ public class DistributedDataParallel extends Module {
     private final Reducer reducer;
     /** The open {@link Join}, or null. */
     private Join join;
+    /** PyTorch's require_forward_param_sync: the last forward ran with gradients and synchronisation on. */
+    private boolean buffersNeedSync = true;
 
     /**
      * Wraps {@code module} for training on the default process group.
@@ -223,23 +227,33 @@ public class DistributedDataParallel extends Module {
     }
 
     /**
-     * Runs the wrapped module; in training mode first broadcasts its buffers from rank 0 (as
-     * PyTorch's {@code broadcast_buffers=True}); inside {@link #join()}, from the highest rank still
-     * training, found by one small all-reduce (as PyTorch), only for a module that has buffers. The first training forward after the first
-     * synchronised backward also rebuilds the gradient buckets in the order gradients became ready.
+     * Runs the wrapped module. First, as PyTorch's {@code broadcast_buffers=True}, it broadcasts
+     * the module's buffers from rank 0 when the previous forward ran with gradients enabled and
+     * synchronisation on (outside {@link #noSync()}), or when this is the first forward, whatever
+     * the mode: the first eval forward after training (e.g. under {@code noGrad}) gives every rank
+     * rank 0's BatchNorm running statistics, and later eval forwards under {@code noGrad} make no
+     * collective, so ranks may evaluate different numbers of batches after that first one. Inside
+     * {@link #join()} the buffers are broadcast at every training forward, from the highest rank
+     * still training, found by one small all-reduce (as PyTorch), only for a module that has
+     * buffers. The first training forward after the first synchronised backward also rebuilds the
+     * gradient buckets in the order gradients became ready.
      */
     @Override
     public Tensor forward(Tensor input) {
         if (isTraining() && Tensors.isGradEnabled()) {
             reducer.rebuildBucketsIfReady();
         }
+        // Inside join() every forward is a training one, and the joined ranks shadow exactly that.
+        boolean syncBuffers = join != null ? isTraining() : buffersNeedSync;
         // With one rank there is nothing to broadcast or average: skip the collectives.
-        if (isTraining() && reducer.isSyncEnabled() && reducer.communicates()) {
+        if (syncBuffers && reducer.communicates()) {
             Collection<Tensor> buffers = module.namedBuffers().values();
             int root = join != null && !buffers.isEmpty() ? Join.highestRankWhere(group, true) : 0;
             broadcastState(buffers, root);
         }
-        return module.forward(input);
+        Tensor output = module.forward(input);
+        buffersNeedSync = Tensors.isGradEnabled() && reducer.isSyncEnabled();
+        return output;
     }
 
     /**

@@ -76,7 +76,8 @@ public class ResNet extends Module {
         public Options {
             if (numClasses <= 0 || inChannels <= 0 || generator == null) {
                 throw new IllegalArgumentException("ResNet.Options(numClasses=" + numClasses + ", inChannels=" + inChannels
-                        + ", generator=" + generator + "): numClasses and inChannels must be positive and generator non-null");
+                        + (generator == null ? ", generator=null" : "")
+                        + "): numClasses and inChannels must be positive and generator non-null");
             }
         }
 

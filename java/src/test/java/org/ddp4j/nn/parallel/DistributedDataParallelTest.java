@@ -23,6 +23,7 @@ import org.ddp4j.nn.CrossEntropyLoss;
 import org.ddp4j.nn.Linear;
 import org.ddp4j.nn.Module;
 import org.ddp4j.optim.SGD;
+import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
@@ -358,5 +359,64 @@ class DistributedDataParallelTest {
         assertFalse(Arrays.equals(grads.get(0)[0], grads.get(1)[0]), "gradients were synchronised under noSync()");
         assertArrayEquals(grads.get(0)[1], grads.get(1)[1], "gradients differ after a synced backward");
         assertTrue(Math.abs(grads.get(0)[1][0]) > 0);
+    }
+
+    /**
+     * As PyTorch's broadcast_buffers=True (require_forward_param_sync): after training on different
+     * halves, the ranks' running statistics differ; the first eval forward under noGrad gives every
+     * rank rank 0's, so both compute the same outputs, and later eval forwards make no collective
+     * (rank 0 runs three, rank 1 one, and the barrier after them still matches).
+     */
+    @Test
+    void firstEvalForwardAfterTrainingBroadcastsRankZeroBuffers() throws Exception {
+        HashStore store = new HashStore(TIMEOUT);
+        List<float[][]> results = onRanks(2, rank -> () -> {
+            try (ProcessGroup group = new ProcessGroupGloo(store, rank, 2, TIMEOUT);
+                    DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, new Generator(0)), group,
+                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                    SGD opt = sgd(model.parameters())) {
+                CrossEntropyLoss ce = new CrossEntropyLoss();
+                for (int step = 0; step < 2; step++) {
+                    try (var scope = Tensors.scope()) {
+                        opt.zeroGrad();
+                        ce.forward(model.forward(images(step, rank * 4, 4)), labels(step, rank * 4, 4)).backward();
+                        opt.step();
+                    }
+                }
+                float[] trained = flat(model.namedBuffers());
+                model.eval();
+                float[] output;
+                try (var scope = Tensors.scope(); var noGrad = Tensors.noGrad()) {
+                    output = model.forward(images(2, 0, 4)).toFloatArray();
+                    for (int extra = 0; extra < (rank == 0 ? 2 : 0); extra++) {
+                        model.forward(images(2, 4, 4));
+                    }
+                }
+                float[] evaluated = flat(model.namedBuffers());
+                group.barrier().await();
+                return new float[][] {trained, evaluated, output};
+            }
+        });
+        float[][] rank0 = results.get(0), rank1 = results.get(1);
+        assertFalse(Arrays.equals(rank0[0], rank1[0]), "the ranks' running statistics should differ after training");
+        assertArrayEquals(rank0[0], rank1[1], "rank 1 did not get rank 0's buffers at the first eval forward");
+        assertArrayEquals(rank0[0], rank0[1], "eval forwards changed rank 0's buffers");
+        assertArrayEquals(rank0[2], rank1[2], "ranks evaluated the same input differently");
+    }
+
+    private static float[] flat(Map<String, Tensor> tensors) {
+        List<float[]> parts = new ArrayList<>();
+        for (Tensor t : tensors.values()) {
+            if (t.dtype() == DType.FLOAT32) {
+                parts.add(t.toFloatArray());
+            }
+        }
+        float[] out = new float[parts.stream().mapToInt(a -> a.length).sum()];
+        int at = 0;
+        for (float[] a : parts) {
+            System.arraycopy(a, 0, out, at, a.length);
+            at += a.length;
+        }
+        return out;
     }
 }
