@@ -29,6 +29,11 @@ void check_forward_args(const char* op, const Tensor& x, const Tensor& gamma, co
   check_eps(eps);
 }
 
+/** The fixes for a training batch norm over at most one value per channel (a batch of one at 1x1). */
+constexpr const char* kOneValueFix =
+    " (batch x height x width per channel): give each rank a batch of at least 2, larger images (so that the map is"
+    " not 1x1 there), or run the model in eval() mode";
+
 }  // namespace
 
 std::vector<Tensor> batch_norm2d_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -38,7 +43,8 @@ std::vector<Tensor> batch_norm2d_forward_train(const Tensor& x, const Tensor& ga
   DDP4J_CHECK_ARG(std::isfinite(momentum), kOp, ": momentum must be a number, got ", momentum);
   // As PyTorch: the unbiased variance of one value is undefined.
   DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) > 1, kOp,
-                  ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()));
+                  ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()),
+                  kOneValueFix);
   const int64_t c = x.size(1);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   Tensor save_mean = Tensor::empty({c}, DType::Float32, x.device());
@@ -101,7 +107,8 @@ std::vector<Tensor> batch_norm2d_relu_forward_train(const Tensor& x, const Tenso
   check_residual(op, x, residual);
   DDP4J_CHECK_ARG(std::isfinite(momentum), op, ": momentum must be a number, got ", momentum);
   DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) > 1, op,
-                  ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()));
+                  ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()),
+                  kOneValueFix);
   const int64_t c = x.size(1);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   Tensor save_mean = Tensor::empty({c}, DType::Float32, x.device());
