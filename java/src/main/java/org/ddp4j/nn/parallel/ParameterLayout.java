@@ -60,20 +60,56 @@ final class ParameterLayout {
             return;
         }
         long[] all = allGather(group, Arrays.copyOf(mine, maxLength));
-        StringBuilder ranks = new StringBuilder();
-        for (int r = 0; r < world; r++) {
-            long[] theirs = Arrays.copyOfRange(all, r * maxLength, (r + 1) * maxLength);
-            ranks.append(r == 0 ? "" : "; ").append("rank ").append(r).append(": ").append(describe(theirs));
-        }
         List<String> names = new ArrayList<>();
         for (Map.Entry<String, Tensor> e : module.namedParameters().entrySet()) {
             if (params.contains(e.getValue())) {
                 names.add(e.getKey());
             }
         }
-        throw new DistributedException("DistributedDataParallel on rank " + group.rank() + ": the ranks' models differ ("
-                + ranks + "). Every rank must wrap the same model (parameters of the same shapes, in the same order,"
-                + " with the same requiresGrad) and the same bucket cap; this rank's parameters are " + names);
+        StringBuilder ranks = new StringBuilder();
+        String first = null;
+        for (int r = 0; r < world; r++) {
+            long[] theirs = Arrays.copyOfRange(all, r * maxLength, (r + 1) * maxLength);
+            ranks.append(r == 0 ? "" : "; ").append("rank ").append(r).append(": ").append(describe(theirs));
+            if (first == null && r != group.rank() && !Arrays.equals(theirs, Arrays.copyOf(mine, maxLength))) {
+                first = firstDifference(mine, group.rank(), theirs, r, names);
+            }
+        }
+        throw new DistributedException("DistributedDataParallel on rank " + group.rank() + ": the ranks' models differ, first"
+                + " at " + (first == null ? "a place the signatures do not show" : first) + ". Every rank must wrap the same model (parameters of the same shapes, in the same order,"
+                + " with the same requiresGrad) and the same bucket cap. All ranks: " + ranks + "; this rank's parameters are "
+                + names);
+    }
+
+    /**
+     * Where two signatures first differ, naming this rank's parameter: "parameter 61 (fc.weight):
+     * [10, 512] on rank 0, [11, 512] on rank 1", or the bucket caps, or the parameter counts.
+     */
+    static String firstDifference(long[] mine, int myRank, long[] theirs, int theirRank, List<String> myNames) {
+        if (mine[0] != theirs[0]) {
+            return "the bucket cap: " + mine[0] + " B on rank " + myRank + ", " + theirs[0] + " B on rank " + theirRank;
+        }
+        List<long[]> a = shapes(mine), b = shapes(theirs);
+        for (int i = 0; i < Math.min(a.size(), b.size()); i++) {
+            if (!Arrays.equals(a.get(i), b.get(i))) {
+                String name = i < myNames.size() ? " (" + myNames.get(i) + " here)" : "";
+                return "parameter " + i + name + ": " + Arrays.toString(a.get(i)) + " on rank " + myRank + ", "
+                        + Arrays.toString(b.get(i)) + " on rank " + theirRank;
+            }
+        }
+        return "the parameter count: " + a.size() + " on rank " + myRank + ", " + b.size() + " on rank " + theirRank;
+    }
+
+    /** The parameter shapes of a signature (a signature padded with zeros by the all-gather ends where its count says). */
+    private static List<long[]> shapes(long[] signature) {
+        List<long[]> out = new ArrayList<>();
+        int at = 2;
+        for (int i = 0; i < signature[1] && at < signature.length; i++) {
+            int rank = (int) signature[at++];
+            out.add(Arrays.copyOfRange(signature, at, Math.min(signature.length, at + rank)));
+            at += rank;
+        }
+        return out;
     }
 
     private static long[] allGather(ProcessGroup group, long[] values) {
@@ -89,12 +125,9 @@ final class ParameterLayout {
     static String describe(long[] signature) {
         int count = (int) signature[1];
         StringBuilder s = new StringBuilder().append(count).append(count == 1 ? " parameter" : " parameters");
-        int at = 2;
-        for (int i = 0; i < count && at < signature.length; i++) {
-            int rank = (int) signature[at++];
-            s.append(i == 0 ? " with shapes " : ", ")
-                    .append(Arrays.toString(Arrays.copyOfRange(signature, at, Math.min(signature.length, at + rank))));
-            at += rank;
+        List<long[]> shapes = shapes(signature);
+        for (int i = 0; i < shapes.size(); i++) {
+            s.append(i == 0 ? " with shapes " : ", ").append(Arrays.toString(shapes.get(i)));
         }
         return s.append(", bucket cap ").append(signature[0]).append(" B").toString();
     }

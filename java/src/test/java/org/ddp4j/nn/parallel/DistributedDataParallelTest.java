@@ -316,6 +316,10 @@ class DistributedDataParallelTest {
             assertTrue(m.contains("rank 0: 2 parameters with shapes [2, 2], [2]"), m);
             assertTrue(m.contains("rank 1: 2 parameters with shapes [3, 2], [3]"), m);
         }
+        assertTrue(messages.get(0).contains("first at parameter 0 (weight here): [2, 2] on rank 0, [3, 2] on rank 1"),
+                messages.get(0));
+        assertTrue(messages.get(1).contains("first at parameter 0 (weight here): [3, 2] on rank 1, [2, 2] on rank 0"),
+                messages.get(1));
     }
 
     @Test
