@@ -129,8 +129,10 @@ public abstract class Module implements AutoCloseable {
      * Copies values from {@code state} (tensors on any device) into this module's parameters and
      * buffers of the same name. Mirrors {@code load_state_dict(state, strict)}: with strict, a
      * name of the module missing from state or a name of state the module lacks is an error; without,
-     * the names that matched are loaded and the others returned. A shape or dtype mismatch is an
-     * error either way, as in PyTorch. All checks run before anything is copied.
+     * the names that matched are loaded and the others returned. A shape mismatch is an error
+     * either way, as in PyTorch; float32, bfloat16 and float16 values (on the CPU) are converted to
+     * the module's dtype, as PyTorch's {@code copy_} does, and any other dtype mismatch (int64 against
+     * a floating type) is an error. All checks run before anything is copied.
      *
      * <p>Unlike PyTorch, DistributedDataParallel's {@code module.} prefix is matched both ways: a
      * state dict saved from a DDP model (every key {@code module.*}) loads into the bare module,
@@ -146,13 +148,24 @@ public abstract class Module implements AutoCloseable {
         Map<String, Tensor> given = StateDicts.matchDataParallelPrefix(state, own.keySet());
         List<String> missing = new ArrayList<>();
         List<String> mismatched = new ArrayList<>();
+        // Floating-point values of another dtype, converted before anything is copied (PyTorch's copy_ converts).
+        Map<String, Tensor> converted = new LinkedHashMap<>();
         own.forEach((name, target) -> {
             Tensor source = given.get(name);
             if (source == null) {
                 missing.add(name);
-            } else if (!Arrays.equals(source.shape(), target.shape()) || source.dtype() != target.dtype()) {
-                mismatched.add((source.dtype() == target.dtype() ? "size" : "dtype") + " mismatch for " + name
-                        + ": copying " + source.describe() + " from the state dict, the module has " + target.describe());
+            } else if (!Arrays.equals(source.shape(), target.shape())) {
+                mismatched.add("size mismatch for " + name + ": copying " + source.describe() + " from the state dict, the"
+                        + " module has " + target.describe());
+            } else if (source.dtype() != target.dtype()) {
+                if (source.dtype().isFloatingPoint() && target.dtype().isFloatingPoint() && !source.device().isCuda()) {
+                    converted.put(name, source.to(target.dtype()));
+                } else {
+                    mismatched.add("dtype mismatch for " + name + ": copying " + source.describe() + " from the state dict,"
+                            + " the module has " + target.describe() + " (only float32, bfloat16 and float16 on the CPU"
+                            + " convert into each other on load: convert the tensor to " + target.dtype().name().toLowerCase()
+                            + " first)");
+                }
             }
         });
         List<String> unexpected = new ArrayList<>();
@@ -169,18 +182,22 @@ public abstract class Module implements AutoCloseable {
             errors.add("Unexpected key(s) in state_dict: " + String.join(", ", unexpected));
         }
         errors.addAll(mismatched);
-        if (!errors.isEmpty()) {
-            throw new IllegalArgumentException("Error(s) in loading state_dict for " + getClass().getSimpleName() + ":\n\t"
-                    + String.join("\n\t", errors) + (strict && (!missing.isEmpty() || !unexpected.isEmpty())
-                    ? "\n(was the state dict saved from another model? loadStateDict(state, false) loads the names that match)"
-                    : ""));
-        }
-        own.forEach((name, target) -> {
-            Tensor source = given.get(name);
-            if (source != null) {
-                target.copyFrom(source);
+        try {
+            if (!errors.isEmpty()) {
+                throw new IllegalArgumentException("Error(s) in loading state_dict for " + getClass().getSimpleName() + ":\n\t"
+                        + String.join("\n\t", errors) + (strict && (!missing.isEmpty() || !unexpected.isEmpty())
+                        ? "\n(was the state dict saved from another model? loadStateDict(state, false) loads the names that match)"
+                        : ""));
             }
-        });
+            own.forEach((name, target) -> {
+                Tensor source = converted.getOrDefault(name, given.get(name));
+                if (source != null) {
+                    target.copyFrom(source);
+                }
+            });
+        } finally {
+            converted.values().forEach(Tensor::close);
+        }
         notifyStateLoaded();
         return new IncompatibleKeys(List.copyOf(missing), List.copyOf(unexpected));
     }

@@ -106,7 +106,31 @@ class StateDictTest {
             e = assertThrows(IllegalArgumentException.class,
                     () -> net.loadStateDict(Map.of("layer1.1.num_batches_tracked", Tensor.scalar(1f)), false));
             assertTrue(e.getMessage().contains("dtype mismatch for layer1.1.num_batches_tracked: copying float32[] on cpu"
-                    + " from the state dict, the module has int64[] on cpu"), e.getMessage());
+                    + " from the state dict, the module has int64[] on cpu") && e.getMessage().contains("convert the tensor"
+                    + " to int64 first"), e.getMessage());
+        }
+    }
+
+    /** As PyTorch's copy_: a float16 or bfloat16 state dict loads strictly into a float32 model, converted. */
+    @Test
+    void halfPrecisionValuesLoadConvertedToTheModulesDtype() {
+        try (var scope = Tensors.scope()) {
+            ConvNet source = new ConvNet(10, new Generator(1));
+            for (DType half : List.of(DType.FLOAT16, DType.BFLOAT16)) {
+                Map<String, Tensor> state = new LinkedHashMap<>();
+                source.stateDict().forEach((k, t) -> state.put(k, t.dtype() == DType.FLOAT32 ? t.to(half) : t));
+                ConvNet net = new ConvNet(10, new Generator(2));
+                net.loadStateDict(state);
+                Tensor w = net.stateDict().get("layer1.0.weight");
+                assertEquals(DType.FLOAT32, w.dtype());
+                assertArrayEquals(state.get("layer1.0.weight").to(DType.FLOAT32).toFloatArray(), w.toFloatArray(), half.name());
+                float[] exact = source.stateDict().get("layer1.0.weight").toFloatArray(), got = w.toFloatArray();
+                for (int i = 0; i < exact.length; i++) {
+                    assertEquals(exact[i], got[i], Math.abs(exact[i]) / 128 + 1e-7, half + " element " + i);
+                }
+                net.close();
+            }
+            source.close();
         }
     }
 
