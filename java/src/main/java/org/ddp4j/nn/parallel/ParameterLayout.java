@@ -66,19 +66,22 @@ final class ParameterLayout {
                 names.add(e.getKey());
             }
         }
+        long[] minePadded = Arrays.copyOf(mine, maxLength);
         StringBuilder ranks = new StringBuilder();
-        String first = null;
+        String first = "a place the signatures do not show";
+        boolean found = false;
         for (int r = 0; r < world; r++) {
             long[] theirs = Arrays.copyOfRange(all, r * maxLength, (r + 1) * maxLength);
             ranks.append(r == 0 ? "" : "; ").append("rank ").append(r).append(": ").append(describe(theirs));
-            if (first == null && r != group.rank() && !Arrays.equals(theirs, Arrays.copyOf(mine, maxLength))) {
+            if (!found && !Arrays.equals(theirs, minePadded)) {
                 first = firstDifference(mine, group.rank(), theirs, r, names);
+                found = true;
             }
         }
-        throw new DistributedException("DistributedDataParallel on rank " + group.rank() + ": the ranks' models differ, first"
-                + " at " + (first == null ? "a place the signatures do not show" : first) + ". Every rank must wrap the same model (parameters of the same shapes, in the same order,"
-                + " with the same requiresGrad) and the same bucket cap. All ranks: " + ranks + "; this rank's parameters are "
-                + names);
+        throw new DistributedException("DistributedDataParallel on rank " + group.rank() + ": the ranks' models differ,"
+                + " first at " + first + ". Every rank must wrap the same model (parameters of the same shapes, in the same"
+                + " order, with the same requiresGrad) and the same bucket cap. All ranks: " + ranks + "; this rank's"
+                + " parameters are " + names);
     }
 
     /**
