@@ -29,6 +29,27 @@ void check_forward_args(const char* op, const Tensor& x, const Tensor& gamma, co
   check_eps(eps);
 }
 
+/**
+ * Training on an empty batch (N x H x W = 0), as PyTorch: an empty output, the running statistics
+ * left alone (no kernel runs), and zero saved statistics and affine coefficients for the backward.
+ * Returns {y, save_mean, save_invstd, affine}; affine only when `with_affine`.
+ */
+std::vector<Tensor> empty_batch_forward(const Tensor& x, bool with_affine) {
+  const int64_t c = x.size(1);
+  return {Tensor::empty(x.shape(), DType::Float32, x.device()), Tensor::zeros({c}, DType::Float32, x.device()),
+          Tensor::zeros({c}, DType::Float32, x.device()),
+          with_affine ? Tensor::zeros({2, c}, DType::Float32, x.device()) : Tensor()};
+}
+
+/** The gradients of an empty batch: an empty input gradient, zero weight and bias gradients. */
+std::vector<Tensor> empty_batch_backward(const Tensor& x, bool want_masked) {
+  const int64_t c = x.size(1);
+  std::vector<Tensor> out{Tensor::empty(x.shape(), DType::Float32, x.device()),
+                          Tensor::zeros({c}, DType::Float32, x.device()), Tensor::zeros({c}, DType::Float32, x.device())};
+  if (want_masked) out.push_back(Tensor::empty(x.shape(), DType::Float32, x.device()));
+  return out;
+}
+
 /** The fixes for a training batch norm over at most one value per channel (a batch of one at 1x1). */
 constexpr const char* kOneValueFix =
     " (batch x height x width per channel): give each rank a batch of at least 2, larger images (so that the map is"
@@ -41,10 +62,11 @@ std::vector<Tensor> batch_norm2d_forward_train(const Tensor& x, const Tensor& ga
                                                double eps) {
   check_forward_args(kOp, x, gamma, beta, running_mean, running_var, eps);
   DDP4J_CHECK_ARG(std::isfinite(momentum), kOp, ": momentum must be a number, got ", momentum);
-  // As PyTorch: the unbiased variance of one value is undefined.
-  DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) > 1, kOp,
+  // As PyTorch: the unbiased variance of one value is undefined; an empty batch is allowed.
+  DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) != 1, kOp,
                   ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()),
                   kOneValueFix);
+  if (x.numel() == 0) return empty_batch_forward(x, x.device().type == DeviceType::CPU);
   const int64_t c = x.size(1);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   Tensor save_mean = Tensor::empty({c}, DType::Float32, x.device());
@@ -77,6 +99,7 @@ std::vector<Tensor> batch_norm2d_backward(const Tensor& gy, const Tensor& x, con
   check_channel_tensor(op, "weight", x, gamma);
   check_channel_tensor(op, "save_mean", x, save_mean);
   check_channel_tensor(op, "save_invstd", x, save_invstd);
+  if (x.numel() == 0) return empty_batch_backward(x, false);
   const int64_t c = x.size(1);
   Tensor gx = Tensor::empty(x.shape(), DType::Float32, x.device());
   Tensor ggamma = Tensor::empty({c}, DType::Float32, x.device());
@@ -106,9 +129,10 @@ std::vector<Tensor> batch_norm2d_relu_forward_train(const Tensor& x, const Tenso
   check_forward_args(op, x, gamma, beta, running_mean, running_var, eps);
   check_residual(op, x, residual);
   DDP4J_CHECK_ARG(std::isfinite(momentum), op, ": momentum must be a number, got ", momentum);
-  DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) > 1, op,
+  DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) != 1, op,
                   ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()),
                   kOneValueFix);
+  if (x.numel() == 0) return empty_batch_forward(x, true);
   const int64_t c = x.size(1);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   Tensor save_mean = Tensor::empty({c}, DType::Float32, x.device());
@@ -131,6 +155,7 @@ Tensor batch_norm2d_recompute(const Tensor& x, const Tensor& affine, const Tenso
   DDP4J_CHECK_ARG(relu || !residual.defined(), op, ": a residual is added only before a ReLU (relu=true)");
   check_residual(op, x, residual);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
+  if (x.numel() == 0) return y;
   static KernelSlot slot("batch_norm2d_recompute");
   slot.get<kernels::batch_norm2d_recompute_fn>(x.device())(x, affine, residual, relu, y);
   return y;
@@ -174,6 +199,7 @@ std::vector<Tensor> batch_norm2d_relu_backward(const Tensor& gy, const Tensor& y
   check_channel_tensor(op, "weight", x, gamma);
   check_channel_tensor(op, "save_mean", x, save_mean);
   check_channel_tensor(op, "save_invstd", x, save_invstd);
+  if (x.numel() == 0) return empty_batch_backward(x, want_masked);
   const int64_t c = x.size(1);
   Tensor gx = Tensor::empty(x.shape(), DType::Float32, x.device());
   Tensor ggamma = Tensor::empty({c}, DType::Float32, x.device());

@@ -91,7 +91,8 @@ public class BatchNorm2d extends Module {
 
     /**
      * Normalises input [N, C, H, W] (float32); in training mode with running statistics also
-     * updates them and increments {@code num_batches_tracked}.
+     * updates them and increments {@code num_batches_tracked}. An empty batch (N x H x W = 0) gives
+     * an empty output and leaves the statistics alone (still counted), as PyTorch.
      *
      * @throws IllegalArgumentException if the input is not 4-D float32, has other than C channels, or
      *     (batch statistics) has only one value per channel

@@ -15,6 +15,7 @@ import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.vision.models.ResNet;
 import org.junit.jupiter.api.Test;
 
 /** Module structure, initialisation, the Fashion-MNIST stack's shapes, and error messages. */
@@ -157,6 +158,39 @@ class ConvLayersTest {
             assertTrue(e2.getMessage().contains("max_pool2d") && e2.getMessage().contains("[1, 1, 1, 4]"), e2.getMessage());
             var e3 = assertThrows(IllegalArgumentException.class, () -> MaxPool2dFunction.apply(x, 2, 2, 2));
             assertTrue(e3.getMessage().contains("half"), e3.getMessage());
+        }
+    }
+
+    /**
+     * An empty training batch, as torch 1.13 gives it: an empty output, running statistics left
+     * alone, num_batches_tracked counted, zero gradients; through a whole ResNet-18 too
+     * (torchvision's resnet18(num_classes=10) on [0, 3, 32, 32]: output [0, 10], every gradient 0).
+     */
+    @Test
+    void emptyTrainingBatchGivesAnEmptyOutputAndZeroGradients() {
+        try (var scope = Tensors.scope(); BatchNorm2d bn = new BatchNorm2d(3)) {
+            bn.runningMean().fill(0.5);
+            Tensor x = Tensor.zeros(0, 3, 4, 4).requiresGrad(true);
+            Tensor y = bn.forward(x);
+            assertArrayEquals(new long[] {0, 3, 4, 4}, y.shape());
+            assertArrayEquals(new float[] {0.5f, 0.5f, 0.5f}, bn.runningMean().toFloatArray());
+            assertArrayEquals(new float[] {1, 1, 1}, bn.runningVar().toFloatArray());
+            assertEquals(1, bn.numBatchesTracked());
+            y.sum().backward();
+            assertArrayEquals(new long[] {0, 3, 4, 4}, x.grad().shape());
+            assertArrayEquals(new float[] {0, 0, 0}, bn.weight().grad().toFloatArray());
+            assertArrayEquals(new float[] {0, 0, 0}, bn.bias().grad().toFloatArray());
+        }
+        try (var scope = Tensors.scope(); ResNet net = ResNet.resnet18(10)) {
+            Tensor out = net.forward(Tensor.zeros(0, 3, 32, 32));
+            assertArrayEquals(new long[] {0, 10}, out.shape());
+            out.sum().backward();
+            for (var e : net.namedParameters().entrySet()) {
+                assertNotNull(e.getValue().grad(), e.getKey());
+                for (float g : e.getValue().grad().toFloatArray()) {
+                    assertEquals(0f, g, e.getKey());
+                }
+            }
         }
     }
 
