@@ -220,11 +220,13 @@ final class Agent {
                 boolean peerFirst = peer >= 0 && nodeOf(peer, r.nprocByNode()) != cfg.nodeRank();
                 String cause = rootCause(store, f, candidate, peerFirst);
                 List<String> consequences = new ArrayList<>();
+                List<String> ownFailures = new ArrayList<>();
                 if (!cause.equals(candidate)) {
                     consequences.add(desc);
                 }
                 for (int[] other : f.alsoFailed()) {
-                    consequences.add(RootCause.describe(other[0], cfg.nodeRank(), other[1], other[2]));
+                    String otherDesc = RootCause.describe(other[0], cfg.nodeRank(), other[1], other[2]);
+                    (RootCause.failedOnAPeer(group.errTail(other[1])) ? consequences : ownFailures).add(otherDesc);
                 }
                 String stopped = f.stopped() == 0 ? "no other local worker was still running"
                         : "stopped the other " + f.stopped() + " running worker(s)";
@@ -235,13 +237,13 @@ final class Agent {
                 } else {
                     error(me + ": " + desc + ", a consequence of: " + cause + "; " + stopped);
                 }
-                summary(cause, consequences);
+                summary(cause, consequences, ownFailures);
                 if (keepAlive != null && keepAlive.lost() != null) {
                     return finishLost(store);
                 }
             } else if (outcome instanceof WorkerGroup.RemoteFailure f) {
                 error(me + ": " + f.message() + "; stopped the " + f.stopped() + " local worker(s)");
-                summary(f.message(), List.of());
+                summary(f.message(), List.of(), List.of());
                 if (keepAlive != null && keepAlive.lost() != null) {
                     return finishLost(store);
                 }
@@ -389,15 +391,19 @@ final class Agent {
         }
     }
 
-    /** The last line of a failed attempt: the root cause, then what failed because of it. */
-    private void summary(String cause, List<String> consequences) {
+    /**
+     * The last line of a failed attempt: the root cause, then what failed because of it, then the
+     * other local workers that failed at the same time with no distributed error (each on its own).
+     */
+    private void summary(String cause, List<String> consequences, List<String> ownFailures) {
         String paused = keepAlive == null ? null : keepAlive.selfPause();
         if (paused != null && !cause.contains(paused)) {
             // Another node reported this node lost: this launcher knows why.
             cause = cause + " (" + paused + ")";
         }
         error(me + ": the job failed; root cause: " + cause
-                + (consequences.isEmpty() ? "" : "; failed as a consequence: " + String.join(", ", consequences)));
+                + (consequences.isEmpty() ? "" : "; failed as a consequence: " + String.join(", ", consequences))
+                + (ownFailures.isEmpty() ? "" : "; also failed, on its own: " + String.join(", ", ownFailures)));
     }
 
     /**
@@ -447,7 +453,7 @@ final class Agent {
             String lost = keepAlive.lost();
             if (success && lost != null) {
                 error(me + ": the workers of this node finished, but " + lost);
-                summary(lost, List.of());
+                summary(lost, List.of(), List.of());
                 success = false;
                 code = 1;
                 deadline = Math.min(deadline, System.nanoTime() + FAILURE_LINGER.toNanos());
@@ -466,7 +472,7 @@ final class Agent {
         if (success && lost != null) {
             // The lost node dropped out of the missing list; its loss still fails the job.
             error(me + ": the workers of this node finished, but " + lost);
-            summary(lost, List.of());
+            summary(lost, List.of(), List.of());
             code = 1;
         }
         if (!missing.isEmpty() && !shuttingDown) {

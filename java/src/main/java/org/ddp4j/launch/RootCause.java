@@ -123,6 +123,22 @@ final class RootCause {
         return -1;
     }
 
+    /**
+     * Whether a failed worker's last stderr lines show a distributed error (a ddp4j
+     * {@code Distributed...Exception}, or a demo's one-line {@code ...: error: ... failed on rank N}):
+     * it failed because of a peer. A worker that failed with nothing of the kind (its own bad
+     * file, an exception of its own, a kill) failed on its own, not as another's consequence.
+     */
+    static boolean failedOnAPeer(List<String> errTail) {
+        for (String line : errTail) {
+            if ((line.contains("org.ddp4j.distributed.Distributed") && line.contains("Exception"))
+                    || (line.contains(": error: ") && line.contains(" failed on rank "))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private static String withoutGloo(String message) {
         int gloo = message.indexOf(" [gloo: ");
         return gloo > 0 ? message.substring(0, gloo) : message;

@@ -148,4 +148,19 @@ class RootCauseTest {
             throw new IllegalStateException(e);
         }
     }
+
+    /** What tells a worker that failed because of a peer from one that failed on its own (both given a missing file). */
+    @Test
+    void aWorkerWithoutADistributedErrorFailedOnItsOwn() {
+        assertTrue(RootCause.failedOnAPeer(List.of("Exception in thread \"main\" org.ddp4j.distributed.DistributedException:"
+                + " allReduce(SUM) of 4 float32 elements (#3) on rank 1: abandoned: rank 0 (pid 7) exited without closing"
+                + " its process group")));
+        assertTrue(RootCause.failedOnAPeer(List.of("\tat x.y(Z.java:1)",
+                "org.ddp4j.distributed.DistributedTimeoutException: rank 1 timed out after 8 s waiting for peer rank 0")));
+        assertTrue(RootCause.failedOnAPeer(List.of("ConvNetDemo: error: allReduce failed on rank 1: peer rank 0 died")));
+        assertFalse(RootCause.failedOnAPeer(List.of("ResNetSynthetic: error: /nonexistent: no such file")));
+        assertFalse(RootCause.failedOnAPeer(List.of("Exception in thread \"main\" java.lang.IllegalArgumentException:"
+                + " conv2d: input [2, 1, 64, 64] has 1 channels")));
+        assertFalse(RootCause.failedOnAPeer(List.of()));
+    }
 }
