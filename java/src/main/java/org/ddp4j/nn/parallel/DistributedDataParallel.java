@@ -243,6 +243,9 @@ public class DistributedDataParallel extends Module {
         if (isTraining() && Tensors.isGradEnabled()) {
             reducer.rebuildBucketsIfReady();
         }
+        if (Tensors.isGradEnabled()) {
+            reducer.markForward();
+        }
         // Inside join() every forward is a training one, and the joined ranks shadow exactly that.
         boolean syncBuffers = join != null ? isTraining() : buffersNeedSync;
         // With one rank there is nothing to broadcast or average: skip the collectives.

@@ -72,6 +72,10 @@ final class Reducer implements AutoCloseable {
     private boolean hookRegistered;
     /** Whether a synchronised backward (or a join's shadow of one) has started: hooks are registered before. */
     private boolean started;
+    /** A forward of the DDP wrapper with gradients enabled ran since the last backward began. */
+    private boolean forwardSinceBackward;
+    /** A backward is under way: its first hook fired, and a callback at its end clears this. */
+    private boolean inBackward;
 
     /**
      * Lays out the gradients of {@code params} in buckets on the group's device and registers the
@@ -322,8 +326,35 @@ final class Reducer implements AutoCloseable {
         }
     }
 
+    /** Called by every forward of the DDP wrapper with gradients enabled: a backward may follow. */
+    void markForward() {
+        forwardSinceBackward = true;
+        inBackward = false; // a backward that failed midway never ran its end-of-backward callback
+    }
+
+    /**
+     * At the first hook of a backward: refuses a backward with no DDP forward since the last one.
+     * It would add every gradient a second time and all-reduce the buckets again, one step ahead
+     * of ranks that did not, silently mixing their steps.
+     */
+    private void checkBackwardFollowsForward() {
+        if (inBackward) {
+            return;
+        }
+        if (!forwardSinceBackward) {
+            throw new IllegalStateException("DistributedDataParallel: backward() reached the model's parameters with no"
+                    + " forward of the DDP wrapper since the last backward: either a second backward through the same"
+                    + " forward (run the forward again first; PyTorch refuses it too), or a forward through model.module() directly (call the DDP model's forward,"
+                    + " which the gradient synchronisation needs)");
+        }
+        inBackward = true;
+        forwardSinceBackward = false;
+        Tensors.queueBackwardCallback(() -> inBackward = false);
+    }
+
     /** The post-accumulate hook of every parameter: marks its bucket, launches what is ready. */
     private void onGradientReady(Tensor parameter) {
+        checkBackwardFollowsForward();
         GradientBucket bucket = bucketOf.get(parameter);
         int slot = slotOf.get(parameter);
         adoptGradient(parameter, bucket.views.get(slot));

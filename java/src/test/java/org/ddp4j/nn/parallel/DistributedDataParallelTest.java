@@ -408,6 +408,41 @@ class DistributedDataParallelTest {
         assertArrayEquals(rank0[2], rank1[2], "ranks evaluated the same input differently");
     }
 
+    /**
+     * A second backward through one DDP forward would add the gradients again and all-reduce them
+     * a step ahead of the other rank (PyTorch refuses it): it is refused on the rank that does it,
+     * naming both usual causes, and the next forward + backward works again.
+     */
+    @Test
+    void aSecondBackwardThroughOneForwardIsRefused() throws Exception {
+        List<String> messages = onRanks(1, rank -> () -> {
+            try (ProcessGroup group = new ProcessGroupGloo(new HashStore(TIMEOUT), 0, 1, TIMEOUT);
+                    DistributedDataParallel model = new DistributedDataParallel(new ConvNet(10, new Generator(0)), group,
+                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES)) {
+                CrossEntropyLoss ce = new CrossEntropyLoss();
+                String message;
+                try (var scope = Tensors.scope()) {
+                    Tensor loss = ce.forward(model.forward(images(0, 0, 4)), labels(0, 0, 4));
+                    loss.backward();
+                    float[] once = model.namedParameters().get("module.fc.bias").grad().toFloatArray();
+                    message = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, loss::backward)
+                            .getMessage();
+                    // A fresh forward makes backward legal again.
+                    model.zeroGrad();
+                    ce.forward(model.forward(images(0, 0, 4)), labels(0, 0, 4)).backward();
+                    assertArrayEquals(once, model.namedParameters().get("module.fc.bias").grad().toFloatArray());
+                }
+                try (var scope = Tensors.scope()) {
+                    Tensor loss = ce.forward(model.module().forward(images(1, 0, 4)), labels(1, 0, 4));
+                    org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, loss::backward);
+                }
+                return message;
+            }
+        });
+        String m = messages.get(0);
+        assertTrue(m.contains("second backward") && m.contains("run the forward again") && m.contains("model.module()"), m);
+    }
+
     private static float[] flat(Map<String, Tensor> tensors) {
         List<float[]> parts = new ArrayList<>();
         for (Tensor t : tensors.values()) {
