@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Golden values for ddp4j's PowerSGD communication hook, made with PyTorch's own powerSGD_hook.
 
-Writes java/src/test/resources/golden/powersgd.json (format of linear_loss_golden.py). One bucket
+Writes java/src/test/resources/golden/powersgd.json (format of linear_loss_golden.py), and
+powersgd_rank4.json (see SHAPES4: rank 4, where PyTorch orthogonalises by QR). One bucket
 of five gradients (a 16x10 matrix, a bias, an 8x3x3x3 conv weight viewed as 8x27, another 16x10
 matrix and a bias: the second 16x10 is grouped with the first, as PyTorch orders the compressed
 tensors by shape) goes through the hook for 5 iterations with a new gradient each time, for ranks 1 and 2
@@ -36,14 +37,21 @@ START = 2
 SEED = 0
 
 
+# Rank 4 (java/src/test/resources/golden/powersgd_rank4.json): PyTorch orthogonalises by QR above rank 2.
+# Shapes large enough to be compressed at rank 4; the first matrix's gradients have rank 2 (products
+# of thin factors), so P is rank-deficient, where Gram-Schmidt and QR part ways.
+SHAPES4 = [(32, 40), (32,), (24, 30)]
+LOW_RANK = 2
+
+
 class Bucket:
     """What powerSGD_hook calls on a dist.GradBucket: buffer(), index(), gradients(), is_last()."""
 
-    def __init__(self, buffer):
+    def __init__(self, buffer, shapes):
         self._buffer = buffer
         self._grads = []
         at = 0
-        for s in SHAPES:
+        for s in shapes:
             n = int(np.prod(s))
             self._grads.append(buffer[at:at + n].view(s))
             at += n
@@ -61,12 +69,12 @@ class Bucket:
         return True
 
 
-def initial_qs(rank):
+def initial_qs(rank, shapes):
     """The hook's first draw for bucket 0: the same RandomState, torch seed and randn calls, in its q order."""
     rng = np.random.RandomState(SEED)
     torch.manual_seed(rng.randint(1_000_000_000))
     by_shape = {}
-    for s in SHAPES:
+    for s in shapes:
         n = s[0]
         m = int(np.prod(s)) // n
         r = min(n, m, rank)
@@ -79,7 +87,7 @@ def initial_qs(rank):
     return torch.cat(out)
 
 
-def run(rank, grads):
+def run(rank, grads, shapes=SHAPES):
     state = powerSGD.PowerSGDState(process_group=None, matrix_approximation_rank=rank, start_powerSGD_iter=START,
                                    min_compression_rate=2, use_error_feedback=True, warm_start=True,
                                    orthogonalization_epsilon=0, random_seed=SEED)
@@ -96,12 +104,12 @@ def run(rank, grads):
         buf = grads[it].clone()
         torch.randn = recording_randn
         try:
-            out = powerSGD.powerSGD_hook(state, Bucket(buf)).wait()
+            out = powerSGD.powerSGD_hook(state, Bucket(buf, shapes)).wait()
         finally:
             torch.randn = real_randn
         outs.append(out.clone())
     # The recomputation agrees with what the hook drew (a check of the script's reading of the hook).
-    assert torch.equal(torch.cat(drawn), initial_qs(rank))
+    assert torch.equal(torch.cat(drawn), initial_qs(rank, shapes))
     return {
         f"r{rank}_outputs": torch.stack(outs),
         f"r{rank}_error": state.error_dict[0].clone(),
@@ -120,8 +128,17 @@ def main():
         out = {"shapes": [list(s) for s in SHAPES], "iters": [ITERS], "start": [START], "grads": grads}
         for rank in (1, 2):
             out.update(run(rank, grads))
+        write("powersgd", out)
+
+        sizes = [int(np.prod(s)) for s in SHAPES4]
+        grads4 = torch.randn(ITERS, sum(sizes), generator=g)
+        n, m = SHAPES4[0]
+        for it in range(ITERS):
+            grads4[it, :n * m] = (torch.randn(n, LOW_RANK, generator=g) @ torch.randn(LOW_RANK, m, generator=g)).reshape(-1)
+        out4 = {"shapes": [list(s) for s in SHAPES4], "iters": [ITERS], "start": [START], "grads": grads4}
+        out4.update(run(4, grads4, SHAPES4))
         dist.destroy_process_group()
-    write("powersgd", out)
+    write("powersgd_rank4", out4)
 
 
 if __name__ == "__main__":

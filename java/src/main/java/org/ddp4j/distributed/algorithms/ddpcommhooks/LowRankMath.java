@@ -10,7 +10,7 @@ import org.ddp4j.tensor.Tensors;
 
 /**
  * PowerSGD's matrix products on the native GEMM (the linear layer's kernels: BLAS on the CPU,
- * cuBLAS-style kernels on a GPU) and its Gram–Schmidt orthogonalisation of the thin factors. All
+ * cuBLAS-style kernels on a GPU) and the orthogonalisation of the thin factors. All
  * matrices are float32 and row-major; P is [n, r], Q is [m, r], M is [n, m] with r small.
  */
 final class LowRankMath {
@@ -65,21 +65,92 @@ final class LowRankMath {
     }
 
     /**
-     * Orthonormalises the columns of {@code a} [rows, cols] in place by Gram–Schmidt, as PyTorch's
-     * {@code _orthogonalize_gram_schmidt}: each column divided by its norm (plus {@code epsilon}
-     * when it is not zero), then its projection removed from the columns after it. A zero column
-     * with epsilon 0 gives NaN, as in PyTorch (set a small epsilon such as 1e-8 to avoid it).
+     * Orthonormalises the columns of {@code a} [rows, cols] (rows &ge; cols) in place, as PyTorch's
+     * {@code _orthogonalize}: Gram–Schmidt up to 2 columns ({@link #gramSchmidt}), above that the Q
+     * of a QR factorisation ({@link #householderQ}, torch.linalg.qr's), which stays orthonormal
+     * when the columns are nearly dependent (a gradient of lower rank than r), where Gram–Schmidt
+     * does not. {@code epsilon} applies to Gram–Schmidt only, as in PyTorch.
      */
     static void orthogonalize(Tensor a, float epsilon) {
         int rows = (int) a.size(0), cols = (int) a.size(1);
         float[] x = a.toFloatArray();
-        orthogonalize(x, rows, cols, epsilon);
+        if (cols <= 2) {
+            gramSchmidt(x, rows, cols, epsilon);
+        } else {
+            householderQ(x, rows, cols);
+        }
         try (Tensor t = Tensor.of(x, rows, cols); Tensor d = t.to(a.device())) {
             a.copyFrom(d);
         }
     }
 
-    static void orthogonalize(float[] x, int rows, int cols, float epsilon) {
+    /**
+     * Replaces x [rows, cols] (row-major, rows &ge; cols) by the Q of its thin QR factorisation, by
+     * Householder reflections in LAPACK's convention (geqrf's reflectors, beta = -sign(alpha) ||x||,
+     * then orgqr's Q = H_0 ... H_{cols-1} I), so the columns have the signs torch.linalg.qr gives.
+     * A column already zero below the diagonal gets no reflection (tau = 0), as in LAPACK. In double.
+     */
+    static void householderQ(float[] x, int rows, int cols) {
+        double[] a = new double[x.length];
+        for (int i = 0; i < x.length; i++) {
+            a[i] = x[i];
+        }
+        double[][] v = new double[cols][];
+        double[] tau = new double[cols];
+        for (int j = 0; j < cols; j++) {
+            double alpha = a[j * cols + j];
+            double below = 0;
+            for (int i = j + 1; i < rows; i++) {
+                below += a[i * cols + j] * a[i * cols + j];
+            }
+            double[] vj = new double[rows - j];
+            vj[0] = 1;
+            v[j] = vj;
+            if (below == 0) {
+                continue;
+            }
+            double beta = -Math.copySign(Math.sqrt(alpha * alpha + below), alpha);
+            tau[j] = (beta - alpha) / beta;
+            for (int i = j + 1; i < rows; i++) {
+                vj[i - j] = a[i * cols + j] / (alpha - beta);
+            }
+            reflect(a, rows, cols, j, vj, tau[j], j + 1);
+        }
+        double[] q = new double[x.length];
+        for (int j = 0; j < cols; j++) {
+            q[j * cols + j] = 1;
+        }
+        for (int j = cols - 1; j >= 0; j--) {
+            if (tau[j] != 0) {
+                reflect(q, rows, cols, j, v[j], tau[j], 0);
+            }
+        }
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) q[i];
+        }
+    }
+
+    /** Applies H = I - tau v vᵀ (v over rows j..rows-1) from the left to columns from..cols-1 of a. */
+    private static void reflect(double[] a, int rows, int cols, int j, double[] v, double tau, int from) {
+        for (int c = from; c < cols; c++) {
+            double dot = 0;
+            for (int i = j; i < rows; i++) {
+                dot += v[i - j] * a[i * cols + c];
+            }
+            dot *= tau;
+            for (int i = j; i < rows; i++) {
+                a[i * cols + c] -= dot * v[i - j];
+            }
+        }
+    }
+
+    /**
+     * Orthonormalises the columns of x [rows, cols] in place by Gram–Schmidt, as PyTorch's
+     * {@code _orthogonalize_gram_schmidt}: each column divided by its norm (plus {@code epsilon}
+     * when it is not zero), then its projection removed from the columns after it. A zero column
+     * with epsilon 0 gives NaN, as in PyTorch (set a small epsilon such as 1e-8 to avoid it).
+     */
+    static void gramSchmidt(float[] x, int rows, int cols, float epsilon) {
         for (int i = 0; i < cols; i++) {
             double sq = 0;
             for (int k = 0; k < rows; k++) {

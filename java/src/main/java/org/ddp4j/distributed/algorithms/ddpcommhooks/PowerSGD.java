@@ -48,8 +48,9 @@ public final class PowerSGD {
      * PyTorch's {@code shape_to_tensors}, so P and Q memory have PyTorch's layout. The matrix
      * products run on the native GEMM. The all-reduces of the uncompressed tensors and of the Ps
      * start at once; the Qs' is issued when DDP waits for the bucket (on the training thread, in
-     * bucket order). Unlike PyTorch, which switches to QR for r &gt; 2, orthogonalisation is
-     * Gram–Schmidt for every rank (the same subspace; columns may differ in sign).
+     * bucket order). Orthogonalisation is PyTorch's: Gram–Schmidt up to r = 2, above that the Q of a
+     * Householder QR with LAPACK's signs (torch.linalg.qr), which stays exact for gradients of
+     * lower rank than r.
      */
     public static Future<Tensor> powerSGDHook(PowerSGDState state, GradBucket bucket) {
         ProcessGroup group = state.group();
