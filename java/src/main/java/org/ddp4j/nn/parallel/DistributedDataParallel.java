@@ -241,7 +241,7 @@ public class DistributedDataParallel extends Module {
     @Override
     public Tensor forward(Tensor input) {
         if (isTraining() && Tensors.isGradEnabled()) {
-            reducer.rebuildBucketsIfReady();
+            reducer.rebuildBucketsIfReady(join == null);
         }
         if (Tensors.isGradEnabled()) {
             reducer.markForward();

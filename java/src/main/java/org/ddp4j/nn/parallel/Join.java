@@ -59,7 +59,7 @@ public final class Join implements AutoCloseable {
             while (true) {
                 // The collectives of the others' forward, in the same order.
                 if (ddp.isTraining()) {
-                    reducer.rebuildBucketsIfReady();
+                    reducer.rebuildBucketsIfReady(false);
                 }
                 if (ddp.isTraining() && !buffers.isEmpty()) {
                     int root = highestRankWhere(group, false);

@@ -171,11 +171,17 @@ final class Reducer implements AutoCloseable {
 
     /**
      * Called at a training forward with gradients enabled: once the first synchronised backward
-     * has recorded the ready order, rebuilds the buckets in it (one collective, once).
+     * has recorded the ready order, rebuilds the buckets in it (one collective, once). With
+     * {@code hintJoin} (not inside join()) a failed collective suggests join() for uneven inputs.
      */
-    void rebuildBucketsIfReady() {
+    void rebuildBucketsIfReady(boolean hintJoin) {
         if (syncEnabled && readyOrderComplete && !bucketsRebuilt) {
-            rebuildBucketsOnce();
+            try {
+                rebuildBucketsOnce();
+            } catch (RuntimeException e) {
+                // At the second forward: where a rank with one batch fewer than the others is already gone.
+                throw hintJoin ? withJoinHint(e) : e;
+            }
         }
     }
 

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -123,6 +124,17 @@ class JoinMultiProcessTest {
         assertTrue(failed.contains("try (var join = ddp.join()) { ... }"), failed);
         assertTrue(outputs.get(1).contains("nullgrads rank=1 step=2 "), outputs.get(1));
         assertTrue(!outputs.get(1).contains("nullgrads rank=1 step=3 "), "no step on a wrong gradient: " + outputs.get(1));
+    }
+
+    /**
+     * Rank 0 has one batch and exits: rank 1 fails at its second forward, in the buckets' rebuild
+     * (the first collective after the first backward), and that message suggests join too.
+     */
+    @Test
+    void aRankThatLeavesAfterOneBatchGetsTheJoinHintAtTheNextForward() throws Exception {
+        List<String> outputs = runRanks("nojoin-exit", "1,4", "all", "1", rank -> rank == 0 ? 0 : 3);
+        String failed = line(outputs.get(1), "failed rank=1: ");
+        assertTrue(failed.contains("try (var join = ddp.join()) { ... }"), failed);
     }
 
     private static String line(String out, String prefix) {
