@@ -254,7 +254,13 @@ public class DistributedDataParallel extends Module {
             int root = join != null && !buffers.isEmpty() ? Join.highestRankWhere(group, true) : 0;
             broadcastState(buffers, root);
         }
-        Tensor output = module.forward(input);
+        Tensor output;
+        try {
+            output = module.forward(input);
+        } catch (RuntimeException e) {
+            // A collective of the model's own (SyncBatchNorm's) met the joined ranks' shadowing.
+            throw join != null ? Reducer.insideJoinHint(e) : e;
+        }
         buffersNeedSync = Tensors.isGradEnabled() && reducer.isSyncEnabled();
         return output;
     }
@@ -331,6 +337,7 @@ public class DistributedDataParallel extends Module {
                     + " noSync scope first");
         }
         join = new Join(this);
+        reducer.setInsideJoin(true);
         return join;
     }
 
@@ -372,6 +379,7 @@ public class DistributedDataParallel extends Module {
     /** Called by {@link Join#close()}. */
     void joinClosed() {
         join = null;
+        reducer.setInsideJoin(false);
     }
 
     Reducer reducer() {

@@ -75,6 +75,8 @@ public final class Join implements AutoCloseable {
             }
             int lastToJoin = highestRankWhere(group, shadowed == 0);
             ddp.broadcastState(ddp.module().stateDict().values(), lastToJoin);
+        } catch (RuntimeException e) {
+            throw Reducer.insideJoinHint(e); // e.g. a SyncBatchNorm collective the shadowing cannot match
         } finally {
             ddp.joinClosed();
         }

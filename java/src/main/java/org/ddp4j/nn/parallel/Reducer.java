@@ -493,6 +493,33 @@ final class Reducer implements AutoCloseable {
             + " loop in try (var join = ddp.join()) { ... }: ranks that run out of data then shadow the others'"
             + " gradient all-reduces";
 
+    /** Appended to a collective mismatch inside join(). */
+    static final String INSIDE_JOIN_HINT = ". Inside ddp.join(), the ranks that ran out of data shadow DDP's own"
+            + " collectives only (the buffer broadcast and the gradient buckets): a model whose forward or backward"
+            + " makes collectives of its own (SyncBatchNorm, a metric all-reduce) cannot train with uneven inputs under"
+            + " join(), as in PyTorch; give every rank the same number of batches (DistributedSampler pads) instead";
+
+    /**
+     * A collective mismatch inside join(), where the loop is in a join already: the uneven-inputs
+     * hint (the native mismatch message carries it too) is replaced by {@link #INSIDE_JOIN_HINT};
+     * anything else unchanged.
+     */
+    static RuntimeException insideJoinHint(RuntimeException e) {
+        String message = String.valueOf(e.getMessage());
+        if (!(e instanceof DistributedException) || !message.contains("a different collective")
+                || message.contains(INSIDE_JOIN_HINT)) {
+            return e;
+        }
+        return new DistributedException(message.replace(JOIN_HINT, "") + INSIDE_JOIN_HINT, e);
+    }
+
+    /** Whether a join() is open on the model (DistributedDataParallel sets it): failures then get another hint. */
+    private boolean insideJoin;
+
+    void setInsideJoin(boolean value) {
+        insideJoin = value;
+    }
+
     /** How long the reducer waits for the store to say whether a closed peer left its exit mark. */
     private static final Duration EXIT_MARK_WAIT = Duration.ofSeconds(2);
 
@@ -515,6 +542,9 @@ final class Reducer implements AutoCloseable {
      * crashed ({@link #PEER_KILLED}), unchanged.
      */
     private RuntimeException withJoinHint(RuntimeException e) {
+        if (insideJoin) {
+            return insideJoinHint(e);
+        }
         String message = String.valueOf(e.getMessage());
         if (!(e instanceof DistributedException) || message.contains("ddp.join()") || message.contains(PEER_KILLED)) {
             return e;

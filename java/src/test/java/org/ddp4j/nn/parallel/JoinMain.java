@@ -18,7 +18,7 @@ import org.ddp4j.distributed.ProcessGroup;
  * (momentum, weight decay), printing after each backward {@code nullgrads rank=R step=S [names]},
  * then {@code param rank=R name=v,...} for each final parameter and exits 0. Without join, calls
  * a barrier after the loop (what a script does before saving); {@code nojoin-exit} exits instead. {@code joinbn} trains a
- * Conv2d-BatchNorm2d-Linear model instead (buffers broadcast each forward) and prints
+ * Conv2d-BatchNorm2d-Linear model instead (buffers broadcast each forward; {@code joinsyncbn}: with SyncBatchNorm) and prints
  * {@code state rank=R name=v,...} for its whole state dict. A DistributedException prints
  * {@code failed rank=R: MESSAGE} and exits 3; anything else exits 2.
  */
@@ -35,8 +35,8 @@ public final class JoinMain {
             ProcessGroup group = Distributed.initProcessGroup("gloo");
             rank = group.rank();
             int batches = Integer.parseInt(counts[rank]);
-            if (args[0].equals("joinbn")) {
-                trainWithBuffers(rank, batches);
+            if (args[0].equals("joinbn") || args[0].equals("joinsyncbn")) {
+                trainWithBuffers(rank, batches, args[0].equals("joinsyncbn"));
                 System.out.flush();
                 System.exit(0);
             }
@@ -69,11 +69,14 @@ public final class JoinMain {
         System.exit(exit);
     }
 
-    /** A model with buffers (BatchNorm's running statistics), trained inside a join. */
-    private static void trainWithBuffers(int rank, int batches) {
+    /** A model with buffers (BatchNorm's running statistics, or SyncBatchNorm's with {@code sync}), trained inside a join. */
+    private static void trainWithBuffers(int rank, int batches, boolean sync) {
         org.ddp4j.tensor.Generator g = new org.ddp4j.tensor.Generator(3);
         org.ddp4j.nn.Module model = new org.ddp4j.nn.Sequential(new org.ddp4j.nn.Conv2d(1, 2, 3, 1, 1, true, g),
                 new org.ddp4j.nn.BatchNorm2d(2), new org.ddp4j.nn.Flatten(), new org.ddp4j.nn.Linear(32, 2, true, g));
+        if (sync) {
+            model = org.ddp4j.nn.SyncBatchNorm.convertSyncBatchnorm(model);
+        }
         DistributedDataParallel ddp = new DistributedDataParallel(model);
         SGD opt = UnevenTraining.optimizer(ddp.parameters());
         MSELoss loss = new MSELoss();

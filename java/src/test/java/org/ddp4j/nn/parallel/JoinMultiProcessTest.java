@@ -137,6 +137,22 @@ class JoinMultiProcessTest {
         assertTrue(failed.contains("try (var join = ddp.join()) { ... }"), failed);
     }
 
+    /**
+     * SyncBatchNorm's own collectives cannot be shadowed by the ranks that joined: the job fails at
+     * once (no hang), and no rank is told to wrap the loop in join(), which it already is.
+     */
+    @Test
+    void syncBatchNormInsideJoinFailsWithoutSuggestingJoin() throws Exception {
+        List<String> outputs = runRanks("joinsyncbn", "2,4", "all", "1", rank -> 3);
+        boolean explained = false;
+        for (int rank = 0; rank < outputs.size(); rank++) {
+            String failed = line(outputs.get(rank), "failed rank=" + rank + ": ");
+            assertTrue(!failed.contains("wrap the training loop"), failed);
+            explained |= failed.contains("SyncBatchNorm");
+        }
+        assertTrue(explained, "no rank named SyncBatchNorm: " + outputs);
+    }
+
     private static String line(String out, String prefix) {
         return out.lines().filter(l -> l.startsWith(prefix)).findFirst()
                 .orElseThrow(() -> new AssertionError("no line starting with \"" + prefix + "\" in:\n" + out));
