@@ -53,6 +53,8 @@ public final class GradScaler {
     private static final class PerOptimizer {
         Stage stage = Stage.READY;
         boolean foundInf;
+        /** unscale saw at least one gradient (PyTorch: an inf check was recorded). */
+        boolean checkedAny;
     }
 
     private float scale;
@@ -156,6 +158,7 @@ public final class GradScaler {
             }
             state.foundInf = found.item() != 0.0f;
         }
+        state.checkedAny = !grads.isEmpty();
         state.stage = Stage.UNSCALED;
     }
 
@@ -166,7 +169,8 @@ public final class GradScaler {
      * @return whether the optimizer stepped (PyTorch returns the optimizer's result; skipped steps
      *     are what a caller usually wants to know)
      * @throws IllegalStateException if step was already called for this optimizer since the last
-     *     {@link #update}
+     *     {@link #update}, or if none of its parameters has a gradient (no backward ran: PyTorch's
+     *     "No inf checks were recorded for this optimizer")
      */
     public boolean step(Optimizer optimizer) {
         Objects.requireNonNull(optimizer, "GradScaler.step: optimizer is null");
@@ -180,6 +184,12 @@ public final class GradScaler {
         }
         if (state.stage == Stage.READY) {
             unscale(optimizer);
+        }
+        if (!state.checkedAny) {
+            // As PyTorch's "No inf checks were recorded for this optimizer": stepping would apply nothing.
+            state.stage = Stage.READY;
+            throw new IllegalStateException("GradScaler.step(): no parameter of this optimizer has a gradient, so nothing"
+                    + " was checked for inf or NaN; call scaler.scale(loss).backward() before step(optimizer)");
         }
         boolean stepped = !state.foundInf;
         if (stepped) {

@@ -107,6 +107,13 @@ class GradScalerTest {
             s.update();
             assertEquals(65536.0, s.getScale());
         }
+        // No backward before step: nothing to check, as PyTorch's "No inf checks were recorded".
+        try (Linear model = new Linear(2, 1, true, new Generator(2))) {
+            GradScaler fresh = new GradScaler();
+            SGD opt = new SGD(model.parameters(), 0.1);
+            IllegalStateException noBackward = assertThrows(IllegalStateException.class, () -> fresh.step(opt));
+            assertTrue(noBackward.getMessage().contains("backward()"), noBackward.getMessage());
+        }
         GradScaler off = new GradScaler(new GradScaler.Options().enabled(false));
         assertEquals(1.0, off.getScale());
         assertFalse(off.isEnabled());
