@@ -187,6 +187,21 @@ class SyncBatchNormTest {
         }
     }
 
+    /** Ranks whose SyncBatchNorm layers have different channel counts fail naming the layer, not only the sizes. */
+    @Test
+    void differentChannelCountsOnTheRanksAreNamed() throws Exception {
+        List<String> messages = Ranks.withGroups(2, Duration.ofSeconds(20), (rank, group) -> {
+            int channels = rank == 0 ? 4 : 3;
+            try (var scope = Tensors.scope(); SyncBatchNorm bn = new SyncBatchNorm(channels, 1e-5, 0.1, true, true, group)) {
+                return assertThrows(org.ddp4j.distributed.DistributedException.class,
+                        () -> bn.forward(Tensor.zeros(2, channels, 2, 2))).getMessage();
+            }
+        });
+        assertTrue(messages.get(0).contains("SyncBatchNorm over 4 channels on rank 0")
+                && messages.get(0).contains("same number of channels"), messages.get(0));
+        assertTrue(messages.get(1).contains("SyncBatchNorm over 3 channels on rank 1"), messages.get(1));
+    }
+
     @Test
     void batchNormPlusResidualPlusReluIsTheSeparateOpsOnTwoRanks() throws Exception {
         Ranks.withGroups(2, Duration.ofSeconds(20), (rank, group) -> {

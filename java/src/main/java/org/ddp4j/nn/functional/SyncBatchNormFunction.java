@@ -2,6 +2,7 @@ package org.ddp4j.nn.functional;
 
 import java.util.Arrays;
 import java.util.Objects;
+import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.ReduceOp;
 import org.ddp4j.internal.LinearNatives;
@@ -102,7 +103,11 @@ public final class SyncBatchNormFunction {
             try (Tensor stats = Tensor.fromNativeResult(SyncBatchNormNatives.syncBatchNormStats(x.nativeHandle(),
                     NativeResults.buffer()));
                     Tensor gathered = Tensor.full(0, DType.FLOAT32, x.device(), group.size() * stats.numel())) {
-                group.allGatherIntoTensor(gathered, stats).await();
+                try {
+                    group.allGatherIntoTensor(gathered, stats).await();
+                } catch (DistributedException e) {
+                    throw namingTheLayer(e, channels, group);
+                }
                 long[] r = NativeResults.buffer();
                 count = SyncBatchNormNatives.syncBatchNormGatherStats(gathered.nativeHandle(), channels,
                         runningMean != null ? runningMean.nativeHandle() : 0,
@@ -162,5 +167,19 @@ public final class SyncBatchNormFunction {
     /** A float32 [n] tensor of value on like's device (the defaults for absent gamma and beta). */
     private static Tensor filled(double value, Tensor like, long n) {
         return Tensor.full(value, DType.FLOAT32, like.device(), n);
+    }
+
+    /**
+     * A statistics all-gather that met another collective (most often another rank's SyncBatchNorm
+     * with a different channel count, whose statistics have another size): the message says so.
+     */
+    private static DistributedException namingTheLayer(DistributedException e, long channels, ProcessGroup group) {
+        String message = String.valueOf(e.getMessage());
+        if (!message.contains("a different collective")) {
+            return e;
+        }
+        return new DistributedException("SyncBatchNorm over " + channels + " channels on rank " + group.rank() + ": its"
+                + " statistics all-gather met a different call on another rank (" + message + "). Every rank must run"
+                + " the same SyncBatchNorm layers, with the same number of channels, in the same order", e);
     }
 }
