@@ -50,10 +50,17 @@ std::vector<Tensor> empty_batch_backward(const Tensor& x, bool want_masked) {
   return out;
 }
 
-/** The fixes for a training batch norm over at most one value per channel (a batch of one at 1x1). */
-constexpr const char* kOneValueFix =
-    " (batch x height x width per channel): give each rank a batch of at least 2, larger images (so that the map is"
-    " not 1x1 there), or run the model in eval() mode";
+/**
+ * The training forward's batch check, as PyTorch: exactly one value per channel is refused (its
+ * unbiased variance is undefined), naming the fixes; returns whether the batch is empty (allowed).
+ */
+bool check_training_batch(const char* op, const Tensor& x) {
+  DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) != 1, op,
+                  ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()),
+                  " (batch x height x width per channel): give each rank a batch of at least 2, larger images (so that"
+                  " the map is not 1x1 there), or run the model in eval() mode");
+  return x.numel() == 0;
+}
 
 }  // namespace
 
@@ -62,11 +69,7 @@ std::vector<Tensor> batch_norm2d_forward_train(const Tensor& x, const Tensor& ga
                                                double eps) {
   check_forward_args(kOp, x, gamma, beta, running_mean, running_var, eps);
   DDP4J_CHECK_ARG(std::isfinite(momentum), kOp, ": momentum must be a number, got ", momentum);
-  // As PyTorch: the unbiased variance of one value is undefined; an empty batch is allowed.
-  DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) != 1, kOp,
-                  ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()),
-                  kOneValueFix);
-  if (x.numel() == 0) return empty_batch_forward(x, x.device().type == DeviceType::CPU);
+  if (check_training_batch(kOp, x)) return empty_batch_forward(x, x.device().type == DeviceType::CPU);
   const int64_t c = x.size(1);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   Tensor save_mean = Tensor::empty({c}, DType::Float32, x.device());
@@ -129,10 +132,7 @@ std::vector<Tensor> batch_norm2d_relu_forward_train(const Tensor& x, const Tenso
   check_forward_args(op, x, gamma, beta, running_mean, running_var, eps);
   check_residual(op, x, residual);
   DDP4J_CHECK_ARG(std::isfinite(momentum), op, ": momentum must be a number, got ", momentum);
-  DDP4J_CHECK_ARG(x.size(0) * x.size(2) * x.size(3) != 1, op,
-                  ": expected more than 1 value per channel when training, got input ", shape_str(x.shape()),
-                  kOneValueFix);
-  if (x.numel() == 0) return empty_batch_forward(x, true);
+  if (check_training_batch(op, x)) return empty_batch_forward(x, true);
   const int64_t c = x.size(1);
   Tensor y = Tensor::empty(x.shape(), DType::Float32, x.device());
   Tensor save_mean = Tensor::empty({c}, DType::Float32, x.device());

@@ -76,6 +76,8 @@ final class Reducer implements AutoCloseable {
     private boolean forwardSinceBackward;
     /** A backward is under way: its first hook fired, and a callback at its end clears this. */
     private boolean inBackward;
+    /** Whether a join() is open on the model (DistributedDataParallel sets it): failures then get another hint. */
+    private boolean insideJoin;
 
     /**
      * Lays out the gradients of {@code params} in buckets on the group's device and registers the
@@ -350,8 +352,8 @@ final class Reducer implements AutoCloseable {
         if (!forwardSinceBackward) {
             throw new IllegalStateException("DistributedDataParallel: backward() reached the model's parameters with no"
                     + " forward of the DDP wrapper since the last backward: either a second backward through the same"
-                    + " forward (run the forward again first; PyTorch refuses it too), or a forward through model.module() directly (call the DDP model's forward,"
-                    + " which the gradient synchronisation needs)");
+                    + " forward (run the forward again first; PyTorch refuses it too), or a forward through"
+                    + " model.module() directly (call the DDP model's forward, which the gradient synchronisation needs)");
         }
         inBackward = true;
         forwardSinceBackward = false;
@@ -512,9 +514,6 @@ final class Reducer implements AutoCloseable {
         }
         return new DistributedException(message.replace(JOIN_HINT, "") + INSIDE_JOIN_HINT, e);
     }
-
-    /** Whether a join() is open on the model (DistributedDataParallel sets it): failures then get another hint. */
-    private boolean insideJoin;
 
     void setInsideJoin(boolean value) {
         insideJoin = value;

@@ -3,6 +3,7 @@ package org.ddp4j.nn.parallel;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -300,7 +301,7 @@ class DistributedDataParallelTest {
         List<String> messages = onRanks(2, rank -> () -> {
             try (ProcessGroup group = new ProcessGroupGloo(store, rank, 2, TIMEOUT)) {
                 Linear net = new Linear(2, rank == 0 ? 2 : 3, true, new Generator(0));
-                DistributedException e = org.junit.jupiter.api.Assertions.assertThrows(DistributedException.class,
+                DistributedException e = assertThrows(DistributedException.class,
                         () -> new DistributedDataParallel(net, group, DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES));
                 // The group is still usable.
                 try (var scope = Tensors.scope()) {
@@ -425,7 +426,7 @@ class DistributedDataParallelTest {
                     Tensor loss = ce.forward(model.forward(images(0, 0, 4)), labels(0, 0, 4));
                     loss.backward();
                     float[] once = model.namedParameters().get("module.fc.bias").grad().toFloatArray();
-                    message = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, loss::backward)
+                    message = assertThrows(IllegalStateException.class, loss::backward)
                             .getMessage();
                     // A fresh forward makes backward legal again.
                     model.zeroGrad();
@@ -434,7 +435,7 @@ class DistributedDataParallelTest {
                 }
                 try (var scope = Tensors.scope()) {
                     Tensor loss = ce.forward(model.module().forward(images(1, 0, 4)), labels(1, 0, 4));
-                    org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, loss::backward);
+                    assertThrows(IllegalStateException.class, loss::backward);
                 }
                 return message;
             }
