@@ -277,11 +277,14 @@ void record_error(int rank, const Error& e) {
              std::to_string(static_cast<int>(e.kind())) + " " + std::to_string(ns) + "\n" + e.what());
 }
 
-void test_kill_during_allreduce(int world) {
+// Every survivor names the killed rank, also one that learns of the death through another
+// survivor's abort of the segment rather than from the victim's process.
+void test_kill_during_allreduce(int world, int victim) {
   ShmOptions options;
   options.timeout = std::chrono::seconds(10);
-  const int victim = 1;
-  const std::vector<int> globals = world == 2 ? std::vector<int>{5, 7} : std::vector<int>{5, 7, 9};
+  std::vector<int> globals;
+  for (int r = 0; r < world; r++) globals.push_back(5 + 2 * r);
+  const std::string victim_name = "rank " + std::to_string(globals[victim]) + " (pid";
   long long kill_ns = 0;
   std::vector<int> order;  // reap the victim last: while the survivors run it is an unreaped zombie
   for (int r = 0; r < world; r++) {
@@ -334,10 +337,10 @@ void test_kill_during_allreduce(int world) {
     std::sscanf(text.c_str(), "%d %lld", &kind, &ns);
     const std::string message = text.substr(text.find('\n') + 1);
     const double after_ms = (ns - kill_ns) / 1e6;
-    std::printf("kill -9 (%d ranks): rank %d threw %.1f ms after the kill: %s\n", world, globals[r], after_ms,
-                message.c_str());
+    std::printf("kill -9 (%d ranks, rank %d killed): rank %d threw %.1f ms after the kill: %s\n", world,
+                globals[victim], globals[r], after_ms, message.c_str());
     CHECK(kind == static_cast<int>(ErrorKind::Distributed));
-    CHECK(message.find("rank 7 (pid") != std::string::npos);
+    CHECK(message.find(victim_name) != std::string::npos);
     CHECK(message.find("died during allReduce(SUM) of 8388608 float32 elements") != std::string::npos);
     CHECK(after_ms < 2000);  // well within the 10 s timeout
   }
@@ -576,8 +579,11 @@ int main() {
   test_fingerprint_mismatch();
   test_segment_disagreement();
   test_timeout();
-  test_kill_during_allreduce(2);
-  test_kill_during_allreduce(3);
+  // the killed rank first, in the middle and last
+  for (const auto& [world, victim] : std::vector<std::pair<int, int>>{{2, 0}, {2, 1}, {3, 0}, {3, 1}, {3, 2},
+                                                                      {4, 0}, {4, 2}, {4, 3}}) {
+    test_kill_during_allreduce(world, victim);
+  }
 
   const std::set<std::string> shm_after = dev_shm();
   for (const auto& name : shm_after) {

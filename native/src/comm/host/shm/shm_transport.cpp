@@ -60,6 +60,7 @@ struct alignas(kLineBytes) ShmTransport::Line {
 struct ShmTransport::AbortArea {
   std::atomic<uint32_t> state;  // 0 fine, 1 being written, 2 written, 3 local_rank's process exited (no message)
   int32_t local_rank;
+  int32_t killed;  // 1 + the local rank whose death the writer saw, or 0 (the segment starts zeroed)
   char message[1024];
 };
 
@@ -195,20 +196,27 @@ void ShmTransport::check_usable(const Op& op) const {
 }
 
 void ShmTransport::fail(const Op& op, ErrorKind kind, const std::string& message) {
-  mark_aborted(message);
+  mark_aborted(message, -1);
   throw Error(kind, message);
 }
 
-void ShmTransport::abort(const std::string& reason) {
-  if (broken_.empty()) mark_aborted(reason);
+void ShmTransport::fail_died(int dead, const Op& op) {
+  const std::string message = died_during(dead, op);
+  mark_aborted(message, dead);
+  throw Error(ErrorKind::Distributed, message);
 }
 
-void ShmTransport::mark_aborted(const std::string& message) {
+void ShmTransport::abort(const std::string& reason) {
+  if (broken_.empty()) mark_aborted(reason, -1);
+}
+
+void ShmTransport::mark_aborted(const std::string& message, int dead) {
   broken_ = message;
   // First failure of the group wins the abort area; peers waiting anywhere stop at once.
   uint32_t expected = 0;
   if (abort_->state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
     abort_->local_rank = local_rank_;
+    abort_->killed = dead + 1;
     std::snprintf(abort_->message, sizeof(abort_->message), "%s", message.c_str());
     abort_->state.store(2, std::memory_order_release);
   }
@@ -225,15 +233,36 @@ void ShmTransport::post() {
 }
 
 std::string ShmTransport::abandoned(const Op& op) const {
-  const uint32_t state = abort_->state.load(std::memory_order_acquire);  // before the fields it publishes
+  // The rank that wins the abort area publishes its fields a few instructions after its claim
+  // (state 1, then 2 or 3): give it a bounded moment, so this rank names what that one saw.
+  uint32_t state = abort_->state.load(std::memory_order_acquire);
+  for (const auto until = Clock::now() + std::chrono::milliseconds(200); state == 1 && Clock::now() < until;) {
+    sched_yield();
+    state = abort_->state.load(std::memory_order_acquire);  // before the fields it publishes
+  }
   const int r = abort_->local_rank;
   if (state == 3) {
     return detail::concat("shared memory: ", describe(op), " abandoned: ", who(r),
                           " exited without closing its process group (its program ended: main returned,"
                           " System.exit, or a SIGTERM)");
   }
+  // A killed rank marks nothing: the survivor that noticed first aborted the group, and the others
+  // learn of it here. Each names the dead rank itself, so every rank's log says what happened.
+  if (state == 2 && abort_->killed > 0) return died_during(abort_->killed - 1, op);
+  if (state != 2) {
+    const int dead = peers_.first_dead();
+    if (dead >= 0) return died_during(dead, op);
+  }
   return detail::concat("shared memory: ", describe(op), " abandoned: ",
                         state == 2 ? who(r) + " failed: " + std::string(abort_->message) : "a peer failed");
+}
+
+std::string ShmTransport::died_during(int dead, const Op& op) const {
+  return detail::concat(who(dead), " died during ",
+                        op.caller != nullptr && op.caller->present() ? ddp4j::describe(*op.caller) : describe(op),
+                        " (shared memory): its process ", kPeerKilled,
+                        " (killed, e.g. by kill -9 or the out-of-memory killer, or crashed); its own output, or"
+                        " the launcher's, says why");
 }
 
 void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
@@ -269,12 +298,7 @@ void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
     if (dead >= 0 && !reached(l.seq.load(std::memory_order_acquire), target)) {
       // A peer that exited marked the segment before it went: read the mark after seeing it gone.
       if (abort_->state.load(std::memory_order_acquire) != 0) fail(op, ErrorKind::Distributed, abandoned(op));
-      fail(op, ErrorKind::Distributed,
-           detail::concat(who(dead), " died during ",
-                          op.caller != nullptr && op.caller->present() ? ddp4j::describe(*op.caller) : describe(op),
-                          " (shared memory): its process ", kPeerKilled,
-                          " (killed, e.g. by kill -9 or the out-of-memory killer, or crashed); its own output, or"
-                          " the launcher's, says why"));
+      fail_died(dead, op);
     }
     const auto now = Clock::now();
     if (now >= op.deadline) {

@@ -237,7 +237,10 @@ class ShmTransport {
   static int store_class(size_t bytes) { return 63 - __builtin_clzll(static_cast<unsigned long long>(bytes | 1)); }
   void check_usable(const Op& op) const;
   [[noreturn]] void fail(const Op& op, ErrorKind kind, const std::string& message);
-  void mark_aborted(const std::string& message);
+  /** fail() for the death of local rank `dead`, recorded in the abort area for the other survivors. */
+  [[noreturn]] void fail_died(int dead, const Op& op);
+  /** Claims the abort area for `message`; `dead`: the local rank whose death caused it, or -1. */
+  void mark_aborted(const std::string& message, int dead);
   void post();
   void wait_peer(int peer, uint32_t target, const Op& op);
   void wait_all(uint32_t target, const Op& op);
@@ -248,6 +251,8 @@ class ShmTransport {
   std::string who(int local) const;
   /** The message of a call that stops because the abort area is set (a peer failed, closed or exited). */
   std::string abandoned(const Op& op) const;
+  /** The message of a call that stops because local rank `dead` was killed or crashed. */
+  std::string died_during(int dead, const Op& op) const;
   /** Adds this transport to those the exit handler marks; registers the handler once per process. */
   void register_for_exit();
   /** Marks the segment: this rank's process is exiting with the transport still open. */

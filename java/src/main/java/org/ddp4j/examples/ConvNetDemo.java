@@ -297,7 +297,8 @@ public class ConvNetDemo implements Callable<Integer> {
         if (rank == 0) {
             System.out.println("Training complete in: " + format(Duration.ofNanos((long) (seconds * 1e9))));
         }
-        String summary = new Summary(rank, world, steps, seconds, batchSize, lastLoss).line();
+        String summary = new Summary(rank, world, steps, seconds, batchSize, lastLoss).line()
+                + " parameters_crc32=" + StateDigest.of(model.module());
         if (reportAllocations) {
             // steps 3..N: the first two fill the allocator's cache (and DDP's buckets)
             long counted = allocationsAfterStep2 < 0 ? 0 : steps - 2;

@@ -10,6 +10,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.ddp4j.data.MnistDataset;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -54,21 +56,38 @@ class ClusterDemoTest {
                 "rank 1's last loss " + losses[1] + " differs from the one-host run\n" + oneHost.describe());
     }
 
+    /**
+     * The ConvNet demo across two hosts (Gloo between them) against the same job on one host (shared
+     * memory): bit for bit the same losses, final parameters and test accuracy, and both ranks end with
+     * the same parameters. Exact checks: accuracy after 300 steps of batch 10 moves by ten points with the
+     * GEMM's rounding (0.55 to 0.66 across OpenBLAS kernels), so no threshold on it is a test, while
+     * two transports, or two ranks, agree to the bit whatever the kernels round to.
+     */
     @Test
-    void convNetAcrossTwoHostsLearns() throws Exception {
+    @Timeout(value = 540, unit = TimeUnit.SECONDS)
+    void convNetAcrossTwoHostsEqualsOneHost() throws Exception {
         assumeTrue(Files.isDirectory(MnistDataset.DEFAULT_DIR), "dataset-fashion-mnist is not installed");
         TwoNodeJob job = TwoNodeJob.start(CLUSTER, TwoNodeJob.CONVNET);
         job.awaitSuccess(Duration.ofSeconds(240));
-        String result = job.convNetResult();
-        assertTrue(result.startsWith("rank 0: world 2, steps 300, loss ") && result.contains("rank 1: world 2, steps 300, loss "),
-                result + "\n" + job.describe());
-        for (double loss : job.losses()) {
-            // ln(10) = 2.30 is where an untrained 10-class model starts; one batch of 10 is noisy (0.40 and 1.76 here)
-            assertTrue(loss > 0 && loss < Math.log(10), "implausible last loss " + loss + ": " + result);
-        }
-        double accuracy = Double.parseDouble(result.replaceAll(".*test accuracy ", ""));
-        assertTrue(accuracy > 0.55, "test accuracy " + accuracy + " after 300 steps (0.66 when written): " + result);
-        TwoNodeJob.recordCleanConvNetResult(result);
+        String twoHosts = job.convNetResult();
+        TwoNodeJob.recordCleanConvNetResult(twoHosts);
+
+        List<String> args = new ArrayList<>(List.of("--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+                "--master-port", Integer.toString(CLUSTER.nextPort())));
+        args.addAll(TwoNodeJob.CONVNET);
+        HostProcess oneHost = CLUSTER.startJava(1, "onehost-convnet", Map.of(), List.of("-Xmx512m"),
+                "org.ddp4j.launch.Launcher", args);
+        assertEquals(0, oneHost.awaitExit(Duration.ofSeconds(240)), oneHost.describe());
+        assertEquals(TwoNodeJob.convNetResult(oneHost.output()), twoHosts,
+                "two hosts differ from one host running the same job\n" + job.describe());
+
+        Matcher m = Pattern.compile("rank 0: world 2, steps 300, loss \\S+, parameters (\\p{XDigit}{8}); "
+                + "rank 1: world 2, steps 300, loss \\S+, parameters (\\p{XDigit}{8}); test accuracy ([\\d.]+)").matcher(twoHosts);
+        assertTrue(m.matches(), twoHosts + "\n" + job.describe());
+        assertEquals(m.group(1), m.group(2), "the ranks ended with different parameters: " + twoHosts);
+        // Not a verdict on rounding: chance is 0.10 and every kernel choice gives 0.55 to 0.66; a
+        // model that did not train at all (say, gradients lost on the way) stays near chance.
+        assertTrue(Double.parseDouble(m.group(3)) > 0.3, "the model did not learn: " + twoHosts);
     }
 
     /**

@@ -25,7 +25,8 @@ final class TwoNodeJob {
     static final int CONVNET_STEPS = 300;
 
     private static final Pattern SUMMARY = Pattern.compile(
-            "\\[rank(\\d+)\\]: summary rank=(\\d+) world=(\\d+) steps=(\\d+) seconds=\\S+ images_per_s=\\S+ loss=(\\S+)");
+            "\\[rank(\\d+)\\]: summary rank=(\\d+) world=(\\d+) steps=(\\d+) seconds=\\S+ images_per_s=\\S+ loss=(\\S+)"
+                    + "(?: parameters_crc32=(\\p{XDigit}+))?");
     private static final Pattern ACCURACY = Pattern.compile("summary test_accuracy=([\\d.]+)");
 
     private static String cleanConvNet;
@@ -68,14 +69,21 @@ final class TwoNodeJob {
         return node0.describe() + "\n" + node1.describe();
     }
 
-    /** The ConvNet demo's results: each rank's steps and last loss, and the test accuracy, as one line. */
+    /**
+     * The ConvNet demo's results: each rank's steps, last loss and the CRC of its final parameters,
+     * and the test accuracy, as one line.
+     */
     String convNetResult() {
-        String all = node0.output() + "\n" + node1.output();
+        return convNetResult(node0.output() + "\n" + node1.output());
+    }
+
+    /** {@link #convNetResult()} of any launcher output holding the demo's summary lines. */
+    static String convNetResult(String all) {
         Map<Integer, String> byRank = new TreeMap<>();
         Matcher m = SUMMARY.matcher(all);
         while (m.find()) {
             byRank.put(Integer.parseInt(m.group(2)), "rank " + m.group(2) + ": world " + m.group(3) + ", steps "
-                    + m.group(4) + ", loss " + m.group(5));
+                    + m.group(4) + ", loss " + m.group(5) + ", parameters " + m.group(6));
         }
         Matcher a = ACCURACY.matcher(all);
         return String.join("; ", byRank.values()) + "; test accuracy " + (a.find() ? a.group(1) : "missing");

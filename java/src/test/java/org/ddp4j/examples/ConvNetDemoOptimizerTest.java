@@ -1,5 +1,7 @@
 package org.ddp4j.examples;
 
+import static org.ddp4j.examples.LearningBounds.LEARNED_ACCURACY;
+import static org.ddp4j.examples.LearningBounds.LEARNED_LOSS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -37,11 +39,11 @@ class ConvNetDemoOptimizerTest {
         assertEquals(2, losses.size(), r.text());
         for (Matcher m : losses) {
             double loss = Double.parseDouble(m.group(1));
-            assertTrue(loss < 0.6 * Math.log(10), "loss did not fall from ln(10): " + loss + "\n" + r.text());
+            assertTrue(loss < LEARNED_LOSS, "loss did not fall from ln(10): " + loss + "\n" + r.text());
         }
         Matcher acc = r.lines().stream().map(Pattern.compile("summary test_accuracy=([\\d.]+)")::matcher)
                 .filter(Matcher::find).findFirst().orElseThrow();
-        assertTrue(Double.parseDouble(acc.group(1)) > 0.6, acc.group(0));
+        assertTrue(Double.parseDouble(acc.group(1)) > LEARNED_ACCURACY, acc.group(0));
     }
 
     @Test
