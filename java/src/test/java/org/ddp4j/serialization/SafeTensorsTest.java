@@ -149,7 +149,7 @@ class SafeTensorsTest {
         assertContains(loadError(craft("unknown-dtype", "{\"x\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8)),
                 "tensor 'x'", "unknown dtype \"F33\"");
         assertContains(loadError(craft("f64", "{\"x\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8)),
-                "tensor 'x'", "dtype F64 is not supported by ddp4j (only F32, I64, BF16 and F16)");
+                "tensor 'x'", "dtype F64 is not supported by ddp4j (only F32, I64, BF16, F16 and BOOL)");
         assertContains(loadError(craft("shape-mismatch", "{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8)),
                 "tensor 'x'", "shape [3] of F32 needs 12 bytes but data_offsets [0, 8] hold 8");
         assertContains(loadError(craft("negative-shape", "{\"x\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8)),
