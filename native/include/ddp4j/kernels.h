@@ -11,7 +11,7 @@
 namespace ddp4j::kernels {
 
 // ---- elementwise and reductions ---------------------------------------------------------------
-/** t[:] = value (float32 or int64). */
+/** t[:] = value (float32, int64, bfloat16, float16; bool: value != 0). */
 using fill_fn = void (*)(Tensor& t, double value);
 /** dst[:] = src[:]; same dtype and numel. */
 using copy_fn = void (*)(const Tensor& src, Tensor& dst);
