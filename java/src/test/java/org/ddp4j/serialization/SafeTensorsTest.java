@@ -38,6 +38,7 @@ class SafeTensorsTest {
             tensors.put("scalar", Tensor.of(new float[] {7f}));
             tensors.put("empty", Tensor.of(new float[0], 0, 4));
             tensors.put("idx", Tensor.ofLongs(new long[] {0, -1, Long.MAX_VALUE, 42}, 2, 2));
+            tensors.put("mask", Tensors.ofBooleans(new boolean[] {true, false, false, true, true}, 5));
             SafeTensors.saveFile(tensors, file, Map.of("epoch", "3", "note", "ünïcode \"quoted\""));
 
             Map<String, Tensor> back = SafeTensors.loadFile(file);
@@ -48,6 +49,8 @@ class SafeTensorsTest {
                 assertArrayEquals(t.shape(), r.shape(), name);
                 if (t.dtype() == DType.FLOAT32) {
                     assertArrayEquals(bits(t.toFloatArray()), bits(r.toFloatArray()), name);
+                } else if (t.dtype() == DType.BOOL) {
+                    assertArrayEquals(t.toBooleanArray(), r.toBooleanArray(), name);
                 } else {
                     assertArrayEquals(t.toLongArray(), r.toLongArray(), name);
                 }
