@@ -4,13 +4,14 @@
 // DDP4J_REGISTER_KERNEL(name, CPU, fn), where name is the typedef below without "_fn".
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "ddp4j/tensor.h"
 
 namespace ddp4j::kernels {
 
 // ---- elementwise and reductions ---------------------------------------------------------------
-/** t[:] = value (float32 or int64). */
+/** t[:] = value (float32, int64, bfloat16, float16; bool: value != 0). */
 using fill_fn = void (*)(Tensor& t, double value);
 /** dst[:] = src[:]; same dtype and numel. */
 using copy_fn = void (*)(const Tensor& src, Tensor& dst);
@@ -35,6 +36,70 @@ using scale_fn = void (*)(const Tensor& a, float s, Tensor& out);
 using sum_fn = void (*)(const Tensor& a, Tensor& out);
 /** out[n] (int64) = index of the largest x[n, :]; first index on ties. x is [N, C]. */
 using argmax_rows_fn = void (*)(const Tensor& x, Tensor& out);
+
+// ---- shape: copies that move elements (src/cpu/shape.cpp; ops_shape.cpp). Any dtype (by element size).
+/** out = x with its dimensions reordered: out's dimension i is x's dims[i] (a contiguous copy). torch.permute. */
+using permute_fn = void (*)(const Tensor& x, const std::vector<int>& dims, Tensor& out);
+/** out = the xs joined along dim (same dtype; equal sizes elsewhere, checked). torch.cat. */
+using cat_fn = void (*)(const std::vector<Tensor>& xs, int dim, Tensor& out);
+/** out = x's elements [start, start + out.size(dim)) along dim (a copy). torch.narrow(...).contiguous(). */
+using narrow_fn = void (*)(const Tensor& x, int dim, int64_t start, Tensor& out);
+/** gx (overwritten) = zeros of x's shape with gy copied into elements [start, start + gy.size(dim)) along dim. */
+using narrow_backward_fn = void (*)(const Tensor& gy, int dim, int64_t start, Tensor& gx);
+/** out = x's slices index[j] (int64, in range) along dim. torch.index_select. */
+using index_select_fn = void (*)(const Tensor& x, int dim, const Tensor& index, Tensor& out);
+/** gx (float32, overwritten) = zeros, then gy's slices added at index[j] along dim, in j order. */
+using index_select_backward_fn = void (*)(const Tensor& gy, int dim, const Tensor& index, Tensor& gx);
+/** out[.., j, ..] = x[.., index[.., j, ..], ..] along dim; out has index's shape. torch.gather. */
+using gather_fn = void (*)(const Tensor& x, int dim, const Tensor& index, Tensor& out);
+/** gx (float32, overwritten) = zeros, then gy scatter-added at index along dim, in index order (deterministic). */
+using gather_backward_fn = void (*)(const Tensor& gy, int dim, const Tensor& index, Tensor& gx);
+/** out = x with the elements above (tril, upper false) or below (triu) the diagonal-th diagonal of the last two dims zeroed. */
+using triangle_fn = void (*)(const Tensor& x, int64_t diagonal, bool upper, Tensor& out);
+
+// ---- broadcast: binary element-wise ops with PyTorch broadcasting (src/cpu/broadcast.cpp) -----------
+/** The binary ops; values match org.ddp4j.internal.BroadcastNatives' codes. */
+enum class BinaryOp : int32_t { Add = 0, Sub = 1, Mul = 2, Div = 3, Eq = 4, Ne = 5, Lt = 6, Gt = 7, Le = 8, Ge = 9 };
+/**
+ * out = a op b with a and b broadcast to out's shape. Add..Div: float32 in and out; Eq..Ge: a and
+ * b of one dtype (float32 or int64), out bool.
+ */
+using broadcast_binary_fn = void (*)(const Tensor& a, const Tensor& b, BinaryOp op, Tensor& out);
+/** out = condition ? a : b, each broadcast to out's shape; condition bool, a, b and out of one dtype. torch.where. */
+using where_fn = void (*)(const Tensor& condition, const Tensor& a, const Tensor& b, Tensor& out);
+/** out = mask ? value : x, mask (bool) broadcast to x's shape (out's). torch.Tensor.masked_fill. */
+using masked_fill_fn = void (*)(const Tensor& x, const Tensor& mask, double value, Tensor& out);
+
+// ---- unary: element-wise functions of one tensor (src/cpu/unary.cpp) ---------------------------
+/** The unary ops; values match org.ddp4j.internal.UnaryNatives' codes. */
+enum class UnaryOp : int32_t {
+  Exp = 0, Log = 1, Tanh = 2, Pow = 3, Sqrt = 4, Neg = 5, AddScalar = 6, MulScalar = 7, DivScalar = 8, LogicalNot = 9
+};
+/** out = op(x) (scalar: Pow's exponent, the Scalar ops' operand); float32, LogicalNot bool -> bool. */
+using unary_fn = void (*)(const Tensor& x, UnaryOp op, double scalar, Tensor& out);
+
+// ---- reduce: reductions over dimensions and softmax (src/cpu/reduce.cpp) -------------------------
+/** out[r] = scale * Σ_c x[r, c] over x's flat data read as [rows, cols], summed in double in c order (float32). */
+using sum_rows_fn = void (*)(const Tensor& x, int64_t rows, int64_t cols, double scale, Tensor& out);
+/**
+ * x read as [outer, size, inner]: values[o, i] = max_j x[o, j, i], indices (int64) = its first j;
+ * NaN counts as the largest (the first NaN wins), as torch.max(dim).
+ */
+using max_dim_fn = void (*)(const Tensor& x, int64_t outer, int64_t size, int64_t inner, Tensor& values,
+                            Tensor& indices);
+/** y = softmax (or log_softmax, log true) of x read as [outer, size, inner] along the middle, max subtracted. */
+using softmax_fn = void (*)(const Tensor& x, int64_t outer, int64_t size, int64_t inner, bool log, Tensor& y);
+/** gx = y (gy - Σ gy y) for softmax, gy - exp(y) Σ gy for log_softmax (y the forward's output), same layout. */
+using softmax_backward_fn = void (*)(const Tensor& gy, const Tensor& y, int64_t outer, int64_t size, int64_t inner,
+                                     bool log, Tensor& gx);
+
+// ---- matmul (src/cpu/matmul.cpp) -----------------------------------------------------------------
+/**
+ * out[..., m, n] = op(a)[..., m, k] · op(b)[..., k, n], a and b at least 2-D, op(t) the last two
+ * dims of t swapped when trans (through the BLAS flags, no copy); the batch dims broadcast to
+ * out's. float32. torch.matmul for >= 2-D operands.
+ */
+using matmul_fn = void (*)(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out);
 
 // ---- layers -------------------------------------------------------------------------------------
 /** y[N, out] = x[N, in] · w[out, in]ᵀ + b[out] (b may be undefined). torch.nn.functional.linear. */

@@ -56,6 +56,62 @@ Tensor sum(const Tensor& a);
 /** Index of the max of each row of x[N, C], int64 [N]. torch.argmax(x, 1). */
 Tensor argmax_rows(const Tensor& x);
 
+// ---- shape (src/core/ops_shape.cpp; ShapeNatives). Any dtype unless said; dims may be negative
+// (counted from the end); outputs are new contiguous tensors (the native tensor has no strides).
+/** x with its dimensions reordered (a permutation of 0..dim-1). torch.permute(...).contiguous(). */
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+/** x with dims d0 and d1 swapped. torch.transpose(...).contiguous(). */
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
+/** The tensors joined along dim: one dtype and device, equal sizes elsewhere. torch.cat. */
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
+/** Elements [start, start + length) of x along dim. torch.narrow(...).contiguous(). */
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+/** Gradient of narrow: zeros of x_shape with gy in the narrowed part. */
+Tensor narrow_backward(const Tensor& gy, const Shape& x_shape, int64_t dim, int64_t start);
+/** x's slices at index (int64, 1-D or scalar, values in [0, x.size(dim))) along dim. torch.index_select. */
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+/** Gradient of index_select for float32 x of x_shape: repeated indices add up (in index order). */
+Tensor index_select_backward(const Tensor& gy, const Shape& x_shape, int64_t dim, const Tensor& index);
+/** torch.gather: index int64 with x's number of dims, index.size(d) <= x.size(d) for d != dim, values in range. */
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/** Gradient of gather for float32 x of x_shape: gy scatter-added at index (torch.scatter_add, in index order). */
+Tensor gather_backward(const Tensor& gy, const Shape& x_shape, int64_t dim, const Tensor& index);
+/** torch.tril (upper false) / torch.triu (upper true) of x (at least 2-D; float32, int64 or bool). */
+Tensor triangle(const Tensor& x, int64_t diagonal, bool upper);
+
+// ---- broadcast (src/core/ops_broadcast.cpp; BroadcastNatives): PyTorch broadcasting ------------
+/**
+ * a op b broadcast (ddp4j/broadcast.h). Add, Sub, Mul, Div: float32 operands and result;
+ * comparisons: operands of one dtype (float32, int64 or bool), a bool result.
+ */
+Tensor broadcast_binary(const Tensor& a, const Tensor& b, kernels::BinaryOp op);
+/** condition (bool) ? a : b, all three broadcast; a and b of one dtype. torch.where. */
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+/** x with value where mask (bool, broadcastable to x's shape) is true. torch.Tensor.masked_fill. */
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+
+// ---- unary (src/core/ops_unary.cpp; UnaryNatives) ---------------------------------------------
+/** op(x): float32 for all but LogicalNot, which takes and gives bool. torch.exp, log, tanh, pow, sqrt, neg, logical_not, x + s, x * s, x / s. */
+Tensor unary(const Tensor& x, kernels::UnaryOp op, double scalar);
+
+// ---- reduce (src/core/ops_reduce.cpp; ReduceNatives). float32; dims may be negative --------------
+/** Sum (or mean) over dims (none: all), summed in double; keepdim keeps them as size 1. torch.sum / torch.mean with dim. */
+Tensor sum_dims(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool mean);
+/** {values, indices (int64)} of the max along dim (first on ties). torch.max(x, dim, keepdim). */
+std::vector<Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim);
+/** softmax (log false) or log_softmax (log true) along dim. torch.softmax / torch.log_softmax. */
+Tensor softmax(const Tensor& x, int64_t dim, bool log);
+/** Their gradient from the forward output y. */
+Tensor softmax_backward(const Tensor& gy, const Tensor& y, int64_t dim, bool log);
+
+// ---- matmul (src/core/ops_matmul.cpp; MatmulNatives) ---------------------------------------------
+/**
+ * torch.matmul of a and b of at least 2 dims (float32): op(a)[..., m, k] · op(b)[..., k, n] with
+ * the batch dims broadcast; trans_a / trans_b read a / b with the last two dims swapped (the
+ * backward's operands, no copies).
+ */
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b);
+
 // ---- autocast and GradScaler (src/core/ops_amp.cpp; AmpNatives) --------------------------------
 /** x rounded to low (BFloat16 or Float16, nearest even) and widened back: a new float32 tensor. */
 Tensor round_to_low_precision(const Tensor& x, DType low);

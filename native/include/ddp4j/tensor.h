@@ -15,11 +15,12 @@ namespace ddp4j {
  * Element type. Values match org.ddp4j.tensor.DType ordinals. Mirrors torch.dtype: Float32 is
  * torch.float32, Int64 torch.int64, BFloat16 torch.bfloat16 (8 exponent bits, 7 mantissa bits),
  * Float16 torch.float16 (IEEE binary16: 5 exponent bits, 10 mantissa bits). The two 16-bit types
- * are stored as their bit patterns (uint16_t); ddp4j/half.h converts them.
+ * are stored as their bit patterns (uint16_t); ddp4j/half.h converts them. Bool is torch.bool: one
+ * byte per element, 0 or 1 (masks, comparison results).
  */
-enum class DType : int32_t { Float32 = 0, Int64 = 1, BFloat16 = 2, Float16 = 3 };
+enum class DType : int32_t { Float32 = 0, Int64 = 1, BFloat16 = 2, Float16 = 3, Bool = 4 };
 /** Number of DType values: a dtype read from the wire or from Java is valid when below it. */
-constexpr int kNumDTypes = 4;
+constexpr int kNumDTypes = 5;
 
 /** Kind of device. Values match org.ddp4j.tensor.Device.Type ordinals. */
 enum class DeviceType : int32_t { CPU = 0, CUDA = 1 };
@@ -34,9 +35,9 @@ struct Device {
   std::string str() const;  // "cpu" or "cuda:N"
 };
 
-/** Bytes per element of dtype: 4, 8, 2, 2. */
+/** Bytes per element of dtype: 4, 8, 2, 2, 1. */
 size_t dtype_size(DType dtype);
-/** PyTorch's name without "torch.": "float32", "int64", "bfloat16" or "float16" ("?" for an invalid value). */
+/** PyTorch's name without "torch.": "float32", "int64", "bfloat16", "float16" or "bool" ("?" for an invalid value). */
 const char* dtype_name(DType dtype);
 /** True for the 16-bit floating types (bfloat16, float16), which ops take only through conversions so far. */
 inline bool is_reduced_float(DType dtype) { return dtype == DType::BFloat16 || dtype == DType::Float16; }

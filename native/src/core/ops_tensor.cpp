@@ -12,11 +12,12 @@ void fill_(Tensor& t, double value) {
 void copy_(const Tensor& src, Tensor& dst) {
   DDP4J_CHECK_ARG(src.numel() == dst.numel(), "copy: cannot copy ", src.describe(), " into ", dst.describe());
   if (src.dtype() != dst.dtype()) {  // converts, as torch.Tensor.copy_ does: floating types on the CPU so far
-    const bool floats = src.dtype() != DType::Int64 && dst.dtype() != DType::Int64;
+    const bool floats = src.dtype() != DType::Int64 && dst.dtype() != DType::Int64 && src.dtype() != DType::Bool &&
+                        dst.dtype() != DType::Bool;
     DDP4J_CHECK_ARG(floats && src.device().type == DeviceType::CPU && dst.device().type == DeviceType::CPU,
                     "copy: cannot copy ", src.describe(), " into ", dst.describe(),
                     floats ? ": converting copies run on the CPU so far; copy within one dtype, or convert on the CPU"
-                           : ": conversions to and from int64 are not supported yet");
+                           : ": conversions to and from int64 and bool are not supported yet");
     static KernelSlot convert("to_dtype");
     convert.get<kernels::to_dtype_fn>(src.device())(src, dst);
     return;
@@ -42,7 +43,9 @@ Tensor to_dtype(const Tensor& src, DType dtype) {
   DDP4J_CHECK_ARG(static_cast<int>(dtype) >= 0 && static_cast<int>(dtype) < kNumDTypes, "to: unknown dtype ",
                   static_cast<int>(dtype));
   if (src.dtype() == dtype) return src;
-  DDP4J_CHECK_ARG(src.dtype() != DType::Int64 && dtype != DType::Int64, "to(", dtype_name(dtype), ") of ",
+  DDP4J_CHECK_ARG(src.dtype() != DType::Int64 && dtype != DType::Int64 && src.dtype() != DType::Bool &&
+                      dtype != DType::Bool,
+                  "to(", dtype_name(dtype), ") of ",
                   src.describe(), " is not supported yet: conversions go between float32, bfloat16 and float16");
   DDP4J_CHECK_ARG(src.device().type == DeviceType::CPU, "to(", dtype_name(dtype), ") of ", src.describe(),
                   " is not supported yet on the GPU: convert on the CPU, tensor.to(Device.CPU).to(DType.",

@@ -17,6 +17,7 @@ size_t dtype_size(DType dtype) {
     case DType::Int64: return 8;
     case DType::BFloat16:
     case DType::Float16: return 2;
+    case DType::Bool: return 1;
   }
   throw Error(ErrorKind::InvalidArgument, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
 }
@@ -27,6 +28,7 @@ const char* dtype_name(DType dtype) {
     case DType::Int64: return "int64";
     case DType::BFloat16: return "bfloat16";
     case DType::Float16: return "float16";
+    case DType::Bool: return "bool";
   }
   return "?";
 }

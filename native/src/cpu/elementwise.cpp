@@ -24,6 +24,11 @@ void fill(Tensor& t, double value) {
     const float f = static_cast<float>(value);
     const uint16_t v = t.dtype() == DType::BFloat16 ? float_to_bfloat16(f) : float_to_float16(f);
     parallel_for(0, n, kGrainSize, [=](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
+  } else if (t.dtype() == DType::Bool) {
+    // As torch.full(..., dtype=torch.bool): any non-zero value is true.
+    uint8_t* p = t.data<uint8_t>();
+    const uint8_t v = value != 0 ? 1 : 0;
+    parallel_for(0, n, kGrainSize, [=](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
   } else {
     int64_t* p = t.data<int64_t>();
     const int64_t v = static_cast<int64_t>(value);

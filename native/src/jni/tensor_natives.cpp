@@ -65,6 +65,27 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromLongs(JNIEnv* 
   });
 }
 
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromBooleans(JNIEnv* env, jclass, jbooleanArray data,
+                                                                           jlongArray shape, jlongArray results) {
+  return guarded(env, [&] {
+    Tensor t = Tensor::empty(shape_of(env, shape), DType::Bool);
+    check_region("ofBooleans", env->GetArrayLength(data), 0, t);
+    // jboolean is an unsigned char holding 0 or 1 (JNI_FALSE / JNI_TRUE): torch.bool's bytes.
+    env->GetBooleanArrayRegion(data, 0, static_cast<jsize>(t.numel()), reinterpret_cast<jboolean*>(t.data<uint8_t>()));
+    return result_of(env, results, std::move(t));
+  });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toBooleans(JNIEnv* env, jclass, jlong h,
+                                                                        jbooleanArray out) {
+  guarded(env, [&] {
+    ops::check_dtype("toBooleanArray", "tensor", tensor_of(h), DType::Bool);
+    Tensor t = ops::to_device(tensor_of(h), Device{});  // a GPU tensor is copied to the host first
+    DDP4J_CHECK_ARG(env->GetArrayLength(out) >= t.numel(), "toBooleanArray: array too small");
+    env->SetBooleanArrayRegion(out, 0, static_cast<jsize>(t.numel()), reinterpret_cast<const jboolean*>(t.data<uint8_t>()));
+  });
+}
+
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_fromBits(JNIEnv* env, jclass, jshortArray data,
                                                                        jint offset, jlongArray shape, jint dtype,
                                                                        jlongArray results) {
@@ -93,8 +114,8 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toBits(JNIEnv* env,
 JNIEXPORT void JNICALL Java_org_ddp4j_internal_TensorNatives_toFloats(JNIEnv* env, jclass, jlong h, jfloatArray out) {
   guarded(env, [&] {
     const Tensor& src = tensor_of(h);
-    DDP4J_CHECK_ARG(src.dtype() != DType::Int64, "toFloatArray: the tensor is ", src.describe(),
-                    "; use toLongArray() for int64");
+    DDP4J_CHECK_ARG(src.dtype() != DType::Int64 && src.dtype() != DType::Bool, "toFloatArray: the tensor is ",
+                    src.describe(), "; use toLongArray() for int64, toBooleanArray() for bool");
     // A GPU tensor is copied to the host first; a 16-bit one is widened (exactly) to float32.
     Tensor t = ops::to_dtype(ops::to_device(src, Device{}), DType::Float32);
     DDP4J_CHECK_ARG(env->GetArrayLength(out) >= t.numel(), "toFloatArray: array too small");

@@ -21,6 +21,8 @@ inline void check_reduction(const char* op, const char* what, const Tensor& t, R
   check_collective_tensor(op, what, t);
   DDP4J_CHECK_ARG(static_cast<int>(reduce_op) >= 0 && static_cast<int>(reduce_op) < kNumReduceOps, op,
                   ": unknown ReduceOp ", static_cast<int>(reduce_op));
+  DDP4J_CHECK_ARG(t.dtype() != DType::Bool, op, ": the ", what, " is ", t.describe(),
+                  "; bool tensors cannot be reduced: convert the mask to a number type first");
   DDP4J_CHECK_ARG(reduce_op != ReduceOp::AVG || t.dtype() != DType::Int64, op,
                   ": ReduceOp.AVG needs a floating tensor (float32, bfloat16 or float16), got ", t.describe(),
                   "; use SUM and divide by the world size");

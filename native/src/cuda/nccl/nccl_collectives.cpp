@@ -30,8 +30,10 @@ nccl::DataType nccl_type(DType dtype) {
     case DType::Int64: return nccl::kInt64;
     case DType::BFloat16: return nccl::kBfloat16;  // NCCL reduces these natively (in float32 inside its kernels)
     case DType::Float16: return nccl::kFloat16;
+    case DType::Bool: break;  // no reduction of masks; the message below names the dtype
   }
-  throw Error(ErrorKind::InvalidArgument, detail::concat("nccl: unknown dtype ", static_cast<int>(dtype)));
+  throw Error(ErrorKind::InvalidArgument, detail::concat("nccl: dtype ", dtype_name(dtype), " (", static_cast<int>(dtype),
+                                                       ") is not supported by the collectives"));
 }
 
 nccl::RedOp nccl_op(ReduceOp op) {

@@ -46,8 +46,8 @@ inline bool reached(uint32_t value, uint32_t target) { return static_cast<int32_
 
 size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
 
-/** The reductions' element types: all of them (bfloat16 and float16 reduce in float32, see shm_reduce.h). */
-bool reducible(DType d) { return static_cast<int>(d) >= 0 && static_cast<int>(d) < kNumDTypes; }
+/** The reductions' element types: all but bool (bfloat16 and float16 reduce in float32, see shm_reduce.h). */
+bool reducible(DType d) { return static_cast<int>(d) >= 0 && static_cast<int>(d) < kNumDTypes && d != DType::Bool; }
 
 }  // namespace
 

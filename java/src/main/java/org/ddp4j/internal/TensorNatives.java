@@ -23,6 +23,12 @@ public final class TensorNatives {
 
     public static native long fromLongs(long[] data, int offset, long[] shape, long[] results);
 
+    /** A bool CPU tensor holding data[0, numel). */
+    public static native long fromBooleans(boolean[] data, long[] shape, long[] results);
+
+    /** The values of a bool tensor (copied to the host first). */
+    public static native void toBooleans(long handle, boolean[] out);
+
     /** A bfloat16 or float16 (dtype ordinal) CPU tensor holding the bit patterns data[offset, offset + numel). */
     public static native long fromBits(short[] data, int offset, long[] shape, int dtype, long[] results);
 

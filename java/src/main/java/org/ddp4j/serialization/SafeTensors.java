@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.zip.CRC32;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
 
 /**
  * Reads and writes tensors in the safetensors format, the library Hugging Face made and PyTorch
@@ -102,6 +103,12 @@ public final class SafeTensors {
             case FLOAT32 -> out.asFloatBuffer().put(t.toFloatArray());
             case INT64 -> out.asLongBuffer().put(t.toLongArray());
             case BFLOAT16, FLOAT16 -> out.asShortBuffer().put(t.toBitsArray());
+            case BOOL -> {
+                for (boolean b : t.toBooleanArray()) {
+                    out.put((byte) (b ? 1 : 0));
+                }
+                out.rewind();
+            }
         }
         return out;
     }
@@ -173,6 +180,13 @@ public final class SafeTensors {
                 short[] bits = new short[n];
                 data.asShortBuffer().get(bits);
                 yield Tensor.ofBits(bits, e.dtype(), e.shape());
+            }
+            case BOOL -> {
+                boolean[] values = new boolean[n];
+                for (int i = 0; i < n; i++) {
+                    values[i] = data.get(data.position() + i) != 0;
+                }
+                yield Tensors.ofBooleans(values, e.shape());
             }
         };
     }

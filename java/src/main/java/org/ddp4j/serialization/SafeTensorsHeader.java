@@ -102,6 +102,7 @@ final class SafeTensorsHeader {
             case INT64 -> "I64";
             case BFLOAT16 -> "BF16";
             case FLOAT16 -> "F16";
+            case BOOL -> "BOOL";
         };
     }
 
@@ -308,11 +309,12 @@ final class SafeTensorsHeader {
             case "I64" -> DType.INT64;
             case "BF16" -> DType.BFLOAT16;
             case "F16" -> DType.FLOAT16;
-            case "BOOL", "U8", "I8", "F8_E4M3", "F8_E5M2", "I16", "U16", "I32", "U32", "F64", "U64" ->
+            case "BOOL" -> DType.BOOL;
+            case "U8", "I8", "F8_E4M3", "F8_E5M2", "I16", "U16", "I32", "U32", "F64", "U64" ->
                 throw new SafeTensorsFormatException(where + ": dtype " + dtypeNode.textValue() + " is not supported"
-                        + " by ddp4j (only F32, I64, BF16 and F16); convert the tensor to one of those before saving it");
+                        + " by ddp4j (only F32, I64, BF16, F16 and BOOL); convert the tensor to one of those before saving it");
             default -> throw new SafeTensorsFormatException(where + ": unknown dtype \"" + dtypeNode.textValue()
-                    + "\" (safetensors' dtypes are F32, I64, F16, BF16, ...; ddp4j reads F32, I64, BF16 and F16)");
+                    + "\" (safetensors' dtypes are F32, I64, F16, BF16, ...; ddp4j reads F32, I64, BF16, F16 and BOOL)");
         };
         long[] shape = longs(where, node.get("shape"), "shape", -1);
         long[] offsets = longs(where, node.get("data_offsets"), "data_offsets", 2);

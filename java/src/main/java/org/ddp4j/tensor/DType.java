@@ -19,7 +19,15 @@ public enum DType {
      * 16-bit IEEE half ({@code torch.float16}): 5 exponent bits (largest finite value 65504, subnormals
      * down to 2^-24) and 10 mantissa bits. Supported as far as {@link #BFLOAT16}.
      */
-    FLOAT16(2);
+    FLOAT16(2),
+    /**
+     * Boolean ({@code torch.bool}), one byte per element holding 0 or 1: attention masks and the
+     * results of comparisons ({@link Tensor#eq}, {@link Tensor#lt}, ...). Made with
+     * {@link Tensors#ofBooleans}, read with {@link Tensor#toBooleanArray()}; taken by
+     * {@link Tensor#where}, {@link Tensor#maskedFill}, {@link Tensor#logicalNot()}, the shape ops
+     * and {@link Tensor#tril}; collectives refuse to reduce it.
+     */
+    BOOL(1);
 
     private final int bytes;
 
@@ -34,6 +42,6 @@ public enum DType {
 
     /** Whether this is a floating-point type. Mirrors {@code torch.dtype.is_floating_point}. */
     public boolean isFloatingPoint() {
-        return this != INT64;
+        return this == FLOAT32 || this == BFLOAT16 || this == FLOAT16;
     }
 }

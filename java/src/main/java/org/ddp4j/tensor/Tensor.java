@@ -460,6 +460,17 @@ public final class Tensor implements AutoCloseable {
         return out;
     }
 
+    /**
+     * The values of a {@link DType#BOOL} tensor, copied to a Java array. Mirrors {@code tensor.tolist()}.
+     *
+     * @throws IllegalArgumentException for other dtypes
+     */
+    public boolean[] toBooleanArray() {
+        boolean[] out = new boolean[Math.toIntExact(numel)];
+        TensorNatives.toBooleans(nativeHandle(), out);
+        return out;
+    }
+
     /** The values, copied to a Java array (int64 CPU tensors). */
     public long[] toLongArray() {
         long[] out = new long[Math.toIntExact(numel)];
@@ -719,24 +730,359 @@ public final class Tensor implements AutoCloseable {
 
     // ---- differentiable ops -------------------------------------------------------------------------
 
-    /** this + other (same shape). Mirrors {@code torch.add}. */
+    /**
+     * this + other with PyTorch broadcasting (sizes align from the right; a missing or size-1
+     * dimension stretches); the backward sums each gradient back to its input's shape. float32.
+     * Equal shapes take the same-shape kernel (on any device). Mirrors {@code torch.add}.
+     *
+     * @throws IllegalArgumentException when the shapes cannot be broadcast (the message names both)
+     *     or a dtype is not float32
+     */
     public Tensor add(Tensor other) {
-        return ElementwiseOps.add(this, other, 1f);
+        return Arrays.equals(shape, other.shape) ? ElementwiseOps.add(this, other, 1f) : BroadcastOps.add(this, other);
     }
 
-    /** this - other (same shape). Mirrors {@code torch.sub}. */
+    /** this - other with broadcasting, as {@link #add(Tensor)}. Mirrors {@code torch.sub}. */
     public Tensor sub(Tensor other) {
-        return ElementwiseOps.add(this, other, -1f);
+        return Arrays.equals(shape, other.shape) ? ElementwiseOps.add(this, other, -1f) : BroadcastOps.sub(this, other);
     }
 
-    /** this * other elementwise (same shape). Mirrors {@code torch.mul}. */
+    /** this * other element-wise with broadcasting, as {@link #add(Tensor)}. Mirrors {@code torch.mul}. */
     public Tensor mul(Tensor other) {
-        return ElementwiseOps.mul(this, other);
+        return Arrays.equals(shape, other.shape) ? ElementwiseOps.mul(this, other) : BroadcastOps.mul(this, other);
     }
 
-    /** this * s. */
+    /**
+     * this / other element-wise (true division) with broadcasting, as {@link #add(Tensor)}; CPU.
+     * Mirrors {@code torch.div}.
+     */
+    public Tensor div(Tensor other) {
+        return BroadcastOps.div(this, other);
+    }
+
+    /** this * s (s rounded to float32). */
     public Tensor mul(float s) {
         return ElementwiseOps.scale(this, s);
+    }
+
+    /** this * s, s rounded to float32 as PyTorch does for a float32 tensor. Mirrors {@code torch.mul(x, s)}. */
+    public Tensor mul(double s) {
+        return ElementwiseOps.scale(this, (float) s);
+    }
+
+    /** this + s (float32; s rounded to float32); CPU. Mirrors {@code torch.add(x, s)}. */
+    public Tensor add(double s) {
+        return UnaryOps.addScalar(this, s);
+    }
+
+    /** this / s (float32; s rounded to float32); CPU. Mirrors {@code torch.div(x, s)}. */
+    public Tensor div(double s) {
+        return UnaryOps.divScalar(this, s);
+    }
+
+    /** e^this element-wise (float32; CPU). Mirrors {@code torch.exp}. */
+    public Tensor exp() {
+        return UnaryOps.exp(this);
+    }
+
+    /** Natural logarithm element-wise (float32; CPU; log 0 = -inf, log of a negative NaN). Mirrors {@code torch.log}. */
+    public Tensor log() {
+        return UnaryOps.log(this);
+    }
+
+    /** Hyperbolic tangent element-wise (float32; CPU). Mirrors {@code torch.tanh}. */
+    public Tensor tanh() {
+        return UnaryOps.tanh(this);
+    }
+
+    /**
+     * this raised to {@code exponent} element-wise (float32; CPU; exponents 2, 3, 0.5 and -1 by
+     * multiplication, sqrt and division, as PyTorch). Mirrors {@code torch.pow(x, exponent)}.
+     */
+    public Tensor pow(double exponent) {
+        return UnaryOps.pow(this, exponent);
+    }
+
+    /** Square root element-wise (float32; CPU). Mirrors {@code torch.sqrt}. */
+    public Tensor sqrt() {
+        return UnaryOps.sqrt(this);
+    }
+
+    /** -this element-wise (float32; CPU). Mirrors {@code torch.neg}. */
+    public Tensor neg() {
+        return UnaryOps.neg(this);
+    }
+
+    // ---- comparisons and masks (bool results, no gradient; CPU) ------------------------------------
+
+    /**
+     * this == other element-wise with broadcasting: a {@link DType#BOOL} tensor. Both operands of
+     * one dtype (float32, int64 or bool). Mirrors {@code torch.eq}.
+     *
+     * @throws IllegalArgumentException when the shapes cannot be broadcast or the dtypes differ
+     */
+    public Tensor eq(Tensor other) {
+        return BroadcastOps.compare(this, other, org.ddp4j.internal.BroadcastNatives.EQ);
+    }
+
+    /** this != other, as {@link #eq}. Mirrors {@code torch.ne}. */
+    public Tensor ne(Tensor other) {
+        return BroadcastOps.compare(this, other, org.ddp4j.internal.BroadcastNatives.NE);
+    }
+
+    /** this &lt; other, as {@link #eq}. Mirrors {@code torch.lt}. */
+    public Tensor lt(Tensor other) {
+        return BroadcastOps.compare(this, other, org.ddp4j.internal.BroadcastNatives.LT);
+    }
+
+    /** this &gt; other, as {@link #eq}. Mirrors {@code torch.gt}. */
+    public Tensor gt(Tensor other) {
+        return BroadcastOps.compare(this, other, org.ddp4j.internal.BroadcastNatives.GT);
+    }
+
+    /** this &lt;= other, as {@link #eq}. Mirrors {@code torch.le}. */
+    public Tensor le(Tensor other) {
+        return BroadcastOps.compare(this, other, org.ddp4j.internal.BroadcastNatives.LE);
+    }
+
+    /** this &gt;= other, as {@link #eq}. Mirrors {@code torch.ge}. */
+    public Tensor ge(Tensor other) {
+        return BroadcastOps.compare(this, other, org.ddp4j.internal.BroadcastNatives.GE);
+    }
+
+    /**
+     * Element-wise NOT of a {@link DType#BOOL} tensor. Mirrors {@code torch.logical_not}.
+     *
+     * @throws IllegalArgumentException if this is not bool
+     */
+    public Tensor logicalNot() {
+        return UnaryOps.raw(this, org.ddp4j.internal.UnaryNatives.LOGICAL_NOT, 0);
+    }
+
+    /**
+     * condition ? a : b element-wise, the three broadcast together (condition {@link DType#BOOL};
+     * a and b of one dtype). The gradient flows to a where condition holds, to b elsewhere, each
+     * summed back to its shape. Mirrors {@code torch.where(condition, a, b)}.
+     *
+     * @throws IllegalArgumentException when the shapes cannot be broadcast or the dtypes are wrong
+     */
+    public static Tensor where(Tensor condition, Tensor a, Tensor b) {
+        return BroadcastOps.where(condition, a, b);
+    }
+
+    /**
+     * This tensor with {@code value} wherever mask is true; mask is {@link DType#BOOL} and
+     * broadcasts to this tensor's shape (e.g. a causal mask [T, T] over scores [B, H, T, T]). The
+     * gradient is 0 at the filled places. Mirrors {@code torch.Tensor.masked_fill}.
+     *
+     * @throws IllegalArgumentException if mask is not bool or does not broadcast to this shape
+     */
+    public Tensor maskedFill(Tensor mask, double value) {
+        return BroadcastOps.maskedFill(this, mask, value);
+    }
+
+    // ---- matrix products, shapes ---------------------------------------------------------------------
+
+    /**
+     * The matrix product with torch.matmul's rules (float32, CPU): 1-D · 1-D is a dot product
+     * (shape []); a 1-D first operand is a row and a 1-D second a column, that dimension dropped
+     * from the result; otherwise [..., m, k] · [..., k, n] -> [..., m, n] with the batch dims
+     * broadcast ([2, 1, 4, 5] · [3, 5, 2] -> [2, 3, 4, 2]). GEMMs go through ddp4j's BLAS path,
+     * the backward's transposed operands through the BLAS flags (no copies). Mirrors {@code torch.matmul}.
+     *
+     * @throws IllegalArgumentException when the inner sizes differ or the batch dims cannot be
+     *     broadcast (the message names both shapes), for a 0-dimensional operand or a non-float32 dtype
+     */
+    public Tensor matmul(Tensor other) {
+        return MatmulOps.matmul(this, other);
+    }
+
+    /**
+     * This tensor with dimensions dim0 and dim1 swapped (negative dims count from the end). A
+     * contiguous copy: the native tensor has no strides, so this is PyTorch's
+     * {@code transpose(dim0, dim1).contiguous()}; later changes to either tensor do not show in
+     * the other. Mirrors {@code torch.transpose}.
+     *
+     * @throws IllegalArgumentException if a dim is out of range (the message names the shape)
+     */
+    public Tensor transpose(int dim0, int dim1) {
+        return ShapeOps.transpose(this, dim0, dim1);
+    }
+
+    /**
+     * This tensor with its dimensions reordered: dimension i of the result is dimension dims[i]
+     * of this one (negative dims count from the end). A contiguous copy, as {@link #transpose}.
+     * Mirrors {@code torch.permute(...).contiguous()}.
+     *
+     * @throws IllegalArgumentException unless dims is a permutation of this tensor's dimensions
+     */
+    public Tensor permute(int... dims) {
+        return ShapeOps.permute(this, dims);
+    }
+
+    /**
+     * This tensor: ddp4j's tensors are always contiguous (ops that PyTorch does as strided views
+     * copy). Mirrors {@code torch.Tensor.contiguous}.
+     */
+    public Tensor contiguous() {
+        return this;
+    }
+
+    /**
+     * Pieces of {@code splitSize} along dim (the last may be smaller), each a contiguous copy.
+     * Mirrors {@code torch.split(x, splitSize, dim)}.
+     *
+     * @throws IllegalArgumentException if splitSize &lt;= 0 or dim is out of range
+     */
+    public List<Tensor> split(long splitSize, int dim) {
+        return ShapeOps.splitEvery(this, splitSize, dim);
+    }
+
+    /**
+     * Pieces of the given sizes along dim (they must add up to its size), each a contiguous copy.
+     * Mirrors {@code torch.split(x, [sizes], dim)}.
+     *
+     * @throws IllegalArgumentException if the sizes do not add up to size(dim) or dim is out of range
+     */
+    public List<Tensor> split(long[] sizes, int dim) {
+        return ShapeOps.split(this, sizes, dim);
+    }
+
+    /**
+     * {@code chunks} pieces along dim of ceil(size / chunks) each (the last smaller; fewer pieces
+     * when the size does not go round), contiguous copies. Mirrors {@code torch.chunk}.
+     *
+     * @throws IllegalArgumentException if chunks &lt;= 0 or dim is out of range
+     */
+    public List<Tensor> chunk(int chunks, int dim) {
+        return ShapeOps.chunk(this, chunks, dim);
+    }
+
+    /**
+     * The tensors joined along dim (one dtype and device, equal sizes in the other dimensions);
+     * the gradient is split back. Mirrors {@code torch.cat}.
+     *
+     * @throws IllegalArgumentException for an empty list, mismatched shapes (named), dtypes or devices
+     */
+    public static Tensor cat(List<Tensor> tensors, int dim) {
+        return ShapeOps.cat(tensors, dim);
+    }
+
+    /**
+     * The tensors (of one shape) joined along a new dimension dim (in [-(n+1), n] for n-D
+     * tensors). Mirrors {@code torch.stack}.
+     *
+     * @throws IllegalArgumentException for an empty list or different shapes (named)
+     */
+    public static Tensor stack(List<Tensor> tensors, int dim) {
+        return ShapeOps.stack(tensors, dim);
+    }
+
+    /**
+     * The slices {@code index} (int64, 1-D) along dim, a new tensor (any dtype; CPU); the
+     * gradient adds each slice's gradient back at its index (repeats add, in index order).
+     * Mirrors {@code torch.index_select} (an embedding lookup is {@code weight.indexSelect(0, ids)}).
+     *
+     * @throws IllegalArgumentException for a non-int64 or non-1-D index, or a value out of range (named)
+     */
+    public Tensor indexSelect(int dim, Tensor index) {
+        return ShapeOps.indexSelect(this, dim, index);
+    }
+
+    /**
+     * out[i][j][k] = this[i][index[i][j][k]][k] for dim 1 (likewise other dims): index is int64
+     * with this tensor's number of dims and no larger in the others; the result has index's shape.
+     * The gradient is scatter-added back (deterministically, in index order). CPU. Mirrors {@code torch.gather}.
+     *
+     * @throws IllegalArgumentException for a bad index dtype, shape (named) or value
+     */
+    public Tensor gather(int dim, Tensor index) {
+        return ShapeOps.gather(this, dim, index);
+    }
+
+    /**
+     * The lower triangle of the last two dims (elements with column - row &lt;= diagonal kept, the
+     * rest 0 or false); float32, int64 or bool. Mirrors {@code torch.tril}.
+     *
+     * @throws IllegalArgumentException for fewer than 2 dims
+     */
+    public Tensor tril(long diagonal) {
+        return ShapeOps.triangle(this, diagonal, false);
+    }
+
+    /** The upper triangle (column - row &gt;= diagonal kept), as {@link #tril}. Mirrors {@code torch.triu}. */
+    public Tensor triu(long diagonal) {
+        return ShapeOps.triangle(this, diagonal, true);
+    }
+
+    // ---- reductions and softmax (float32; CPU) --------------------------------------------------
+
+    /**
+     * Sum over dim (negative counts from the end), in double; keepdim keeps it as size 1.
+     * Mirrors {@code torch.sum(x, dim, keepdim)}.
+     *
+     * @throws IllegalArgumentException if dim is out of range or this is not float32
+     */
+    public Tensor sum(int dim, boolean keepdim) {
+        return ReduceOps.sum(this, new int[] {dim}, keepdim, false);
+    }
+
+    /** Sum over several dims (each once), as {@link #sum(int, boolean)}. Mirrors {@code torch.sum(x, dims, keepdim)}. */
+    public Tensor sum(int[] dims, boolean keepdim) {
+        if (dims.length == 0) {
+            throw new IllegalArgumentException("sum: give at least one dimension (use sum() for all), shape "
+                    + Arrays.toString(shape));
+        }
+        return ReduceOps.sum(this, dims, keepdim, false);
+    }
+
+    /** Mean over dim, as {@link #sum(int, boolean)}. Mirrors {@code torch.mean(x, dim, keepdim)}. */
+    public Tensor mean(int dim, boolean keepdim) {
+        return ReduceOps.sum(this, new int[] {dim}, keepdim, true);
+    }
+
+    /** Mean over several dims, as {@link #sum(int[], boolean)}. Mirrors {@code torch.mean(x, dims, keepdim)}. */
+    public Tensor mean(int[] dims, boolean keepdim) {
+        if (dims.length == 0) {
+            throw new IllegalArgumentException("mean: give at least one dimension (use mean() for all), shape "
+                    + Arrays.toString(shape));
+        }
+        return ReduceOps.sum(this, dims, keepdim, true);
+    }
+
+    /**
+     * The largest value along dim (NaN counts as largest); the gradient is spread evenly over tied
+     * maxima, as PyTorch's. Mirrors {@code torch.amax(x, dim, keepdim)}.
+     *
+     * @throws IllegalArgumentException if dim is out of range or empty
+     */
+    public Tensor amax(int dim, boolean keepdim) {
+        return ReduceOps.amax(this, dim, keepdim);
+    }
+
+    /**
+     * {values, indices}: the largest value along dim and its index (int64; the first on ties);
+     * the gradient goes to that index. Mirrors {@code torch.max(x, dim, keepdim)}.
+     *
+     * @throws IllegalArgumentException if dim is out of range or empty
+     */
+    public Tensor[] max(int dim, boolean keepdim) {
+        return ReduceOps.max(this, dim, keepdim);
+    }
+
+    /**
+     * exp(x - max) / Σ exp(x - max) along dim (any dim; max subtracted for stability, sums in
+     * double). Mirrors {@code torch.softmax(x, dim)}.
+     *
+     * @throws IllegalArgumentException if dim is out of range or this is not float32
+     */
+    public Tensor softmax(int dim) {
+        return ReduceOps.softmax(this, dim, false);
+    }
+
+    /** x - max - log Σ exp(x - max) along dim, as {@link #softmax}. Mirrors {@code torch.log_softmax(x, dim)}. */
+    public Tensor logSoftmax(int dim) {
+        return ReduceOps.softmax(this, dim, true);
     }
 
     /** Sum of all elements, shape []. Mirrors {@code torch.sum}. */
@@ -750,7 +1096,8 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
-     * The same elements in a new shape (one size may be -1). Shares storage. Mirrors {@code Tensor.reshape}.
+     * The same elements in a new shape (one size may be -1, inferred from the others). Shares
+     * storage. Mirrors {@code Tensor.reshape}.
      *
      * @throws IllegalArgumentException if the sizes do not multiply to numel()
      */

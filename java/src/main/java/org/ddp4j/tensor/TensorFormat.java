@@ -24,6 +24,9 @@ final class TensorFormat {
         if (t.dtype().isFloatingPoint()) { // the 16-bit types print their values widened, as PyTorch
             float[] values = t.toFloatArray();
             append(out, shape, 0, 0, i -> String.format(Locale.ROOT, "%.4f", values[i]), 7);
+        } else if (t.dtype() == DType.BOOL) {
+            boolean[] values = t.toBooleanArray();
+            append(out, shape, 0, 0, i -> values[i] ? "True" : "False", 7);
         } else {
             long[] values = t.toLongArray();
             append(out, shape, 0, 0, i -> Long.toString(values[i]), 7);
@@ -32,6 +35,7 @@ final class TensorFormat {
             out.append(", device='").append(t.device()).append('\'');
         }
         if (t.dtype() == DType.BFLOAT16 || t.dtype() == DType.FLOAT16) { // PyTorch names the non-default dtypes
+            // (bool and int64 it does not: the values say it)
             out.append(", dtype=torch.").append(t.dtype().name().toLowerCase(Locale.ROOT));
         }
         if (t.requiresGrad()) {

@@ -31,6 +31,49 @@ public final class Tensors {
         return t;
     }
 
+    /**
+     * A {@link DType#BOOL} CPU tensor holding {@code data} (copied) in row-major order, e.g. an
+     * attention mask. Mirrors {@code torch.tensor(data, dtype=torch.bool)}.
+     *
+     * @throws IllegalArgumentException if data.length differs from the product of shape
+     */
+    public static Tensor ofBooleans(boolean[] data, long... shape) {
+        long n = 1;
+        for (long s : shape) {
+            n *= s;
+        }
+        if (n != data.length) {
+            throw new IllegalArgumentException(data.length + " values cannot fill shape " + java.util.Arrays.toString(shape)
+                    + " (" + n + " elements)");
+        }
+        return Tensor.fromNativeResult(TensorNatives.fromBooleans(data, shape, org.ddp4j.internal.NativeResults.buffer()));
+    }
+
+    /** 0, 1, ..., end - 1 as an int64 CPU tensor [end]. Mirrors {@code torch.arange(end)}. */
+    public static Tensor arange(long end) {
+        return arange(0, end, 1);
+    }
+
+    /**
+     * start, start + step, ... up to but excluding end, as an int64 CPU tensor of
+     * ceil((end - start) / step) elements (0 when the range is empty). Mirrors
+     * {@code torch.arange(start, end, step)}.
+     *
+     * @throws IllegalArgumentException if step is 0, or its sign points away from end
+     */
+    public static Tensor arange(long start, long end, long step) {
+        if (step == 0 || (step > 0 && end < start) || (step < 0 && end > start)) {
+            throw new IllegalArgumentException("arange: step " + step + " cannot go from " + start + " to " + end
+                    + " (step must be non-zero and point towards end)");
+        }
+        long n = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
+        long[] values = new long[Math.toIntExact(n)];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = start + i * step;
+        }
+        return Tensor.ofLongs(values, n);
+    }
+
     /** A scope in which ops record no autograd graph. Mirrors {@code torch.no_grad()}. */
     public static NoGradScope noGrad() {
         boolean[] flag = GRAD_ENABLED.get();

@@ -38,6 +38,7 @@ class SafeTensorsTest {
             tensors.put("scalar", Tensor.of(new float[] {7f}));
             tensors.put("empty", Tensor.of(new float[0], 0, 4));
             tensors.put("idx", Tensor.ofLongs(new long[] {0, -1, Long.MAX_VALUE, 42}, 2, 2));
+            tensors.put("mask", Tensors.ofBooleans(new boolean[] {true, false, false, true, true}, 5));
             SafeTensors.saveFile(tensors, file, Map.of("epoch", "3", "note", "ünïcode \"quoted\""));
 
             Map<String, Tensor> back = SafeTensors.loadFile(file);
@@ -48,6 +49,8 @@ class SafeTensorsTest {
                 assertArrayEquals(t.shape(), r.shape(), name);
                 if (t.dtype() == DType.FLOAT32) {
                     assertArrayEquals(bits(t.toFloatArray()), bits(r.toFloatArray()), name);
+                } else if (t.dtype() == DType.BOOL) {
+                    assertArrayEquals(t.toBooleanArray(), r.toBooleanArray(), name);
                 } else {
                     assertArrayEquals(t.toLongArray(), r.toLongArray(), name);
                 }
@@ -149,7 +152,7 @@ class SafeTensorsTest {
         assertContains(loadError(craft("unknown-dtype", "{\"x\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8)),
                 "tensor 'x'", "unknown dtype \"F33\"");
         assertContains(loadError(craft("f64", "{\"x\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8)),
-                "tensor 'x'", "dtype F64 is not supported by ddp4j (only F32, I64, BF16 and F16)");
+                "tensor 'x'", "dtype F64 is not supported by ddp4j (only F32, I64, BF16, F16 and BOOL)");
         assertContains(loadError(craft("shape-mismatch", "{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8)),
                 "tensor 'x'", "shape [3] of F32 needs 12 bytes but data_offsets [0, 8] hold 8");
         assertContains(loadError(craft("negative-shape", "{\"x\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8)),

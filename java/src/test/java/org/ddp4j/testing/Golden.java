@@ -99,11 +99,19 @@ public final class Golden {
         return entry(key).asDouble();
     }
 
-    /** The entry as a new CPU tensor (float32, or int64 when the entry says so). */
+    /** The entry as a new CPU tensor (float32, or int64 / bool when the entry says so). */
     public Tensor tensor(String key) {
         JsonNode dtype = entry(key).get("dtype");
         if (dtype != null && dtype.asText().equals("int64")) {
             return Tensor.ofLongs(longs(key), shape(key));
+        }
+        if (dtype != null && dtype.asText().equals("bool")) {
+            long[] values = longs(key);
+            boolean[] bits = new boolean[values.length];
+            for (int i = 0; i < bits.length; i++) {
+                bits[i] = values[i] != 0;
+            }
+            return org.ddp4j.tensor.Tensors.ofBooleans(bits, shape(key));
         }
         return Tensor.of(floats(key), shape(key));
     }
