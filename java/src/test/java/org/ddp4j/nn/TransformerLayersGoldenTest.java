@@ -349,4 +349,36 @@ class TransformerLayersGoldenTest {
             assertArrayEquals(y, again, "the same generator state gives the same mask");
         }
     }
+
+    @Test
+    void linearOnLeadingDimsEqualsTheFlattenedProductWithGradientsOfTheInputsShape() {
+        try (var scope = Tensors.scope(); Linear lin = new Linear(4, 3, true, new Generator(8))) {
+            Generator g = new Generator(30);
+            float[] xs = g.normal(2 * 5 * 4);
+            Tensor x3 = leaf(Tensor.of(xs, 2, 5, 4));
+            Tensor y3 = lin.forward(x3);
+            assertArrayEquals(new long[] {2, 5, 3}, y3.shape());
+            Tensor y2 = lin.forward(Tensor.of(xs, 10, 4));
+            assertArrayEquals(y2.toFloatArray(), y3.toFloatArray());
+            y3.sum().backward();
+            assertArrayEquals(new long[] {2, 5, 4}, x3.grad().shape());
+            lin.zeroGrad(true);
+        }
+    }
+
+    @Test
+    void moduleListNamesItsChildrenByIndex() {
+        try (ModuleList<Linear> blocks = new ModuleList<>(new Linear(2, 2), new Linear(2, 3))) {
+            blocks.add(new Linear(3, 1, false));
+            assertEquals(3, blocks.size());
+            assertEquals(3, blocks.get(-1).inFeatures());
+            assertEquals(List.of("0.weight", "0.bias", "1.weight", "1.bias", "2.weight"),
+                    new ArrayList<>(blocks.namedParameters().keySet()));
+            int n = 0;
+            for (Linear l : blocks) {
+                assertEquals(blocks.get(n++), l);
+            }
+            assertThrows(IndexOutOfBoundsException.class, () -> blocks.get(3));
+        }
+    }
 }
