@@ -12,8 +12,6 @@ import org.ddp4j.tensor.Tensor;
 public class Linear extends Module {
     private final int inFeatures;
     private final int outFeatures;
-    private final Tensor weight;
-    private final Tensor bias;
 
     /** A layer with bias, initialised from {@link Generator#defaultGenerator()}. */
     public Linear(int inFeatures, int outFeatures) {
@@ -46,16 +44,14 @@ public class Linear extends Module {
         if (inFeatures > 0 && outFeatures > 0) {
             Init.kaimingUniform(w, Math.sqrt(5), generator);
         }
-        this.weight = registerParameter("weight", w);
+        registerParameter("weight", w);
         if (bias) {
             Tensor b = Tensor.zeros(outFeatures).keep();
             if (inFeatures > 0) {
                 float bound = (float) (1 / Math.sqrt(inFeatures));
                 Init.uniform(b, -bound, bound, generator);
             }
-            this.bias = registerParameter("bias", b);
-        } else {
-            this.bias = null;
+            registerParameter("bias", b);
         }
     }
 
@@ -69,17 +65,20 @@ public class Linear extends Module {
      */
     @Override
     public Tensor forward(Tensor input) {
-        return LinearFunction.apply(input, weight, bias);
+        return LinearFunction.apply(input, weight(), bias());
     }
 
-    /** The weight parameter [out_features, in_features]. Mirrors {@code Linear.weight}. */
+    /**
+     * The weight parameter [out_features, in_features] (the tied one after
+     * {@code setParameter("weight", ...)}). Mirrors {@code Linear.weight}.
+     */
     public Tensor weight() {
-        return weight;
+        return parameter("weight");
     }
 
     /** The bias parameter [out_features], or null when built without bias. Mirrors {@code Linear.bias}. */
     public Tensor bias() {
-        return bias;
+        return parameter("bias");
     }
 
     /** Mirrors {@code Linear.in_features}. */
@@ -95,6 +94,6 @@ public class Linear extends Module {
     /** PyTorch's extra_repr, e.g. "in_features=2, out_features=2, bias=True". */
     @Override
     protected String extraRepr() {
-        return "in_features=" + inFeatures + ", out_features=" + outFeatures + ", bias=" + (bias != null ? "True" : "False");
+        return "in_features=" + inFeatures + ", out_features=" + outFeatures + ", bias=" + (bias() != null ? "True" : "False");
     }
 }

@@ -3,6 +3,7 @@ package org.ddp4j.nn;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -41,6 +42,36 @@ public abstract class Module implements AutoCloseable {
         return t;
     }
 
+    /**
+     * Makes {@code parameter} this module's parameter {@code name}: it replaces the parameter of
+     * that name in place (same position), or is registered anew when there is none. Mirrors
+     * PyTorch's {@code module.name = parameter}, the way weights are tied: after
+     * {@code lmHead.setParameter("weight", wte.weight())} one Parameter object lives in two
+     * modules, so {@link #parameters()} and {@link #namedParameters()} list it once (under its first
+     * name), {@link #stateDict()} holds it under both names, its gradient sums both uses and
+     * DistributedDataParallel reduces it once. Layers that read their parameters through
+     * {@link #parameter(String)} (Linear, Embedding, LayerNorm) use the new tensor from then on.
+     *
+     * @throws IllegalArgumentException if name is empty, contains a dot, or names a buffer or child
+     */
+    public void setParameter(String name, Tensor parameter) {
+        if (parameters.containsKey(name)) {
+            parameter.keep().requiresGrad(true);
+            parameters.put(name, parameter);
+        } else {
+            registerParameter(name, parameter);
+        }
+    }
+
+    /**
+     * This module's own parameter {@code name} (not a child's), or null when there is none (a
+     * Linear without bias). Layers read their parameters through it in forward so that
+     * {@link #setParameter} ties them.
+     */
+    protected Tensor parameter(String name) {
+        return parameters.get(name);
+    }
+
     /** Registers a child module under {@code name}. Returns it. */
     protected <M extends Module> M registerModule(String name, M module) {
         checkName(name);
@@ -68,14 +99,25 @@ public abstract class Module implements AutoCloseable {
         }
     }
 
-    /** Parameters of this module and its children by dotted name. Mirrors {@code named_parameters()}. */
+    /**
+     * Parameters of this module and its children by dotted name, each tensor once (a parameter
+     * tied into several modules under the first name met). Mirrors
+     * {@code named_parameters(remove_duplicate=True)}.
+     */
     public Map<String, Tensor> namedParameters() {
+        Map<String, Tensor> all = new LinkedHashMap<>();
+        collect(all, "", true);
         Map<String, Tensor> out = new LinkedHashMap<>();
-        collect(out, "", true);
+        Map<Tensor, Boolean> seen = new IdentityHashMap<>();
+        all.forEach((name, t) -> {
+            if (seen.put(t, Boolean.TRUE) == null) {
+                out.put(name, t);
+            }
+        });
         return out;
     }
 
-    /** All parameters in registration order. Mirrors {@code parameters()}. */
+    /** All parameters in registration order, each tensor once (tied ones too). Mirrors {@code parameters()}. */
     public List<Tensor> parameters() {
         return new ArrayList<>(namedParameters().values());
     }
@@ -98,8 +140,8 @@ public abstract class Module implements AutoCloseable {
     }
 
     /**
-     * Parameters and buffers by dotted name (the live tensors, not copies). Mirrors
-     * {@code state_dict()}.
+     * Parameters and buffers by dotted name (the live tensors, not copies); a tied parameter appears
+     * under each of its names. Mirrors {@code state_dict()}.
      */
     public Map<String, Tensor> stateDict() {
         Map<String, Tensor> out = new LinkedHashMap<>();
@@ -261,10 +303,22 @@ public abstract class Module implements AutoCloseable {
      * @throws IllegalArgumentException when device's ordinal is not a visible GPU
      */
     public Module to(Device device) {
-        for (Tensor t : stateDict().values()) {
+        for (Tensor t : distinctState()) {
             t.moveTo(device);
         }
         return this;
+    }
+
+    /** The parameters and buffers, each tensor once (tied parameters appear under several names). */
+    private List<Tensor> distinctState() {
+        Map<Tensor, Boolean> seen = new IdentityHashMap<>();
+        List<Tensor> out = new ArrayList<>();
+        for (Tensor t : stateDict().values()) {
+            if (seen.put(t, Boolean.TRUE) == null) {
+                out.add(t);
+            }
+        }
+        return out;
     }
 
     /**
@@ -301,7 +355,7 @@ public abstract class Module implements AutoCloseable {
     /** Frees parameters, their gradients and buffers. */
     @Override
     public void close() {
-        for (Tensor t : stateDict().values()) {
+        for (Tensor t : distinctState()) {
             if (t.grad() != null) {
                 t.grad().close();
             }

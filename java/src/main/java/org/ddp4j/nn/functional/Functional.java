@@ -126,4 +126,71 @@ public final class Functional {
     public static Tensor adaptiveAvgPool2d(Tensor x, int outH, int outW) {
         return AdaptiveAvgPool2dFunction.apply(x, outH, outW);
     }
+
+    /**
+     * Rows of weight [V, D] picked by int64 indices of any shape → float32 [*input.shape, D]; the
+     * row paddingIdx (null: none) gets no gradient. Mirrors {@code F.embedding(input, weight,
+     * padding_idx)}; see {@link EmbeddingFunction#apply}.
+     *
+     * @throws IllegalArgumentException on an index outside [0, V) (naming it and V) or wrong dtypes
+     */
+    public static Tensor embedding(Tensor input, Tensor weight, Long paddingIdx) {
+        return EmbeddingFunction.apply(input, weight, paddingIdx);
+    }
+
+    /**
+     * Layer normalisation over the trailing dims normalizedShape of x, with optional weight and bias
+     * (null: none). Mirrors {@code F.layer_norm(x, normalized_shape, weight, bias, eps)}; see
+     * {@link LayerNormFunction#apply}.
+     *
+     * @throws IllegalArgumentException if x does not end with normalizedShape or weight / bias differ from it
+     */
+    public static Tensor layerNorm(Tensor x, long[] normalizedShape, Tensor weight, Tensor bias, double eps) {
+        return LayerNormFunction.apply(x, normalizedShape, weight, bias, eps);
+    }
+
+    /**
+     * GELU elementwise, exact ("none") or tanh-approximated ("tanh"). Mirrors
+     * {@code F.gelu(x, approximate)}.
+     *
+     * @throws IllegalArgumentException for another approximate
+     */
+    public static Tensor gelu(Tensor x, String approximate) {
+        return GeluFunction.apply(x, approximate);
+    }
+
+    /** The exact GELU. Mirrors {@code F.gelu(x)}. */
+    public static Tensor gelu(Tensor x) {
+        return GeluFunction.apply(x, "none");
+    }
+
+    /**
+     * Fused attention {@code dropout(softmax(q·kᵀ·scale + attnMask)) · v} for q [..., L, E], k [..., S, E],
+     * v [..., S, Ev] → [..., L, Ev], never holding an [L, S] matrix. Mirrors
+     * {@code F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale)}; see
+     * {@link ScaledDotProductAttentionFunction#apply} for the mask, dropout and causal rules.
+     *
+     * @throws IllegalArgumentException on mismatched shapes, a mask that does not broadcast or p outside [0, 1]
+     */
+    public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP,
+            boolean isCausal, Double scale, org.ddp4j.tensor.Generator generator) {
+        return ScaledDotProductAttentionFunction.apply(q, k, v, attnMask, dropoutP, isCausal, scale, generator);
+    }
+
+    /** Attention without mask or dropout, scale 1/√E. Mirrors {@code F.scaled_dot_product_attention(q, k, v, is_causal=isCausal)}. */
+    public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, boolean isCausal) {
+        return ScaledDotProductAttentionFunction.apply(q, k, v, null, 0, isCausal, null, null);
+    }
+
+    /**
+     * Mean cross entropy of float32 logits [N, C] against int64 targets [N], leaving out targets equal
+     * to ignoreIndex (NaN when all are), for large vocabularies: only each row's logsumexp is kept
+     * for the backward. Mirrors {@code F.cross_entropy(logits, target, ignore_index=ignoreIndex)}; see
+     * {@link CrossEntropyFunction#apply(Tensor, Tensor, long)}.
+     *
+     * @throws IllegalArgumentException on mismatched shapes or a target outside [0, C) other than ignoreIndex
+     */
+    public static Tensor crossEntropy(Tensor logits, Tensor target, long ignoreIndex) {
+        return CrossEntropyFunction.apply(logits, target, ignoreIndex);
+    }
 }

@@ -1,0 +1,91 @@
+package org.ddp4j.nn.functional;
+
+import org.ddp4j.internal.AttentionNatives;
+import org.ddp4j.internal.NativeResults;
+import org.ddp4j.tensor.Generator;
+import org.ddp4j.tensor.Node;
+import org.ddp4j.tensor.Tensor;
+
+/**
+ * The differentiable, fused scaled dot-product attention. Mirrors
+ * {@code torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal,
+ * scale)}: {@code dropout(softmax(q·kᵀ·scale + mask)) · v}, computed as flash attention does (blocks of
+ * queries against blocks of keys with an online softmax), so no [L, S] matrix is ever allocated; the
+ * node keeps the output and each query row's logsumexp, and the backward recomputes the
+ * probabilities block by block. Work is split over (batch·heads, query blocks) with the same bits for
+ * any thread count.
+ */
+public final class ScaledDotProductAttentionFunction {
+    private ScaledDotProductAttentionFunction() {}
+
+    /**
+     * Attention of queries over keys and values.
+     *
+     * @param q float32 [..., L, E]
+     * @param k float32 [..., S, E] (the same leading dims as q, e.g. [B, H])
+     * @param v float32 [..., S, Ev]
+     * @param attnMask null, or a float32 additive mask broadcastable to [..., L, S] (use -inf to
+     *     exclude a key); it receives no gradient
+     * @param dropoutP probability of dropping an attention weight, in [0, 1]; kept weights are scaled
+     *     by 1/(1 - p). The keep mask is a counter-based hash of (a seed drawn once per call from
+     *     generator, the batch·head index, i, j), recomputed in the backward, never stored
+     * @param isCausal query i attends to keys j ≤ i only (PyTorch's lower triangle from the top left,
+     *     also when L ≠ S); may be combined with attnMask
+     * @param scale the factor of q·kᵀ, or null for 1/√E
+     * @param generator the dropout's random source (null: {@link Generator#defaultGenerator()}); not
+     *     drawn from when dropoutP is 0
+     * @return float32 [..., L, Ev], recording a "ScaledDotProductAttentionBackward" node when q, k or
+     *     v requires grad. A query row whose keys are all masked out gives NaN, as PyTorch's softmax.
+     * @throws IllegalArgumentException on mismatched shapes (all three named), a mask that does not
+     *     broadcast, dropoutP outside [0, 1] or a non-positive scale
+     */
+    public static Tensor apply(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal,
+            Double scale, Generator generator) {
+        DropoutFunction.checkProbability(dropoutP);
+        if (scale != null && !(scale > 0)) {
+            throw new IllegalArgumentException("scaled_dot_product_attention: scale must be positive, got " + scale
+                    + " (pass null for 1/sqrt(E))");
+        }
+        final double s = scale == null ? 0 : scale;
+        final long seed = dropoutP > 0 ? drawSeed(generator == null ? Generator.defaultGenerator() : generator) : 0;
+        final long mask = attnMask == null ? 0 : attnMask.nativeHandle();
+        long[] r = NativeResults.buffer();
+        AttentionNatives.attentionForward(q.nativeHandle(), k.nativeHandle(), v.nativeHandle(), mask, isCausal, s,
+                dropoutP, seed, r);
+        Tensor out = Tensor.fromNativeResult(r, 0);
+        Tensor lse = Tensor.fromNativeResult(r, 1);
+        Node node = new Node("ScaledDotProductAttentionBackward", q, k, v) {
+            @Override
+            protected Tensor[] backward(Tensor gout) {
+                long[] g = NativeResults.buffer();
+                AttentionNatives.attentionBackward(gout.nativeHandle(), q.nativeHandle(), k.nativeHandle(),
+                        v.nativeHandle(), mask, out.nativeHandle(), lse.nativeHandle(), isCausal, s, dropoutP, seed, g);
+                Tensor dq = Tensor.fromNativeResult(g, 0);
+                Tensor dk = Tensor.fromNativeResult(g, 1);
+                Tensor dv = Tensor.fromNativeResult(g, 2);
+                return new Tensor[] {keepIf(needsInputGrad(0), dq), keepIf(needsInputGrad(1), dk),
+                    keepIf(needsInputGrad(2), dv)};
+            }
+        };
+        node.attach(out);
+        if (out.gradFn() != node) {
+            lse.close(); // no graph recorded: the logsumexp is not needed
+        }
+        return out;
+    }
+
+    /** 64 random bits from two draws of generator: the dropout mask's seed for one call. */
+    private static long drawSeed(Generator generator) {
+        long high = generator.nextInt(Integer.MAX_VALUE);
+        long low = generator.nextInt(Integer.MAX_VALUE);
+        return (high << 33) ^ (low << 2) ^ (high >>> 29);
+    }
+
+    private static Tensor keepIf(boolean needed, Tensor grad) {
+        if (!needed) {
+            grad.close();
+            return null;
+        }
+        return grad;
+    }
+}

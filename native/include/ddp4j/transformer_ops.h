@@ -1,0 +1,50 @@
+// transformer_ops.h: the transformer layers' ops (src/core/ops_transformer.cpp, JNI family
+// TransformerNatives; attention in src/core/ops_attention.cpp, AttentionNatives). As ops.h: each
+// checks dtypes, devices and shapes (InvalidArgument naming them), allocates outputs on the
+// inputs' device and calls the registered kernel (transformer_kernels.h).
+#pragma once
+#include <vector>
+
+#include "ddp4j/tensor.h"
+#include "ddp4j/transformer_kernels.h"
+
+namespace ddp4j::ops {
+
+/** torch.nn.functional.embedding: index int64 [*], weight float32 [V, D] -> [*, D]. */
+Tensor embedding_forward(const Tensor& index, const Tensor& weight);
+/** The dense weight gradient [V, D] (padding_idx < 0: none). */
+Tensor embedding_backward(const Tensor& gout, const Tensor& index, int64_t num_embeddings, int64_t padding_idx);
+
+/**
+ * torch.nn.functional.layer_norm over the trailing `normalized_dims` dims of x; weight and bias
+ * (of those dims' shape) may be undefined. Returns {y, mean, rstd}.
+ */
+std::vector<Tensor> layer_norm_forward(const Tensor& x, int normalized_dims, const Tensor& weight, const Tensor& bias,
+                                       double eps);
+/** Returns {dx, dweight, dbias} (the latter two undefined without weight / bias). */
+std::vector<Tensor> layer_norm_backward(const Tensor& gy, const Tensor& x, int normalized_dims, const Tensor& mean,
+                                        const Tensor& rstd, const Tensor& weight, bool has_bias);
+
+/** torch.nn.functional.gelu(x, approximate='tanh' if tanh else 'none'). */
+Tensor gelu_forward(const Tensor& x, bool tanh);
+Tensor gelu_backward(const Tensor& gy, const Tensor& x, bool tanh);
+
+/**
+ * torch.nn.functional.scaled_dot_product_attention (fused, no L x S buffer): q [..., L, E],
+ * k [..., S, E], v [..., S, Ev] with equal leading dims; mask undefined or float32 broadcastable to
+ * [..., L, S]; scale <= 0 means 1 / sqrt(E). Returns {out [..., L, Ev], lse [..., L]}.
+ */
+std::vector<Tensor> attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                      bool causal, double scale, double dropout_p, uint64_t dropout_seed);
+/** Returns {dq, dk, dv}; the arguments as the forward's plus its out and lse. */
+std::vector<Tensor> attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& mask, const Tensor& out, const Tensor& lse, bool causal,
+                                       double scale, double dropout_p, uint64_t dropout_seed);
+
+/** Mean cross entropy over targets != ignore_index, logits [N, C]; returns {loss [], lse [N]}. */
+std::vector<Tensor> cross_entropy_lse_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index);
+/** glogits [N, C]. */
+Tensor cross_entropy_lse_backward(const Tensor& gout, const Tensor& logits, const Tensor& lse, const Tensor& target,
+                                  int64_t ignore_index);
+
+}  // namespace ddp4j::ops

@@ -1,0 +1,89 @@
+// CPU cross entropy for large vocabularies: the forward keeps only each row's logsumexp (not the
+// [N, C] probabilities), the backward recomputes softmax(x) = exp(x - lse) straight into the
+// gradient. Rows are split among the threads; the loss adds fixed blocks of rows in order, so it
+// does not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ddp4j/dispatch.h"
+#include "ddp4j/errors.h"
+#include "ddp4j/parallel.h"
+#include "ddp4j/transformer_kernels.h"
+
+namespace ddp4j::cpu {
+namespace {
+
+int64_t rows_per_block(int64_t classes) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(classes, 1)); }
+
+/** Throws InvalidArgument naming the first target outside [0, classes) that is not ignore_index; returns the count of the others. */
+int64_t count_targets(const char* op, const Tensor& target, int64_t classes, int64_t ignore_index) {
+  const int64_t* pt = target.data<int64_t>();
+  int64_t count = 0;
+  for (int64_t i = 0; i < target.numel(); ++i) {
+    if (pt[i] == ignore_index) continue;
+    DDP4J_CHECK_ARG(pt[i] >= 0 && pt[i] < classes, op, ": target ", pt[i], " at index ", i, " is out of range for ",
+                    classes, " classes (valid targets are 0 to ", classes - 1, ", or ignore_index ", ignore_index,
+                    ")");
+    ++count;
+  }
+  return count;
+}
+
+void cross_entropy_lse_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index, Tensor& out,
+                               Tensor& lse) {
+  const int64_t rows = logits.size(0), classes = logits.size(1);
+  const int64_t count = count_targets("cross_entropy", target, classes, ignore_index);
+  const float* px = logits.data<float>();
+  const int64_t* pt = target.data<int64_t>();
+  float* pl = lse.data<float>();
+  const double total = parallel_reduce_blocks(0, rows, rows_per_block(classes), [=](int64_t r0, int64_t r1) {
+    double part = 0;
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* x = px + r * classes;
+      float m = x[0];
+      for (int64_t c = 1; c < classes; ++c) m = x[c] > m ? x[c] : m;
+      double sum = 0;  // exp(x - m) <= 1: nothing overflows, and sum >= 1
+      for (int64_t c = 0; c < classes; ++c) sum += std::exp(x[c] - m);
+      const double log_sum = std::log(sum);
+      pl[r] = static_cast<float>(m + log_sum);
+      // -log_softmax[t] = log(sum) - (x[t] - m), in double so that huge logits cancel exactly.
+      if (pt[r] != ignore_index) part += log_sum - (static_cast<double>(x[pt[r]]) - m);
+    }
+    return part;
+  });
+  // Every target ignored: 0 / 0 = NaN, as PyTorch's mean.
+  *out.data<float>() = count == 0 ? std::numeric_limits<float>::quiet_NaN()
+                                  : static_cast<float>(total / static_cast<double>(count));
+}
+
+void cross_entropy_lse_backward(const Tensor& gout, const Tensor& logits, const Tensor& lse, const Tensor& target,
+                                int64_t ignore_index, Tensor& glogits) {
+  const int64_t rows = logits.size(0), classes = logits.size(1);
+  const int64_t count = count_targets("cross_entropy_backward", target, classes, ignore_index);
+  const float* px = logits.data<float>();
+  const float* pl = lse.data<float>();
+  const int64_t* pt = target.data<int64_t>();
+  float* pg = glogits.data<float>();
+  const float s = count == 0 ? 0.0f : static_cast<float>(*gout.data<float>() / static_cast<double>(count));
+  parallel_for(0, rows, rows_per_block(classes), [=](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* g = pg + r * classes;
+      if (pt[r] == ignore_index) {
+        std::fill(g, g + classes, 0.0f);
+        continue;
+      }
+      const float* x = px + r * classes;
+      const float l = pl[r];
+      for (int64_t c = 0; c < classes; ++c) g[c] = s * std::exp(x[c] - l);
+      g[pt[r]] = s * (std::exp(x[pt[r]] - l) - 1.0f);
+    }
+  });
+}
+
+}  // namespace
+
+DDP4J_REGISTER_KERNEL(cross_entropy_lse_forward, CPU, cross_entropy_lse_forward);
+DDP4J_REGISTER_KERNEL(cross_entropy_lse_backward, CPU, cross_entropy_lse_backward);
+
+}  // namespace ddp4j::cpu

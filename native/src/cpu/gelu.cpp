@@ -1,0 +1,60 @@
+// CPU GELU, exact (erf) and tanh-approximated, forward and backward, element by element: each
+// element is computed by one thread, so the bits do not depend on the thread count.
+#include <cmath>
+
+#include "ddp4j/dispatch.h"
+#include "ddp4j/parallel.h"
+#include "ddp4j/transformer_kernels.h"
+
+namespace ddp4j::cpu {
+namespace {
+
+constexpr float kSqrtHalf = 0.70710678118654752f;      // 1 / sqrt(2)
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;    // 1 / sqrt(2 pi)
+constexpr float kSqrt2OverPi = 0.79788456080286536f;   // sqrt(2 / pi)
+constexpr float kCubic = 0.044715f;
+
+void gelu_forward(const Tensor& x, bool tanh, Tensor& y) {
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  parallel_for(0, x.numel(), kGrainSize, [=](int64_t lo, int64_t hi) {
+    if (tanh) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const float v = px[i];
+        py[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v)));
+      }
+    } else {
+      for (int64_t i = lo; i < hi; ++i) py[i] = 0.5f * px[i] * (1.0f + std::erf(px[i] * kSqrtHalf));
+    }
+  });
+}
+
+void gelu_backward(const Tensor& gy, const Tensor& x, bool tanh, Tensor& gx) {
+  const float* pg = gy.data<float>();
+  const float* px = x.data<float>();
+  float* pgx = gx.data<float>();
+  parallel_for(0, x.numel(), kGrainSize, [=](int64_t lo, int64_t hi) {
+    if (tanh) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const float v = px[i];
+        const float t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
+        const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
+        pgx[i] = pg[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dinner);
+      }
+    } else {
+      for (int64_t i = lo; i < hi; ++i) {
+        const float v = px[i];
+        const float cdf = 0.5f * (1.0f + std::erf(v * kSqrtHalf));
+        const float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
+        pgx[i] = pg[i] * (cdf + v * pdf);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+DDP4J_REGISTER_KERNEL(gelu_forward, CPU, gelu_forward);
+DDP4J_REGISTER_KERNEL(gelu_backward, CPU, gelu_backward);
+
+}  // namespace ddp4j::cpu
