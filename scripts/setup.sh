@@ -13,6 +13,9 @@ packages=(cmake make g++ libgloo-dev libopenblas-dev dataset-fashion-mnist fontc
 # the namespace cluster of the multi-host tests (scripts/cluster.sh): ip netns and tc (iproute2),
 # packet loss and drops (nftables), kill(1) for SIGSTOP/SIGCONT (procps)
 packages+=(iproute2 nftables procps)
+# the text corpus of the GPT demo (org.ddp4j.text.PrepareText's default input): fortunes-min and fortunes put
+# 15,000 English fortunes, 2.5 MB of plain UTF-8 text separated by '%' lines, in /usr/share/games/fortunes
+packages+=(fortunes-min fortunes)
 command -v mvn >/dev/null 2>&1 || packages+=(maven)
 command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 missing=()

@@ -61,6 +61,11 @@ public final class CosineAnnealingLR extends LRScheduler {
     }
 
     @Override
+    protected double closedFormLr(int group, double lr, double baseLr) {
+        return etaMin + (baseLr - etaMin) * (1 + Math.cos(Math.PI * lastEpoch() / tMax)) / 2;
+    }
+
+    @Override
     protected void putHyperParameters(Map<String, Object> out) {
         out.put("T_max", tMax);
         out.put("eta_min", etaMin);

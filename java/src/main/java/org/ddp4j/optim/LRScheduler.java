@@ -13,6 +13,10 @@ import java.util.Map;
  * {@code optimizer.step()} calls) advances {@code last_epoch} and sets each group's lr from its
  * own current and base lr. Subclasses compute the next lr with PyTorch's own (chainable)
  * formulas, so the sequences match PyTorch's to the last bits.
+ *
+ * <p>Base lrs are PyTorch's {@code initial_lr}: the first scheduler made on an optimizer records each
+ * group's lr, and later ones on the same optimizer start from that value, not from the lr the
+ * earlier scheduler set (so {@link SequentialLR}'s parts share one base).
  */
 public abstract class LRScheduler {
     private final Optimizer optimizer;
@@ -24,7 +28,9 @@ public abstract class LRScheduler {
     /** Starts the schedule at epoch 0 from each group's current lr (PyTorch's {@code last_epoch=-1}). */
     protected LRScheduler(Optimizer optimizer) {
         this.optimizer = optimizer;
-        this.baseLrs = groupLrs();
+        List<Double> initial = new ArrayList<>();
+        optimizer.paramGroups().forEach(g -> initial.add(g.initialLrOrSet()));
+        this.baseLrs = List.copyOf(initial);
         this.lastEpoch = -1;
     }
 
@@ -46,17 +52,21 @@ public abstract class LRScheduler {
     protected abstract double computeLr(int group, double currentLr, double baseLr);
 
     /**
+     * Group {@code group}'s lr at epoch {@link #lastEpoch()} from its base lr alone: PyTorch's
+     * {@code _get_closed_form_lr()}, which {@code step(epoch)} uses (as {@link SequentialLR} does at a
+     * milestone). Schedulers without a closed form in PyTorch keep this default, {@link #computeLr}.
+     */
+    protected double closedFormLr(int group, double currentLr, double baseLr) {
+        return computeLr(group, currentLr, baseLr);
+    }
+
+    /**
      * Advances one epoch and sets every group's lr. Mirrors {@code scheduler.step()}.
      *
      * @throws IllegalStateException if groups were added to the optimizer after the scheduler was made
      */
     public void step() {
-        List<ParamGroup> groups = optimizer.paramGroups();
-        if (groups.size() != baseLrs.size()) {
-            throw new IllegalStateException(getClass().getSimpleName() + " was made for " + baseLrs.size()
-                    + " parameter groups but the optimizer now has " + groups.size() + " (make the scheduler after"
-                    + " adding the groups)");
-        }
+        List<ParamGroup> groups = checkedGroups();
         stepCount++;
         lastEpoch++;
         for (int i = 0; i < groups.size(); i++) {
@@ -64,6 +74,42 @@ public abstract class LRScheduler {
             g.setLr(computeLr(i, g.lr(), baseLrs.get(i)));
         }
         lastLrs = groupLrs();
+    }
+
+    /**
+     * Jumps to {@code epoch} and sets every group's lr from the closed form ({@link #closedFormLr}).
+     * PyTorch's deprecated {@code scheduler.step(epoch)}; {@link SequentialLR} restarts a part with it.
+     */
+    void stepTo(int epoch) {
+        List<ParamGroup> groups = checkedGroups();
+        stepCount++;
+        lastEpoch = epoch;
+        for (int i = 0; i < groups.size(); i++) {
+            ParamGroup g = groups.get(i);
+            g.setLr(closedFormLr(i, g.lr(), baseLrs.get(i)));
+        }
+        lastLrs = groupLrs();
+    }
+
+    /** {@code scheduler.last_epoch -= 1}: SequentialLR undoes the step each part's constructor made. */
+    void undoInitialStep() {
+        lastEpoch--;
+    }
+
+    /** PyTorch's {@code _initial_step()} again (the step count restarts): SequentialLR's first part. */
+    void redoInitialStep() {
+        stepCount = 0;
+        step();
+    }
+
+    private List<ParamGroup> checkedGroups() {
+        List<ParamGroup> groups = optimizer.paramGroups();
+        if (groups.size() != baseLrs.size()) {
+            throw new IllegalStateException(getClass().getSimpleName() + " was made for " + baseLrs.size()
+                    + " parameter groups but the optimizer now has " + groups.size() + " (make the scheduler after"
+                    + " adding the groups)");
+        }
+        return groups;
     }
 
     /** The lr that the last {@link #step()} set, one per parameter group. Mirrors {@code get_last_lr()}. */

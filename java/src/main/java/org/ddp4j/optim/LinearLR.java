@@ -58,6 +58,11 @@ public final class LinearLR extends LRScheduler {
     }
 
     @Override
+    protected double closedFormLr(int group, double lr, double baseLr) {
+        return baseLr * (startFactor + (endFactor - startFactor) * Math.min(totalIters, lastEpoch()) / totalIters);
+    }
+
+    @Override
     protected void putHyperParameters(Map<String, Object> out) {
         out.put("start_factor", startFactor);
         out.put("end_factor", endFactor);

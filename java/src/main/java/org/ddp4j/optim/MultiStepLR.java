@@ -48,6 +48,15 @@ public final class MultiStepLR extends LRScheduler {
         return times == null ? lr : lr * Math.pow(gamma, times);
     }
 
+    @Override
+    protected double closedFormLr(int group, double lr, double baseLr) {
+        int passed = 0; // bisect_right(sorted milestones, last_epoch)
+        for (int m : milestones()) {
+            passed += m <= lastEpoch() ? 1 : 0;
+        }
+        return baseLr * Math.pow(gamma, passed);
+    }
+
     /** The milestones, sorted, each as often as it was given. */
     public List<Integer> milestones() {
         List<Integer> out = new ArrayList<>();

@@ -174,6 +174,7 @@ public final class OneCycleLR extends LRScheduler {
         }
         for (int i = 0; i < groups.size(); i++) {
             groups.get(i).setLr(maxLrs.get(i) / options.divFactor());
+            groups.get(i).setInitialLr(maxLrs.get(i) / options.divFactor()); // PyTorch sets group["initial_lr"] too
             if (options.cycleMomentum()) {
                 setMomentum(groups.get(i), hasBetas, options.maxMomentum());
             }

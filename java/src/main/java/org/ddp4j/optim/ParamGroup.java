@@ -22,6 +22,12 @@ public final class ParamGroup {
     private final Optimizer owner;
     private final List<Tensor> params;
     private final Map<String, Object> options;
+    /**
+     * PyTorch's {@code group["initial_lr"]}: the lr the first scheduler found, which later schedulers
+     * on the same optimizer take as their base lr; null until a scheduler is made. Kept out of
+     * {@link #options()}: it is the schedulers' bookkeeping, not an optimizer option.
+     */
+    private Double initialLr;
 
     ParamGroup(Optimizer owner, List<Tensor> params, Map<String, Object> options) {
         this.owner = owner;
@@ -93,6 +99,19 @@ public final class ParamGroup {
         owner.checkOptions(changed);
         options.clear();
         options.putAll(changed);
+    }
+
+    /** {@code group.setdefault("initial_lr", group["lr"])}: the lr the group's first scheduler found. */
+    double initialLrOrSet() {
+        if (initialLr == null) {
+            initialLr = lr();
+        }
+        return initialLr;
+    }
+
+    /** {@code group["initial_lr"] = lr} (OneCycleLR starts its own schedule). */
+    void setInitialLr(double lr) {
+        initialLr = lr;
     }
 
     /** Replaces every option at once (a loaded state dict's); the caller has checked them. */

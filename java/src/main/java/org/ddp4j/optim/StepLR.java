@@ -45,6 +45,11 @@ public final class StepLR extends LRScheduler {
     }
 
     @Override
+    protected double closedFormLr(int group, double lr, double baseLr) {
+        return baseLr * Math.pow(gamma, Math.floorDiv(lastEpoch(), stepSize));
+    }
+
+    @Override
     protected void putHyperParameters(Map<String, Object> out) {
         out.put("step_size", stepSize);
         out.put("gamma", gamma);
