@@ -1,6 +1,9 @@
 package org.ddp4j.models.gpt2;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import org.ddp4j.nn.Linear;
 import org.ddp4j.nn.Module;
 import org.ddp4j.nn.functional.Functional;
@@ -60,6 +63,23 @@ public class GPT2LMHeadModel extends Module {
         Tensor logits = forward(inputIds);
         long v = logits.size(2);
         return Functional.crossEntropy(logits.view(-1, v), targets.view(-1), IGNORE_INDEX);
+    }
+
+    /**
+     * Parameter groups for AdamW as nanoGPT's {@code configure_optimizers}: weight decay on the
+     * matrices and embeddings (every parameter of 2 or more dimensions), none on biases and layer
+     * norms. Pass them to {@code new AdamW(groups, options)}.
+     *
+     * @param weightDecay the decay of the first group, e.g. 0.1
+     * @return two groups, {@code params} and {@code weight_decay} each, in parameter order
+     */
+    public List<Map<String, Object>> parameterGroups(double weightDecay) {
+        List<Tensor> decay = new ArrayList<>();
+        List<Tensor> noDecay = new ArrayList<>();
+        for (Tensor p : parameters()) {
+            (p.dim() >= 2 ? decay : noDecay).add(p);
+        }
+        return List.of(Map.of("params", decay, "weight_decay", weightDecay), Map.of("params", noDecay, "weight_decay", 0.0));
     }
 
     /** The head ({@code lm_head}), a Linear whose weight is {@code transformer.wte.weight}. */
