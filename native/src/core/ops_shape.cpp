@@ -12,17 +12,14 @@ void check_index(const char* op, const Tensor& x, int dim, const Tensor& index, 
   DDP4J_CHECK_ARG(index.defined(), op, ": the index is missing");
   DDP4J_CHECK_ARG(index.dtype() == DType::Int64, op, ": index must be int64, got ", index.describe());
   check_same_device(op, x, index);
-  const int64_t* p = index.data<int64_t>();
+  // The values are checked on the host (an index on a GPU is copied back first: a synchronisation).
+  const Tensor host = index.device().type == DeviceType::CPU ? index : to_device(index, Device{});
+  const int64_t* p = host.data<int64_t>();
   for (int64_t i = 0; i < index.numel(); ++i) {
     DDP4J_CHECK_ARG(p[i] >= 0 && p[i] < limit, op, ": index value ", p[i], " at position ", i,
                     " is out of range for dimension ", dim, " of size ", limit, " of a tensor of shape ",
                     shape_str(x.shape()));
   }
-}
-
-void check_cpu(const char* op, const Tensor& x) {
-  DDP4J_CHECK_ARG(x.device().type == DeviceType::CPU, op, " runs on the CPU so far, got ", x.describe(),
-                  "; move it with to(Device.CPU)");
 }
 
 }  // namespace
@@ -111,7 +108,6 @@ Tensor narrow_backward(const Tensor& gy, const Shape& x_shape, int64_t dim, int6
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_cpu("index_select", x);
   DDP4J_CHECK_ARG(x.dim() > 0, "index_select: the input ", x.describe(), " has no dimension to select from");
   const int d = wrap_dim("index_select", dim, x.dim(), x.shape());
   DDP4J_CHECK_ARG(index.defined() && index.dim() <= 1, "index_select: index must be 1-D (or a scalar), got ",
@@ -152,7 +148,6 @@ void check_gather_index(const char* op, const Shape& x_shape, int d, const Tenso
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_cpu("gather", x);
   DDP4J_CHECK_ARG(x.dim() > 0, "gather: the input ", x.describe(), " has no dimension to gather along");
   const int d = wrap_dim("gather", dim, x.dim(), x.shape());
   check_gather_index("gather", x.shape(), d, index);

@@ -1,7 +1,7 @@
 // Every CUDA kernel against the CPU kernel of the same op: random inputs built on the host, the op
 // run through ddp4j::ops on the CPU and, on copies moved to cuda:0 with ops::to_device, on the GPU;
 // results brought back must agree to a norm-wise relative error max|gpu - cpu| / max|cpu| of 1e-5
-// (int64 results exactly). Shapes include odd sizes that are not multiples of the GEMM tiles,
+// (int64 and bool results exactly). Shapes include odd sizes that are not multiples of the GEMM tiles,
 // strided and padded convolutions and pools, and every SGD variant. A bad cross-entropy target
 // on the GPU must surface as InvalidArgument at the next synchronisation.
 // Plain C++: CUDA is reached only through libddp4j_cuda (its cudart is linked statically there).
@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "cuda/cuda_context.h"
+#include "ddp4j/kernels.h"
 #include "ddp4j/ops.h"
 #include "test_util.h"
 
@@ -76,10 +78,14 @@ void compare(const std::string& name, const Tensor& cpu_ref, const Tensor& gpu_r
     ++test::failure_count();
     return;
   }
-  if (cpu_ref.dtype() == DType::Int64) {
+  if (cpu_ref.dtype() == DType::Int64 || cpu_ref.dtype() == DType::Bool) {
+    const bool wide = cpu_ref.dtype() == DType::Int64;
+    auto at = [wide](const Tensor& t, int64_t i) -> int64_t {
+      return wide ? t.data<int64_t>()[i] : static_cast<int64_t>(t.data<uint8_t>()[i]);
+    };
     int64_t bad = 0, first = -1;
     for (int64_t i = 0; i < got.numel(); ++i) {
-      if (got.data<int64_t>()[i] != cpu_ref.data<int64_t>()[i]) {
+      if (at(got, i) != at(cpu_ref, i)) {
         if (first < 0) first = i;
         ++bad;
       }
@@ -89,8 +95,7 @@ void compare(const std::string& name, const Tensor& cpu_ref, const Tensor& gpu_r
     } else {
       std::printf("FAIL %-60s %lld of %lld differ; first at %lld: %lld vs %lld\n", name.c_str(),
                   static_cast<long long>(bad), static_cast<long long>(got.numel()), static_cast<long long>(first),
-                  static_cast<long long>(got.data<int64_t>()[first]),
-                  static_cast<long long>(cpu_ref.data<int64_t>()[first]));
+                  static_cast<long long>(at(got, first)), static_cast<long long>(at(cpu_ref, first)));
       ++test::failure_count();
     }
     return;
@@ -598,6 +603,259 @@ void test_adam() {
   }
 }
 
+// ---- tensor-op families: broadcast, unary, reduce, matmul, shape ---------------------------------
+
+Tensor bools(const Shape& shape) {
+  std::bernoulli_distribution u(0.5);
+  Tensor t = Tensor::empty(shape, DType::Bool);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<uint8_t>()[i] = u(rng) ? 1 : 0;
+  return t;
+}
+
+/** Small int64 values (ties for the comparisons). */
+Tensor int64s(const Shape& shape, int64_t lo, int64_t hi) {
+  std::uniform_int_distribution<int64_t> u(lo, hi);
+  Tensor t = Tensor::empty(shape, DType::Int64);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<int64_t>()[i] = u(rng);
+  return t;
+}
+
+std::string pair_name(const char* op, const Shape& a, const Shape& b) {
+  return std::string(op) + " " + shape_str(a) + " " + shape_str(b);
+}
+
+void test_broadcast() {
+  using kernels::BinaryOp;
+  const std::pair<Shape, Shape> shapes[] = {
+      {{1000}, {1000}},      {{4, 1, 5}, {3, 1}},       {{2, 3, 4}, {4}},          {{}, {3, 4}},
+      {{7, 1, 1, 9}, {1, 6, 5, 1}}, {{2, 3, 1, 4}, {2, 1, 5, 4}}, {{33, 65}, {33, 1}}, {{0, 3}, {3}},
+  };
+  const char* names[] = {"add", "sub", "mul", "div", "eq", "ne", "lt", "gt", "le", "ge"};
+  for (const auto& [sa, sb] : shapes) {
+    Tensor a = uniform(sa), b = uniform(sb, 0.5f, 2.f);
+    for (int op = 0; op <= static_cast<int>(BinaryOp::Div); ++op) {
+      const auto code = static_cast<BinaryOp>(op);
+      compare(pair_name(names[op], sa, sb), ops::broadcast_binary(a, b, code),
+              ops::broadcast_binary(gpu(a), gpu(b), code));
+    }
+    Tensor fa = integers(sa, -2, 2), fb = integers(sb, -2, 2);  // ties
+    Tensor ia = int64s(sa, -2, 2), ib = int64s(sb, -2, 2);
+    Tensor ba = bools(sa), bb = bools(sb);
+    for (int op = static_cast<int>(BinaryOp::Eq); op <= static_cast<int>(BinaryOp::Ge); ++op) {
+      const auto code = static_cast<BinaryOp>(op);
+      compare(pair_name(names[op], sa, sb) + " float32", ops::broadcast_binary(fa, fb, code),
+              ops::broadcast_binary(gpu(fa), gpu(fb), code));
+      compare(pair_name(names[op], sa, sb) + " int64", ops::broadcast_binary(ia, ib, code),
+              ops::broadcast_binary(gpu(ia), gpu(ib), code));
+      compare(pair_name(names[op], sa, sb) + " bool", ops::broadcast_binary(ba, bb, code),
+              ops::broadcast_binary(gpu(ba), gpu(bb), code));
+    }
+  }
+  // where: three operands broadcast together, float32 and int64.
+  for (const auto& [sc, sa, sb] : {std::tuple{Shape{4, 1, 5}, Shape{3, 5}, Shape{4, 3, 1}},
+                                   std::tuple{Shape{1000}, Shape{1000}, Shape{}},
+                                   std::tuple{Shape{2, 1, 7}, Shape{1}, Shape{6, 1}}}) {
+    Tensor c = bools(sc);
+    Tensor a = uniform(sa), b = uniform(sb);
+    compare(pair_name("where", sa, sb) + " cond " + shape_str(sc), ops::where(c, a, b),
+            ops::where(gpu(c), gpu(a), gpu(b)));
+    Tensor ia = int64s(sa, -100, 100), ib = int64s(sb, -100, 100);
+    compare(pair_name("where int64", sa, sb) + " cond " + shape_str(sc), ops::where(c, ia, ib),
+            ops::where(gpu(c), gpu(ia), gpu(ib)));
+  }
+  // masked_fill: the mask broadcast to x's shape (the causal mask of attention: [T, T] over [B, H, T, T]).
+  for (const auto& [sx, sm] : {std::pair{Shape{2, 3, 16, 16}, Shape{16, 16}}, std::pair{Shape{4, 3, 5}, Shape{3, 1}},
+                               std::pair{Shape{1001}, Shape{1001}}}) {
+    Tensor x = uniform(sx), m = bools(sm);
+    compare(pair_name("masked_fill", sx, sm), ops::masked_fill(x, m, -1e9), ops::masked_fill(gpu(x), gpu(m), -1e9));
+    Tensor ix = int64s(sx, -5, 5);
+    compare(pair_name("masked_fill int64", sx, sm), ops::masked_fill(ix, m, 7), ops::masked_fill(gpu(ix), gpu(m), 7));
+    Tensor bx = bools(sx);
+    compare(pair_name("masked_fill bool", sx, sm), ops::masked_fill(bx, m, 1), ops::masked_fill(gpu(bx), gpu(m), 1));
+  }
+}
+
+void test_unary() {
+  using kernels::UnaryOp;
+  struct Case {
+    const char* name;
+    UnaryOp op;
+    double scalar;
+    bool positive;  // input in (0.1, 3): log, sqrt, non-integer pow
+  };
+  const Case cases[] = {
+      {"exp", UnaryOp::Exp, 0, false},        {"log", UnaryOp::Log, 0, true},
+      {"tanh", UnaryOp::Tanh, 0, false},      {"sqrt", UnaryOp::Sqrt, 0, true},
+      {"neg", UnaryOp::Neg, 0, false},        {"add scalar", UnaryOp::AddScalar, 0.75, false},
+      {"mul scalar", UnaryOp::MulScalar, -1.5, false}, {"div scalar", UnaryOp::DivScalar, 3.0, false},
+      {"pow 2", UnaryOp::Pow, 2, false},      {"pow 3", UnaryOp::Pow, 3, false},
+      {"pow 0.5", UnaryOp::Pow, 0.5, true},   {"pow -1", UnaryOp::Pow, -1, true},
+      {"pow 1.7", UnaryOp::Pow, 1.7, true},   {"pow -0.5", UnaryOp::Pow, -0.5, true},
+  };
+  for (const Case& c : cases) {
+    for (Shape s : {Shape{}, Shape{1000}, Shape{3, 77, 129}}) {
+      Tensor x = c.positive ? uniform(s, 0.1f, 3.f) : uniform(s, -3.f, 3.f);
+      compare(shape_name(c.name, s), ops::unary(x, c.op, c.scalar), ops::unary(gpu(x), c.op, c.scalar));
+    }
+  }
+  Tensor b = bools({1003});
+  compare("logical_not [1003]", ops::unary(b, UnaryOp::LogicalNot, 0), ops::unary(gpu(b), UnaryOp::LogicalNot, 0));
+}
+
+void test_reduce() {
+  // sum / mean over dims: trailing, leading (a permuted copy), all, keepdim, an empty dim.
+  const std::pair<Shape, std::vector<int64_t>> sums[] = {
+      {{4, 5, 6}, {}},        {{4, 5, 6}, {1}},   {{4, 5, 6}, {0, 2}}, {{4, 5, 6}, {-1}},
+      {{300, 200}, {}},       {{300, 200}, {0}},  {{7, 1000}, {1}},    {{3, 0, 4}, {1}},
+      {{2, 70000}, {1}},      {{}, {}},
+  };
+  for (const auto& [s, dims] : sums) {
+    Tensor x = uniform(s, -0.5f, 1.f);
+    for (bool mean : {false, true}) {
+      for (bool keep : {false, true}) {
+        const std::string tag = shape_name(mean ? "mean" : "sum", s) + " dims " + shape_str(dims) + (keep ? " keepdim" : "");
+        compare(tag, ops::sum_dims(x, dims, keep, mean), ops::sum_dims(gpu(x), dims, keep, mean));
+      }
+    }
+  }
+  // max over a dim: values and first indices, with ties and NaN (the first NaN wins).
+  for (Shape s : {Shape{4, 5, 6}, Shape{37, 1000}, Shape{1, 1}, Shape{300, 33}}) {
+    for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
+      Tensor x = integers(s, -3, 3);
+      if (x.numel() > 10) x.data<float>()[7] = NAN;
+      auto c = ops::max_dim(x, d, false);
+      auto g = ops::max_dim(gpu(x), d, false);
+      const std::string tag = shape_name("max", s) + " dim " + std::to_string(d);
+      compare(tag + " values", c[0], g[0]);
+      compare(tag + " indices", c[1], g[1]);
+    }
+  }
+  // softmax / log_softmax and backwards, along the last dim (a warp per row) and inner dims.
+  for (Shape s : {Shape{4, 5, 6}, Shape{7, 1000}, Shape{2, 3, 16, 16}, Shape{5}, Shape{3, 50257}}) {
+    for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
+      Tensor x = uniform(s, -10.f, 10.f);
+      for (bool log : {false, true}) {
+        const std::string tag = shape_name(log ? "log_softmax" : "softmax", s) + " dim " + std::to_string(d);
+        Tensor y = ops::softmax(x, d, log);
+        compare(tag, y, ops::softmax(gpu(x), d, log));
+        Tensor gy = uniform(s);
+        compare(tag + " backward", ops::softmax_backward(gy, y, d, log),
+                ops::softmax_backward(gpu(gy), gpu(y), d, log));
+      }
+    }
+  }
+  // A fully masked row (all -inf) gives NaN on both sides; a row of huge values stays finite.
+  Tensor x = uniform({3, 40});
+  for (int64_t c = 0; c < 40; ++c) {
+    x.data<float>()[c] = -INFINITY;
+    x.data<float>()[80 + c] += 1e4f;
+  }
+  x.data<float>()[40 + 5] = -INFINITY;
+  for (bool log : {false, true}) {
+    compare(log ? "log_softmax masked rows" : "softmax masked rows", ops::softmax(x, 1, log),
+            ops::softmax(gpu(x), 1, log));
+  }
+}
+
+void test_matmul() {
+  struct Case {
+    Shape a, b;
+    bool ta, tb;
+  };
+  const Case cases[] = {
+      {{5, 4}, {4, 3}, false, false},
+      {{2, 3, 5, 4}, {4, 6}, false, false},             // b shared by every batch (stride 0)
+      {{3, 1, 5, 4}, {1, 2, 4, 6}, false, false},       // both broadcast
+      {{2, 1, 3, 4, 5}, {1, 3, 1, 5, 6}, false, false}, // batch dims that do not merge: several runs
+      {{7, 33, 65}, {7, 65, 17}, false, false},
+      {{7, 65, 33}, {7, 65, 17}, true, false},
+      {{7, 33, 65}, {7, 17, 65}, false, true},
+      {{2, 4, 64, 80}, {2, 4, 64, 80}, false, true},    // attention scores q kᵀ
+      {{4, 130, 129}, {129, 70}, false, false},
+      {{2, 3, 0}, {2, 0, 4}, false, false},             // k = 0: zeros
+      {{1, 1}, {1, 1}, true, true},
+  };
+  for (const Case& c : cases) {
+    Tensor a = uniform(c.a), b = uniform(c.b);
+    const std::string tag = pair_name("matmul", c.a, c.b) + (c.ta ? " ta" : "") + (c.tb ? " tb" : "");
+    compare(tag, ops::matmul(a, b, c.ta, c.tb), ops::matmul(gpu(a), gpu(b), c.ta, c.tb));
+  }
+}
+
+void test_shape() {
+  // permute / transpose of float32, int64 and bool.
+  for (const auto& [s, dims] : {std::pair{Shape{2, 3, 4, 5}, std::vector<int64_t>{3, 1, 0, 2}},
+                                std::pair{Shape{33, 65}, std::vector<int64_t>{1, 0}},
+                                std::pair{Shape{4, 8, 3, 16}, std::vector<int64_t>{0, 2, 1, 3}},
+                                std::pair{Shape{}, std::vector<int64_t>{}}}) {
+    Tensor x = uniform(s), ix = int64s(s, -1000, 1000), bx = bools(s);
+    const std::string tag = shape_name("permute", s) + " " + shape_str(dims);
+    compare(tag, ops::permute(x, dims), ops::permute(gpu(x), dims));
+    compare(tag + " int64", ops::permute(ix, dims), ops::permute(gpu(ix), dims));
+    compare(tag + " bool", ops::permute(bx, dims), ops::permute(gpu(bx), dims));
+  }
+  Tensor t = uniform({3, 5, 7});
+  compare("transpose [3, 5, 7] -1 0", ops::transpose(t, -1, 0), ops::transpose(gpu(t), -1, 0));
+  // cat (with an empty piece), narrow and its backward.
+  for (int64_t d = 0; d < 3; ++d) {
+    Shape s0{2, 3, 4}, s1{2, 3, 4}, s2{2, 3, 4};
+    s1[d] = 5;
+    s2[d] = 0;
+    Tensor a = uniform(s0), b = uniform(s1), c = uniform(s2);
+    compare("cat dim " + std::to_string(d), ops::cat({a, b, c}, d), ops::cat({gpu(a), gpu(b), gpu(c)}, d));
+    Tensor ia = int64s(s0, -9, 9), ib = int64s(s1, -9, 9);
+    compare("cat int64 dim " + std::to_string(d), ops::cat({ia, ib}, d), ops::cat({gpu(ia), gpu(ib)}, d));
+    Tensor x = uniform({4, 6, 5});
+    const int64_t len = x.shape()[d] - 2;
+    compare("narrow dim " + std::to_string(d), ops::narrow(x, d, 1, len), ops::narrow(gpu(x), d, 1, len));
+    Shape gs = x.shape();
+    gs[d] = len;
+    Tensor gy = uniform(gs);
+    compare("narrow_backward dim " + std::to_string(d), ops::narrow_backward(gy, x.shape(), d, 1),
+            ops::narrow_backward(gpu(gy), x.shape(), d, 1));
+  }
+  // index_select with repeated indices (the backward adds them in index order) and its backward.
+  for (int64_t d = 0; d < 3; ++d) {
+    Tensor x = uniform({5, 6, 7});
+    Tensor idx = int64s({9}, 0, x.shape()[d] - 1);
+    const std::string tag = "index_select dim " + std::to_string(d);
+    Tensor y = ops::index_select(x, d, idx);
+    compare(tag, y, ops::index_select(gpu(x), d, gpu(idx)));
+    Tensor gy = uniform(y.shape());
+    compare(tag + " backward", ops::index_select_backward(gy, x.shape(), d, idx),
+            ops::index_select_backward(gpu(gy), x.shape(), d, gpu(idx)));
+    Tensor ix = int64s({5, 6, 7}, -50, 50);
+    compare(tag + " int64", ops::index_select(ix, d, idx), ops::index_select(gpu(ix), d, gpu(idx)));
+  }
+  Tensor table = uniform({50, 16});
+  Tensor tokens = int64s({37}, 0, 49);  // an embedding lookup and its gradient
+  compare("index_select embedding rows", ops::index_select(table, 0, tokens), ops::index_select(gpu(table), 0, gpu(tokens)));
+  // gather (index smaller than x off dim, larger along dim) and its scatter-add backward.
+  for (int64_t d = 0; d < 3; ++d) {
+    Shape xs{4, 5, 6}, is{3, 4, 5};
+    is[d] = 8;
+    Tensor x = uniform(xs);
+    Tensor idx = int64s(is, 0, xs[d] - 1);
+    const std::string tag = "gather dim " + std::to_string(d);
+    compare(tag, ops::gather(x, d, idx), ops::gather(gpu(x), d, gpu(idx)));
+    Tensor gy = uniform(is);
+    compare(tag + " backward", ops::gather_backward(gy, xs, d, idx), ops::gather_backward(gpu(gy), xs, d, gpu(idx)));
+  }
+  Tensor logits = uniform({16, 1000});
+  Tensor target = int64s({16, 1}, 0, 999);  // picking each row's target logit
+  compare("gather targets [16, 1000]", ops::gather(logits, 1, target), ops::gather(gpu(logits), 1, gpu(target)));
+  // tril / triu, float32 and bool (the causal mask), several diagonals.
+  for (int64_t diagonal : {-1, 0, 2}) {
+    for (bool upper : {false, true}) {
+      const std::string tag = std::string(upper ? "triu" : "tril") + " diagonal " + std::to_string(diagonal);
+      Tensor x = uniform({3, 4, 5});
+      compare(tag, ops::triangle(x, diagonal, upper), ops::triangle(gpu(x), diagonal, upper));
+      Tensor b = bools({16, 16});
+      compare(tag + " bool", ops::triangle(b, diagonal, upper), ops::triangle(gpu(b), diagonal, upper));
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -622,6 +880,11 @@ int main() {
     test_bad_target();
     test_sgd();
     test_adam();
+    test_broadcast();
+    test_unary();
+    test_reduce();
+    test_matmul();
+    test_shape();
     cuda::synchronize(0);
   } catch (const Error& e) {
     std::printf("FAIL unexpected error: %s\n", e.what());

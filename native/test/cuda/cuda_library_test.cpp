@@ -8,6 +8,7 @@
 #include "cuda/caching_allocator.h"
 #include "cuda/cuda_context.h"
 #include "ddp4j/allocator.h"
+#include "ddp4j/dispatch.h"
 #include "ddp4j/ops.h"
 #include "test_util.h"
 
@@ -72,8 +73,25 @@ void test_with_gpu() {
 
 }  // namespace
 
+/**
+ * Every kernel of the tensor-op families (shape, broadcast, unary, reduce, matmul) has a CUDA
+ * registration beside its CPU one, so ops on cuda tensors dispatch (checked with or without a GPU).
+ */
+void test_tensor_op_kernels_registered() {
+  for (const char* op : {"permute", "cat", "narrow", "narrow_backward", "index_select", "index_select_backward",
+                         "gather", "gather_backward", "triangle", "broadcast_binary", "where", "masked_fill", "unary",
+                         "sum_rows", "max_dim", "softmax", "softmax_backward", "matmul"}) {
+    CHECK(find_kernel(op, DeviceType::CPU) != nullptr);
+    if (find_kernel(op, DeviceType::CUDA) == nullptr) {
+      std::printf("FAIL no CUDA kernel registered for %s\n", op);
+      ++test::failure_count();
+    }
+  }
+}
+
 int main() {
   test_out_of_memory_message();
+  test_tensor_op_kernels_registered();
   std::string reason;
   try {
     std::printf("%d CUDA device(s)\n", cuda::device_count());
