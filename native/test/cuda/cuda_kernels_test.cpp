@@ -18,6 +18,7 @@
 #include "cuda/cuda_context.h"
 #include "ddp4j/kernels.h"
 #include "ddp4j/ops.h"
+#include "ddp4j/transformer_ops.h"
 #include "test_util.h"
 
 using namespace ddp4j;
@@ -856,6 +857,187 @@ void test_shape() {
   }
 }
 
+// ---- transformer layers (embedding, layer norm, GELU, cross entropy with lse, attention) ----------
+
+void test_layer_norm_cuda() {
+  struct Case {
+    Shape shape;
+    int normalized_dims;
+    bool weight, bias;
+    float lo, hi;  // an offset range: the mean is large against the spread
+  };
+  for (const Case& c : {Case{{1, 1}, 1, true, true, -1.f, 1.f}, Case{{7, 33}, 1, true, true, -1.f, 1.f},
+                        Case{{4, 16, 768}, 1, true, true, 5.f, 7.f}, Case{{300, 1000}, 1, false, false, -2.f, 2.f},
+                        Case{{3, 5, 7, 9}, 2, true, false, -1.f, 1.f}, Case{{2000, 64}, 1, true, true, -1.f, 1.f}}) {
+    const Shape norm(c.shape.end() - c.normalized_dims, c.shape.end());
+    Tensor x = uniform(c.shape, c.lo, c.hi);
+    Tensor w = c.weight ? uniform(norm, 0.5f, 1.5f) : Tensor(), b = c.bias ? uniform(norm) : Tensor();
+    Tensor gw = c.weight ? gpu(w) : Tensor(), gb = c.bias ? gpu(b) : Tensor();
+    auto cpu = ops::layer_norm_forward(x, c.normalized_dims, w, b, 1e-5);
+    auto cuda = ops::layer_norm_forward(gpu(x), c.normalized_dims, gw, gb, 1e-5);
+    const std::string tag = shape_name("layer_norm", c.shape) + (c.weight ? " w" : "") + (c.bias ? " b" : "");
+    compare(tag + " y", cpu[0], cuda[0]);
+    compare(tag + " mean", cpu[1], cuda[1]);
+    compare(tag + " rstd", cpu[2], cuda[2]);
+    Tensor gy = uniform(c.shape);
+    auto gcpu = ops::layer_norm_backward(gy, x, c.normalized_dims, cpu[1], cpu[2], w, c.bias);
+    auto gcuda = ops::layer_norm_backward(gpu(gy), gpu(x), c.normalized_dims, cuda[1], cuda[2], gw, c.bias);
+    compare(tag + " dx", gcpu[0], gcuda[0]);
+    if (c.weight) compare(tag + " dweight", gcpu[1], gcuda[1]);
+    if (c.bias) compare(tag + " dbias", gcpu[2], gcuda[2]);
+  }
+}
+
+void test_gelu_cuda() {
+  for (int64_t n : {1, 1000, 100003}) {
+    for (bool tanh : {false, true}) {
+      Tensor x = uniform({n}, -6.f, 6.f), gy = uniform({n});
+      const std::string tag = shape_name(tanh ? "gelu tanh" : "gelu none", {n});
+      compare(tag + " forward", ops::gelu_forward(x, tanh), ops::gelu_forward(gpu(x), tanh));
+      compare(tag + " backward", ops::gelu_backward(gy, x, tanh), ops::gelu_backward(gpu(gy), gpu(x), tanh));
+    }
+  }
+}
+
+void test_embedding_cuda() {
+  struct Case {
+    int64_t v, d;
+    Shape index;
+    int64_t padding_idx;
+  };
+  for (const Case& c : {Case{50, 33, {4, 9}, -1}, Case{50, 33, {4, 9}, 3}, Case{7, 1, {100}, 0},
+                        Case{1000, 768, {4, 512}, -1}, Case{50257, 64, {3, 300}, 50256}}) {
+    Tensor w = uniform({c.v, c.d});
+    // Few distinct rows (many repeats: the scatter-add's order matters) plus the padding row.
+    const int64_t n = shape_numel(c.index);
+    Tensor idx = Tensor::empty(c.index, DType::Int64);
+    std::uniform_int_distribution<int64_t> u(0, std::min<int64_t>(c.v, 20) - 1);
+    for (int64_t i = 0; i < n; ++i) idx.data<int64_t>()[i] = i % 5 == 0 ? c.v - 1 : u(rng);
+    if (c.padding_idx >= 0) idx.data<int64_t>()[0] = c.padding_idx;
+    const std::string tag = "embedding [" + std::to_string(c.v) + ", " + std::to_string(c.d) + "] index " +
+                            shape_str(c.index) + " padding_idx " + std::to_string(c.padding_idx);
+    compare(tag + " forward", ops::embedding_forward(idx, w), ops::embedding_forward(gpu(idx), gpu(w)));
+    Shape gshape = c.index;
+    gshape.push_back(c.d);
+    Tensor gout = uniform(gshape);
+    compare(tag + " backward", ops::embedding_backward(gout, idx, c.v, c.padding_idx),
+            ops::embedding_backward(gpu(gout), gpu(idx), c.v, c.padding_idx));
+  }
+  // An index outside [0, V) surfaces as InvalidArgument naming it at the next synchronisation.
+  for (int64_t bad : {int64_t{50}, int64_t{-3}}) {
+    Tensor idx = labels(12, 50);
+    idx.data<int64_t>()[7] = bad;
+    bool thrown = false, right = false;
+    try {
+      Tensor out = ops::embedding_forward(gpu(idx), gpu(uniform({50, 8})));
+      cuda::synchronize(0);
+    } catch (const Error& e) {
+      thrown = true;
+      right = e.kind() == ErrorKind::InvalidArgument && std::string(e.what()).find(std::to_string(bad)) != std::string::npos;
+    }
+    std::printf("%s embedding bad index %-47lld %s\n", thrown && right ? "ok  " : "FAIL", static_cast<long long>(bad),
+                thrown ? (right ? "InvalidArgument at synchronize" : "wrong error") : "no error");
+    if (!(thrown && right)) ++test::failure_count();
+  }
+}
+
+void test_cross_entropy_lse_cuda() {
+  constexpr int64_t kIgnore = -100;
+  struct Case {
+    int64_t rows, classes;
+    int ignored_every;  // every k-th target is ignore_index (0: none); -1: all of them
+    float offset;       // added to every logit: large logits must cancel
+  };
+  for (const Case& c : {Case{1, 1, 0, 0.f}, Case{37, 10, 3, 0.f}, Case{256, 50257, 4, 0.f}, Case{64, 1000, 0, 1e4f},
+                        Case{9, 33, -1, 0.f}, Case{1030, 129, 7, -30.f}}) {
+    Tensor logits = uniform({c.rows, c.classes}, c.offset - 5.f, c.offset + 5.f);
+    Tensor target = labels(c.rows, c.classes);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      if (c.ignored_every < 0 || (c.ignored_every > 0 && r % c.ignored_every == 1)) target.data<int64_t>()[r] = kIgnore;
+    }
+    const std::string tag = "cross_entropy_lse [" + std::to_string(c.rows) + ", " + std::to_string(c.classes) +
+                            "] ignore every " + std::to_string(c.ignored_every) + " offset " +
+                            std::to_string(static_cast<int>(c.offset));
+    auto cpu = ops::cross_entropy_lse_forward(logits, target, kIgnore);
+    auto cuda = ops::cross_entropy_lse_forward(gpu(logits), gpu(target), kIgnore);
+    compare(tag + " loss", cpu[0], cuda[0]);
+    compare(tag + " lse", cpu[1], cuda[1]);
+    // Both backward kernels get the CPU's lse: exp(x - lse) at logits near 1e4 would magnify a one-ulp
+    // difference between the two forwards' lse.
+    Tensor gout = scalar(0.75f);
+    compare(tag + " backward", ops::cross_entropy_lse_backward(gout, logits, cpu[1], target, kIgnore),
+            ops::cross_entropy_lse_backward(gpu(gout), gpu(logits), gpu(cpu[1]), gpu(target), kIgnore));
+  }
+}
+
+/** An additive mask [L, S] (or [B, 1, L, S]): random values, some -inf, never on key 0 (no row fully masked). */
+Tensor attention_mask(const Shape& shape) {
+  Tensor m = uniform(shape, -2.f, 2.f);
+  const int64_t s = shape.back();
+  std::uniform_int_distribution<int> u(0, 9);
+  for (int64_t i = 0; i < m.numel(); ++i) {
+    if (i % s != 0 && u(rng) == 0) m.data<float>()[i] = -INFINITY;
+  }
+  return m;
+}
+
+void test_attention_cuda() {
+  struct Case {
+    int64_t l, s, e, ev;
+    bool causal;
+    int mask;  // 0: none, 1: [L, S], 2: [B, 1, L, S]
+    double dropout_p;
+  };
+  const int64_t batch = 2, heads = 3;
+  std::vector<Case> cases;
+  for (int64_t t : {1, 7, 64, 1000}) {
+    for (bool causal : {false, true}) {
+      for (int mask : {0, 1, 2}) {
+        if (t == 1000 && mask == 1) continue;  // [L, S] and [B, 1, L, S] take the same paths
+        cases.push_back(Case{t, t, 64, 64, causal, mask, 0.0});
+      }
+    }
+  }
+  cases.push_back(Case{7, 130, 24, 40, false, 1, 0.0});  // L != S, E != Ev, S not a tile multiple
+  cases.push_back(Case{130, 7, 40, 24, true, 2, 0.0});
+  cases.push_back(Case{64, 64, 64, 64, true, 0, 0.1});  // dropout: CPU and GPU draw the same keep mask
+  cases.push_back(Case{33, 70, 16, 16, false, 1, 0.5});
+  const uint64_t seed = 0x1234abcdULL;
+  for (const Case& c : cases) {
+    Tensor q = uniform({batch, heads, c.l, c.e}), k = uniform({batch, heads, c.s, c.e});
+    Tensor v = uniform({batch, heads, c.s, c.ev});
+    Tensor mask = c.mask == 0 ? Tensor()
+                  : c.mask == 1 ? attention_mask({c.l, c.s})
+                                : attention_mask({batch, 1, c.l, c.s});
+    Tensor gmask = mask.defined() ? gpu(mask) : Tensor();
+    const std::string tag = "attention L " + std::to_string(c.l) + " S " + std::to_string(c.s) + " E " +
+                            std::to_string(c.e) + " Ev " + std::to_string(c.ev) + (c.causal ? " causal" : "") +
+                            (c.mask == 1 ? " mask[L,S]" : c.mask == 2 ? " mask[B,1,L,S]" : "") +
+                            (c.dropout_p > 0 ? " dropout " + std::to_string(c.dropout_p).substr(0, 3) : "");
+    Tensor gq = gpu(q), gk = gpu(k), gv = gpu(v);
+    auto cpu = ops::attention_forward(q, k, v, mask, c.causal, 0, c.dropout_p, seed);
+    auto cuda = ops::attention_forward(gq, gk, gv, gmask, c.causal, 0, c.dropout_p, seed);
+    compare(tag + " out", cpu[0], cuda[0]);
+    compare(tag + " lse", cpu[1], cuda[1]);
+    Tensor gout = uniform(cpu[0].shape());
+    auto gcpu = ops::attention_backward(gout, q, k, v, mask, cpu[0], cpu[1], c.causal, 0, c.dropout_p, seed);
+    // The GPU backward gets the CPU forward's out and lse: the backward kernels are compared alone.
+    auto gcuda = ops::attention_backward(gpu(gout), gq, gk, gv, gmask, gpu(cpu[0]), gpu(cpu[1]), c.causal, 0,
+                                         c.dropout_p, seed);
+    compare(tag + " dq", gcpu[0], gcuda[0]);
+    compare(tag + " dk", gcpu[1], gcuda[1]);
+    compare(tag + " dv", gcpu[2], gcuda[2]);
+  }
+}
+
+void test_transformer_layers_cuda() {
+  test_layer_norm_cuda();
+  test_gelu_cuda();
+  test_embedding_cuda();
+  test_cross_entropy_lse_cuda();
+  test_attention_cuda();
+}
+
 }  // namespace
 
 int main() {
@@ -885,6 +1067,7 @@ int main() {
     test_reduce();
     test_matmul();
     test_shape();
+    test_transformer_layers_cuda();
     cuda::synchronize(0);
   } catch (const Error& e) {
     std::printf("FAIL unexpected error: %s\n", e.what());
