@@ -56,6 +56,8 @@ class ReadmeExamplesTest {
             Map.entry("ProcessGroup evens = Distributed.newGroup(List.of(0, 2));", "Tensor t, Tensor in, int rank, int world"),
             Map.entry("List<Tensor> decay = new ArrayList<>();", "Module model, int epochs"),
             Map.entry("ResNet model = ResNet.resnet50(10);", ""),
+            Map.entry("GPT2LMHeadModel model = new GPT2LMHeadModel(GPT2Config.gpt2(), new Generator(1337));",
+                    "Tensor x, Tensor y, Tensor prompt"),
             Map.entry("var accumulation = new GradientAccumulation(ddp, 4);", "DistributedDataParallel ddp, DataLoader loader, SGD optimizer,"
                     + " CrossEntropyLoss criterion"),
             Map.entry("ddp.registerCommHook(group, DefaultHooks.BF16_COMPRESS);",
