@@ -99,8 +99,7 @@ void GlooProcessGroup::run_op(Op& op) {
         close_connections();
       }
     } catch (const std::exception& e) {
-      Error translated = translate_gloo_error(op.work->description(), strip_location(e.what()), options_.timeout,
-                                             rank(), peer_addresses_);
+      Error translated = gloo_failure(op.work->description(), strip_location(e.what()));
       set_broken(translated.what());
       error = std::make_exception_ptr(translated);
       // Gloo leaves the other connections open; close them so that peers blocked on this rank

@@ -8,6 +8,7 @@
 #include <gloo/transport/device.h>
 
 #include "comm/gloo/peer_errors.h"
+#include "comm/gloo/peer_loss.h"
 #include "comm/gloo/point_to_point.h"
 #include "comm/gloo/rendezvous.h"
 #include "comm/gloo/small_allreduce.h"
@@ -18,13 +19,18 @@ namespace ddp4j {
 // ---------------------------------------------------------------------------------------------
 // Construction: device, rendezvous, full mesh.
 
-GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options)
+GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
+                                   std::shared_ptr<gloo::rendezvous::Store> records)
     : ProcessGroup(rank, size), options_(std::move(options)), recorder_(FlightRecorder::capacity_from_environment()) {
   DDP4J_CHECK_ARG(size >= 1, "process group size must be at least 1, got ", size);
   DDP4J_CHECK_ARG(rank >= 0 && rank < size, "rank must be in [0, ", size, "), got ", rank);
   DDP4J_CHECK_ARG(options_.timeout.count() > 0, "process group timeout must be positive, got ",
                   options_.timeout.count(), " ms");
   const std::shared_ptr<gloo::transport::Device> device = gloo_detail::open_tcp_device(options_, rank);
+  if (records && size > 1) {
+    loss_ = std::make_unique<PeerLossRecords>(std::move(records), rank);
+    loss_->publish_pid();  // before joining: a peer that sees this rank die reads it after the rendezvous
+  }
   gloo_detail::wait_for_ranks(store, rank, size, options_.timeout);
   connect_mesh(store, device);
   connect_small_allreduce(store, device);
@@ -51,7 +57,7 @@ void GlooProcessGroup::connect_mesh(gloo::rendezvous::Store& store,
         }
       },
       [this](const std::string& description, const std::string& gloo_message) {
-        return translate_gloo_error(description, gloo_message, options_.timeout, this->rank(), peer_addresses_);
+        return gloo_failure(description, gloo_message);
       });
 }
 
@@ -106,6 +112,18 @@ GlooProcessGroup::~GlooProcessGroup() {
   host_.reset();     // unmaps the segment, closes the leaders' connections
   small_.reset();    // unregisters its buffers from the pairs
   context_.reset();  // closes the pairs and stops Gloo's network thread
+}
+
+Error GlooProcessGroup::gloo_failure(const std::string& description, const std::string& gloo_message) {
+  const int peer = loss_ ? closed_peer(gloo_message, peer_addresses_) : -1;
+  if (peer >= 0) {
+    const DeadRank dead = loss_->explain_closed(peer);
+    if (dead.rank >= 0) {
+      loss_->record(dead);  // before this rank's connections close: its peers then read why
+      return loss_->died_error(dead, peer, description, gloo_message);
+    }
+  }
+  return translate_gloo_error(description, gloo_message, options_.timeout, rank(), peer_addresses_);
 }
 
 std::string GlooProcessGroup::transport() const { return host_ ? host_->transport() : "gloo"; }

@@ -33,6 +33,7 @@ namespace ddp4j {
 class SmallAllreduce;
 class HostCollectives;
 class GlooPointToPoint;
+class PeerLossRecords;
 
 /**
  * A ProcessGroup over Gloo's TCP transport for CPU tensors (float32, int64).
@@ -54,7 +55,13 @@ class GlooPointToPoint;
  */
 class GlooProcessGroup : public ProcessGroup {
  public:
-  GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options);
+  /**
+   * `records`: where a rank that loses a peer in a collective records the death, and reads its
+   * peers' records (PeerLossRecords), so that every survivor names the dead rank; its calls must
+   * give up within seconds. Null: errors name the peer whose connection closed.
+   */
+  GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
+                   std::shared_ptr<gloo::rendezvous::Store> records = nullptr);
   /** Fails collectives that have not started, waits for the running one, closes the connections. */
   ~GlooProcessGroup() override;
 
@@ -163,6 +170,9 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<HostCollectives> host_;  // shared memory; null: plain Gloo (see GlooOptions::shm)
   std::shared_ptr<SmallAllreduce> small_;  // the small all-reduce (see GlooOptions); null when off. Only
                                            // the op that holds running_ uses it
+  std::unique_ptr<PeerLossRecords> loss_;  // null without a records store
+  /** The error for a failed Gloo call (translate_gloo_error), naming the dead rank where the records tell it; records it. */
+  Error gloo_failure(const std::string& description, const std::string& gloo_message);
   std::vector<std::vector<std::string>> peer_addresses_;  // by rank, as Gloo's error messages print them (peer_errors.h)
   std::unique_ptr<GlooPointToPoint> p2p_;                // send and recv
 
