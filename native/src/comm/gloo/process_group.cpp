@@ -7,6 +7,8 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/device.h>
 
+#include <cstdlib>
+
 #include "comm/gloo/peer_errors.h"
 #include "comm/gloo/peer_loss.h"
 #include "comm/gloo/point_to_point.h"
@@ -35,7 +37,14 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
   connect_mesh(store, device);
   connect_small_allreduce(store, device);
   host_ = HostCollectives::create(store, device, rank, size, options_.timeout, options_.shm, options_.shm_host_id);
-  if (host_) flight_transport_ = host_->single_host() ? FlightTransport::kShm : FlightTransport::kShmGloo;
+  if (host_) {
+    flight_transport_ = host_->single_host() ? FlightTransport::kShm : FlightTransport::kShmGloo;
+    // A leader's failed step among the leaders then names the peer leader, and reads its record.
+    const auto& leaders = host_->leader_addresses();
+    for (size_t r = 0; r < leaders.size() && r < peer_addresses_.size(); r++) {
+      peer_addresses_[r].insert(peer_addresses_[r].end(), leaders[r].begin(), leaders[r].end());
+    }
+  }
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -120,6 +129,7 @@ Error GlooProcessGroup::gloo_failure(const std::string& description, const std::
     const DeadRank dead = loss_->explain_closed(peer);
     if (dead.rank >= 0) {
       loss_->record(dead);  // before this rank's connections close: its peers then read why
+      set_lost(dead.rank, std::atol(dead.pid.c_str()));
       return loss_->died_error(dead, peer, description, gloo_message);
     }
   }
@@ -138,6 +148,30 @@ void GlooProcessGroup::set_broken(const std::string& reason) {
   if (broken_.empty()) broken_ = reason;
 }
 
+void GlooProcessGroup::set_lost(int dead_rank, long dead_pid) {
+  std::lock_guard<std::mutex> lock(broken_mutex_);
+  if (lost_rank_ < 0) {
+    lost_rank_ = dead_rank;
+    lost_pid_ = dead_pid;
+  }
+}
+
+void GlooProcessGroup::abort_host(const std::string& reason) {
+  host_aborted_ = true;
+  int dead_rank;
+  long dead_pid;
+  {
+    std::lock_guard<std::mutex> lock(broken_mutex_);
+    dead_rank = lost_rank_;
+    dead_pid = lost_pid_;
+  }
+  if (dead_rank >= 0) {
+    host_->abort_for_death(reason, dead_rank, dead_pid);
+  } else {
+    host_->abort(reason);
+  }
+}
+
 void GlooProcessGroup::close_connections() {
   try {
     context_->closeConnections();
@@ -147,8 +181,7 @@ void GlooProcessGroup::close_connections() {
   if (host_) {
     host_->close_connections();
     // A leader whose Gloo step failed must release its host's other ranks too, not only its sockets.
-    host_aborted_ = true;
-    host_->abort(detail::concat("rank ", rank(), "'s process group failed: ", broken()));
+    abort_host(detail::concat("rank ", rank(), "'s process group failed: ", broken()));
   }
 }
 

@@ -152,6 +152,13 @@ class GlooProcessGroup : public ProcessGroup {
   std::string broken() const;
   /** Records the group's first failure. Any thread. */
   void set_broken(const std::string& reason);
+  /** Records the rank whose death (pid, 0 unknown) broke the group, if first. Any thread. */
+  void set_lost(int dead_rank, long dead_pid);
+  /**
+   * Breaks this host's shared-memory transport quoting `reason`, naming the dead rank there when
+   * set_lost knows one (HostCollectives::abort_for_death). Only the thread that runs the ops.
+   */
+  void abort_host(const std::string& reason);
   void worker_loop();
   void run_op(Op& op);
   void exchange_headers(const Op& op, uint32_t tag);
@@ -186,6 +193,8 @@ class GlooProcessGroup : public ProcessGroup {
 
   mutable std::mutex broken_mutex_;
   std::string broken_;  // first network error or timeout; later collectives and transfers fail fast
+  int lost_rank_ = -1;  // the rank whose death broke the group (set_lost), or -1
+  long lost_pid_ = 0;
   bool host_aborted_ = false;  // only the thread that set running_ (the worker, or a caller running an op inline)
 
   std::thread worker_;
