@@ -51,12 +51,14 @@ GlooOptions gloo_options_of(JNIEnv* env, jobject options) {
 
 extern "C" {
 
-JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_create(JNIEnv* env, jclass, jobject store, jint rank,
-                                                                   jint size, jobject options) {
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_create(JNIEnv* env, jclass, jobject store,
+                                                                   jobject records, jint rank, jint size,
+                                                                   jobject options) {
   return guarded(env, [&]() -> jlong {
     const GlooOptions gloo_options = gloo_options_of(env, options);
     JavaStore java_store(env, store);
-    return group_handle(new GlooProcessGroup(java_store, rank, size, gloo_options));
+    std::shared_ptr<JavaStore> lost_peers = records != nullptr ? std::make_shared<JavaStore>(env, records) : nullptr;
+    return group_handle(new GlooProcessGroup(java_store, rank, size, gloo_options, lost_peers));
   });
 }
 

@@ -1,6 +1,7 @@
 // The Gloo group's queue and worker thread: ops run one at a time in issue order, on the worker
 // or inline on the caller's thread when the queue is idle, each finishing its Work.
 #include "comm/gloo/peer_errors.h"
+#include "comm/gloo/peer_loss.h"
 #include "comm/gloo/process_group.h"
 #include "comm/host/host_collectives.h"
 
@@ -75,8 +76,7 @@ void GlooProcessGroup::run_op(Op& op) {
   if (!failed.empty()) {
     if (host_ && !host_aborted_) {
       // A failed transfer broke the group from another thread: release this host's other ranks.
-      host_aborted_ = true;
-      host_->abort(detail::concat("rank ", rank(), "'s process group failed: ", failed));
+      abort_host(detail::concat("rank ", rank(), "'s process group failed: ", failed));
     }
     error = std::make_exception_ptr(Error(
         ErrorKind::Distributed,
@@ -96,11 +96,16 @@ void GlooProcessGroup::run_op(Op& op) {
         // The shared-memory transport fails for good (its peers see the segment aborted); the
         // other hosts' ranks must not wait for this one until their timeout either.
         set_broken(e.what());
+        // A rank of this host died: record it before the leaders' connections close, so that the
+        // other hosts' leaders name it rather than this rank (peer_loss.h).
+        if (host_->dead_rank() >= 0) {
+          set_lost(host_->dead_rank(), host_->dead_pid());
+          if (loss_) loss_->record(DeadRank{host_->dead_rank(), std::to_string(host_->dead_pid())});
+        }
         close_connections();
       }
     } catch (const std::exception& e) {
-      Error translated = translate_gloo_error(op.work->description(), strip_location(e.what()), options_.timeout,
-                                             rank(), peer_addresses_);
+      Error translated = gloo_failure(op.work->description(), strip_location(e.what()));
       set_broken(translated.what());
       error = std::make_exception_ptr(translated);
       // Gloo leaves the other connections open; close them so that peers blocked on this rank

@@ -209,6 +209,16 @@ void record_peer_addresses(gloo::rendezvous::Store& gloo_store, gloo::Context& c
   }
 }
 
+int closed_peer(const std::string& gloo_message, const std::vector<std::vector<std::string>>& peer_addresses) {
+  if (is_gloo_timeout(gloo_message)) return -1;
+  for (size_t i = 0; i < peer_addresses.size(); i++) {
+    for (const std::string& address : peer_addresses[i]) {
+      if (!address.empty() && mentions_address(gloo_message, address)) return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
 Error translate_gloo_error(const std::string& desc, const std::string& gloo_message, std::chrono::milliseconds timeout,
                            int rank, const std::vector<std::vector<std::string>>& peer_addresses) {
   std::vector<PeerConnectionState> lossy;
@@ -263,13 +273,11 @@ Error translate_gloo_error(const std::string& desc, const std::string& gloo_mess
                                 " DDP4J_TIMEOUT_SECONDS if the work is just slow) [gloo: ",
                                 gloo_message, "]"));
   }
-  for (size_t i = 0; i < peer_addresses.size(); i++) {
-    for (const std::string& address : peer_addresses[i]) {
-      if (address.empty() || !mentions_address(gloo_message, address)) continue;
-      return Error(ErrorKind::Distributed,
-                   detail::concat(desc, " failed on rank ", rank, ": peer rank ", i,
-                                  " may have died or closed its process group [gloo: ", gloo_message, "]"));
-    }
+  const int peer = closed_peer(gloo_message, peer_addresses);
+  if (peer >= 0) {
+    return Error(ErrorKind::Distributed, detail::concat(desc, " failed on rank ", rank, ": peer rank ", peer,
+                                                        " may have died or closed its process group [gloo: ",
+                                                        gloo_message, "]"));
   }
   return Error(ErrorKind::Distributed,
                detail::concat(desc, " failed on rank ", rank, ": ", gloo_message,

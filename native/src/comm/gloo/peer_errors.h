@@ -29,6 +29,12 @@ bool is_gloo_timeout(const std::string& message);
 void record_peer_addresses(gloo::rendezvous::Store& gloo_store, gloo::Context& context,
                            std::vector<std::vector<std::string>>* peer_addresses);
 
+/**
+ * The peer rank whose closed connection a Gloo network error (not a timeout) reports, by the
+ * address `gloo_message` mentions (see record_peer_addresses); -1 when it names none.
+ */
+int closed_peer(const std::string& gloo_message, const std::vector<std::vector<std::string>>& peer_addresses);
+
 /** What the kernel's socket table says about this rank's TCP connection to one peer rank. */
 struct PeerConnectionState {
   int peer = -1;               // the peer's rank

@@ -7,7 +7,10 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/device.h>
 
+#include <cstdlib>
+
 #include "comm/gloo/peer_errors.h"
+#include "comm/gloo/peer_loss.h"
 #include "comm/gloo/point_to_point.h"
 #include "comm/gloo/rendezvous.h"
 #include "comm/gloo/small_allreduce.h"
@@ -18,18 +21,30 @@ namespace ddp4j {
 // ---------------------------------------------------------------------------------------------
 // Construction: device, rendezvous, full mesh.
 
-GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options)
+GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
+                                   std::shared_ptr<gloo::rendezvous::Store> records)
     : ProcessGroup(rank, size), options_(std::move(options)), recorder_(FlightRecorder::capacity_from_environment()) {
   DDP4J_CHECK_ARG(size >= 1, "process group size must be at least 1, got ", size);
   DDP4J_CHECK_ARG(rank >= 0 && rank < size, "rank must be in [0, ", size, "), got ", rank);
   DDP4J_CHECK_ARG(options_.timeout.count() > 0, "process group timeout must be positive, got ",
                   options_.timeout.count(), " ms");
   const std::shared_ptr<gloo::transport::Device> device = gloo_detail::open_tcp_device(options_, rank);
+  if (records && size > 1) {
+    loss_ = std::make_unique<PeerLossRecords>(std::move(records), rank);
+    loss_->publish_pid();  // before joining: a peer that sees this rank die reads it after the rendezvous
+  }
   gloo_detail::wait_for_ranks(store, rank, size, options_.timeout);
   connect_mesh(store, device);
   connect_small_allreduce(store, device);
   host_ = HostCollectives::create(store, device, rank, size, options_.timeout, options_.shm, options_.shm_host_id);
-  if (host_) flight_transport_ = host_->single_host() ? FlightTransport::kShm : FlightTransport::kShmGloo;
+  if (host_) {
+    flight_transport_ = host_->single_host() ? FlightTransport::kShm : FlightTransport::kShmGloo;
+    // A leader's failed step among the leaders then names the peer leader, and reads its record.
+    const auto& leaders = host_->leader_addresses();
+    for (size_t r = 0; r < leaders.size() && r < peer_addresses_.size(); r++) {
+      peer_addresses_[r].insert(peer_addresses_[r].end(), leaders[r].begin(), leaders[r].end());
+    }
+  }
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -51,7 +66,7 @@ void GlooProcessGroup::connect_mesh(gloo::rendezvous::Store& store,
         }
       },
       [this](const std::string& description, const std::string& gloo_message) {
-        return translate_gloo_error(description, gloo_message, options_.timeout, this->rank(), peer_addresses_);
+        return gloo_failure(description, gloo_message);
       });
 }
 
@@ -108,6 +123,19 @@ GlooProcessGroup::~GlooProcessGroup() {
   context_.reset();  // closes the pairs and stops Gloo's network thread
 }
 
+Error GlooProcessGroup::gloo_failure(const std::string& description, const std::string& gloo_message) {
+  const int peer = loss_ ? closed_peer(gloo_message, peer_addresses_) : -1;
+  if (peer >= 0) {
+    const DeadRank dead = loss_->explain_closed(peer);
+    if (dead.rank >= 0) {
+      loss_->record(dead);  // before this rank's connections close: its peers then read why
+      set_lost(dead.rank, std::atol(dead.pid.c_str()));
+      return loss_->died_error(dead, peer, description, gloo_message);
+    }
+  }
+  return translate_gloo_error(description, gloo_message, options_.timeout, rank(), peer_addresses_);
+}
+
 std::string GlooProcessGroup::transport() const { return host_ ? host_->transport() : "gloo"; }
 
 std::string GlooProcessGroup::broken() const {
@@ -120,6 +148,30 @@ void GlooProcessGroup::set_broken(const std::string& reason) {
   if (broken_.empty()) broken_ = reason;
 }
 
+void GlooProcessGroup::set_lost(int dead_rank, long dead_pid) {
+  std::lock_guard<std::mutex> lock(broken_mutex_);
+  if (lost_rank_ < 0) {
+    lost_rank_ = dead_rank;
+    lost_pid_ = dead_pid;
+  }
+}
+
+void GlooProcessGroup::abort_host(const std::string& reason) {
+  host_aborted_ = true;
+  int dead_rank;
+  long dead_pid;
+  {
+    std::lock_guard<std::mutex> lock(broken_mutex_);
+    dead_rank = lost_rank_;
+    dead_pid = lost_pid_;
+  }
+  if (dead_rank >= 0) {
+    host_->abort_for_death(reason, dead_rank, dead_pid);
+  } else {
+    host_->abort(reason);
+  }
+}
+
 void GlooProcessGroup::close_connections() {
   try {
     context_->closeConnections();
@@ -129,8 +181,7 @@ void GlooProcessGroup::close_connections() {
   if (host_) {
     host_->close_connections();
     // A leader whose Gloo step failed must release its host's other ranks too, not only its sockets.
-    host_aborted_ = true;
-    host_->abort(detail::concat("rank ", rank(), "'s process group failed: ", broken()));
+    abort_host(detail::concat("rank ", rank(), "'s process group failed: ", broken()));
   }
 }
 

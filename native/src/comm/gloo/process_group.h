@@ -33,6 +33,7 @@ namespace ddp4j {
 class SmallAllreduce;
 class HostCollectives;
 class GlooPointToPoint;
+class PeerLossRecords;
 
 /**
  * A ProcessGroup over Gloo's TCP transport for CPU tensors (float32, int64).
@@ -54,7 +55,13 @@ class GlooPointToPoint;
  */
 class GlooProcessGroup : public ProcessGroup {
  public:
-  GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options);
+  /**
+   * `records`: where a rank that loses a peer in a collective records the death, and reads its
+   * peers' records (PeerLossRecords), so that every survivor names the dead rank; its calls must
+   * give up within seconds. Null: errors name the peer whose connection closed.
+   */
+  GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
+                   std::shared_ptr<gloo::rendezvous::Store> records = nullptr);
   /** Fails collectives that have not started, waits for the running one, closes the connections. */
   ~GlooProcessGroup() override;
 
@@ -145,6 +152,13 @@ class GlooProcessGroup : public ProcessGroup {
   std::string broken() const;
   /** Records the group's first failure. Any thread. */
   void set_broken(const std::string& reason);
+  /** Records the rank whose death (pid, 0 unknown) broke the group, if first. Any thread. */
+  void set_lost(int dead_rank, long dead_pid);
+  /**
+   * Breaks this host's shared-memory transport quoting `reason`, naming the dead rank there when
+   * set_lost knows one (HostCollectives::abort_for_death). Only the thread that runs the ops.
+   */
+  void abort_host(const std::string& reason);
   void worker_loop();
   void run_op(Op& op);
   void exchange_headers(const Op& op, uint32_t tag);
@@ -163,6 +177,9 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<HostCollectives> host_;  // shared memory; null: plain Gloo (see GlooOptions::shm)
   std::shared_ptr<SmallAllreduce> small_;  // the small all-reduce (see GlooOptions); null when off. Only
                                            // the op that holds running_ uses it
+  std::unique_ptr<PeerLossRecords> loss_;  // null without a records store
+  /** The error for a failed Gloo call (translate_gloo_error), naming the dead rank where the records tell it; records it. */
+  Error gloo_failure(const std::string& description, const std::string& gloo_message);
   std::vector<std::vector<std::string>> peer_addresses_;  // by rank, as Gloo's error messages print them (peer_errors.h)
   std::unique_ptr<GlooPointToPoint> p2p_;                // send and recv
 
@@ -176,6 +193,8 @@ class GlooProcessGroup : public ProcessGroup {
 
   mutable std::mutex broken_mutex_;
   std::string broken_;  // first network error or timeout; later collectives and transfers fail fast
+  int lost_rank_ = -1;  // the rank whose death broke the group (set_lost), or -1
+  long lost_pid_ = 0;
   bool host_aborted_ = false;  // only the thread that set running_ (the worker, or a caller running an op inline)
 
   std::thread worker_;

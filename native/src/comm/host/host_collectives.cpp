@@ -15,6 +15,10 @@ HostCollectives::~HostCollectives() = default;
 
 bool HostCollectives::broken() const { return shm_ && shm_->broken(); }
 
+int HostCollectives::dead_rank() const { return shm_ ? shm_->dead_rank() : -1; }
+
+long HostCollectives::dead_pid() const { return shm_ ? static_cast<long>(shm_->dead_pid()) : 0; }
+
 void HostCollectives::allreduce(const Tensor& t, ReduceOp op, uint32_t tag, const Fingerprint* fp) {
   if (t.numel() == 0) return;
   const size_t n = static_cast<size_t>(t.numel());
@@ -73,6 +77,10 @@ void HostCollectives::barrier(const Fingerprint* fp) { shm_->barrier(fp); }
 
 void HostCollectives::abort(const std::string& reason) {
   if (shm_) shm_->abort(reason);
+}
+
+void HostCollectives::abort_for_death(const std::string& reason, int dead_rank, long dead_pid) {
+  if (shm_) shm_->abort_for_death(reason, dead_rank, static_cast<pid_t>(dead_pid));
 }
 
 void HostCollectives::close_connections() {

@@ -78,6 +78,17 @@ class HostCollectives {
   static constexpr size_t kInlineBytes = size_t{2} << 20;
   size_t inline_bytes() const { return inline_bytes_; }
   bool broken() const;
+  /**
+   * After a failure of this host's shared-memory stage (broken()): the group rank of this host's
+   * rank whose death (kill -9, a crash) caused it, and its pid; -1 and 0 when no death did.
+   */
+  int dead_rank() const;
+  long dead_pid() const;
+  /**
+   * The other hosts' leaders' addresses as Gloo's errors name them, by group rank (empty for
+   * non-leaders), so that a leader's failed Gloo step names the peer leader (peer_errors.h).
+   */
+  const std::vector<std::vector<std::string>>& leader_addresses() const { return leader_addresses_; }
 
   /**
    * In place; AVG (float32) divides by the world size once. `fp` (every call here; may be null):
@@ -104,6 +115,11 @@ class HostCollectives {
    * ops, or once it has stopped.
    */
   void abort(const std::string& reason);
+  /**
+   * abort() for the death of group rank `dead_rank` (pid `dead_pid`, 0 unknown), which this
+   * rank's Gloo step ran into: this host's other ranks name that rank first (ShmTransport::abort_for_death).
+   */
+  void abort_for_death(const std::string& reason, int dead_rank, long dead_pid);
 
  private:
   HostCollectives() = default;
@@ -124,6 +140,7 @@ class HostCollectives {
   std::vector<int> local_index_;         // group rank -> local rank on its host
   std::unique_ptr<shm::ShmTransport> shm_;   // null when this host has one rank
   std::shared_ptr<gloo::Context> leaders_;   // leaders only, hierarchical only
+  std::vector<std::vector<std::string>> leader_addresses_;  // by group rank; leaders only (leader_addresses())
   std::chrono::milliseconds timeout_{0};
   size_t inline_bytes_ = 0;
 };

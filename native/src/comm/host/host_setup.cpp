@@ -138,6 +138,16 @@ void HostCollectives::connect_leaders(gloo::rendezvous::Store& store,
                 detail::concat("rank ", rank_, ": connecting to the other hosts' leaders failed (", m, ")"));
   }
   leaders_ = context;
+  // Gloo's errors name a peer leader by address; record them under the leaders' group ranks.
+  std::vector<std::vector<std::string>> by_host;
+  record_peer_addresses(leaders_store, *context, &by_host);
+  leader_addresses_.assign(static_cast<size_t>(world_), {});
+  for (int r = 0; r < world_; r++) {
+    const int h = host_of_[static_cast<size_t>(r)];
+    if (local_index_[static_cast<size_t>(r)] == 0 && h < static_cast<int>(by_host.size())) {
+      leader_addresses_[static_cast<size_t>(r)] = by_host[static_cast<size_t>(h)];
+    }
+  }
 }
 
 }  // namespace ddp4j

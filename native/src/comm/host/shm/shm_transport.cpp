@@ -61,6 +61,8 @@ struct ShmTransport::AbortArea {
   std::atomic<uint32_t> state;  // 0 fine, 1 being written, 2 written, 3 local_rank's process exited (no message)
   int32_t local_rank;
   int32_t killed;  // 1 + the local rank whose death the writer saw, or 0 (the segment starts zeroed)
+  int32_t killed_elsewhere;  // 1 + the group rank on another host whose death the writer (a leader) learned of, or 0
+  int64_t killed_elsewhere_pid;  // its pid, or 0 when unknown
   char message[1024];
 };
 
@@ -200,7 +202,14 @@ void ShmTransport::fail(const Op& op, ErrorKind kind, const std::string& message
   throw Error(kind, message);
 }
 
+void ShmTransport::saw_death(int local) {
+  if (local < 0 || local >= local_size_) return;  // read from the segment: checked
+  dead_rank_ = global_ranks_[local];
+  dead_pid_ = pids_[local];
+}
+
 void ShmTransport::fail_died(int dead, const Op& op) {
+  saw_death(dead);
   const std::string message = died_during(dead, op);
   mark_aborted(message, dead);
   throw Error(ErrorKind::Distributed, message);
@@ -210,13 +219,28 @@ void ShmTransport::abort(const std::string& reason) {
   if (broken_.empty()) mark_aborted(reason, -1);
 }
 
-void ShmTransport::mark_aborted(const std::string& message, int dead) {
+void ShmTransport::abort_for_death(const std::string& reason, int dead_rank, pid_t dead_pid) {
+  if (!broken_.empty()) return;
+  const auto local = std::find(global_ranks_.begin(), global_ranks_.end(), dead_rank);
+  if (local != global_ranks_.end()) {  // one of this host's ranks: as if this rank had seen it here
+    saw_death(static_cast<int>(local - global_ranks_.begin()));
+    mark_aborted(reason, static_cast<int>(local - global_ranks_.begin()));
+    return;
+  }
+  dead_rank_ = dead_rank;
+  dead_pid_ = dead_pid;
+  mark_aborted(reason, -1, dead_rank, dead_pid);
+}
+
+void ShmTransport::mark_aborted(const std::string& message, int dead, int elsewhere_rank, pid_t elsewhere_pid) {
   broken_ = message;
   // First failure of the group wins the abort area; peers waiting anywhere stop at once.
   uint32_t expected = 0;
   if (abort_->state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
     abort_->local_rank = local_rank_;
     abort_->killed = dead + 1;
+    abort_->killed_elsewhere = elsewhere_rank + 1;
+    abort_->killed_elsewhere_pid = elsewhere_pid;
     std::snprintf(abort_->message, sizeof(abort_->message), "%s", message.c_str());
     abort_->state.store(2, std::memory_order_release);
   }
@@ -232,7 +256,7 @@ void ShmTransport::post() {
   if (me.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(&me.seq);
 }
 
-std::string ShmTransport::abandoned(const Op& op) const {
+std::string ShmTransport::abandoned(const Op& op) {
   // The rank that wins the abort area publishes its fields a few instructions after its claim
   // (state 1, then 2 or 3): give it a bounded moment, so this rank names what that one saw.
   uint32_t state = abort_->state.load(std::memory_order_acquire);
@@ -248,10 +272,21 @@ std::string ShmTransport::abandoned(const Op& op) const {
   }
   // A killed rank marks nothing: the survivor that noticed first aborted the group, and the others
   // learn of it here. Each names the dead rank itself, so every rank's log says what happened.
-  if (state == 2 && abort_->killed > 0) return died_during(abort_->killed - 1, op);
+  if (state == 2 && abort_->killed > 0 && abort_->killed <= local_size_) {
+    saw_death(abort_->killed - 1);
+    return died_during(abort_->killed - 1, op);
+  }
+  if (state == 2 && abort_->killed_elsewhere > 0 && r >= 0 && r < local_size_) {
+    dead_rank_ = abort_->killed_elsewhere - 1;
+    dead_pid_ = static_cast<pid_t>(abort_->killed_elsewhere_pid);
+    return died_elsewhere(r, op);
+  }
   if (state != 2) {
     const int dead = peers_.first_dead();
-    if (dead >= 0) return died_during(dead, op);
+    if (dead >= 0) {
+      saw_death(dead);
+      return died_during(dead, op);
+    }
   }
   return detail::concat("shared memory: ", describe(op), " abandoned: ",
                         state == 2 ? who(r) + " failed: " + std::string(abort_->message) : "a peer failed");
@@ -263,6 +298,17 @@ std::string ShmTransport::died_during(int dead, const Op& op) const {
                         " (shared memory): its process ", kPeerKilled,
                         " (killed, e.g. by kill -9 or the out-of-memory killer, or crashed); its own output, or"
                         " the launcher's, says why");
+}
+
+std::string ShmTransport::died_elsewhere(int via, const Op& op) const {
+  const std::string dead = dead_pid_ > 0 ? detail::concat("rank ", dead_rank_, " (pid ", dead_pid_, ")")
+                                         : detail::concat("rank ", dead_rank_);
+  return detail::concat(dead, " died during ",
+                        op.caller != nullptr && op.caller->present() ? ddp4j::describe(*op.caller) : describe(op),
+                        " (on another host; seen from rank ", global_ranks_[local_rank_], " through ", who(via),
+                        " of this host, whose Gloo step failed on it): its process ", kPeerKilled,
+                        " (killed, e.g. by kill -9 or the out-of-memory killer, or crashed); its own output, or the"
+                        " launcher's, says why");
 }
 
 void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {

@@ -222,12 +222,29 @@ class ShmTransport {
   bool broken() const { return !broken_.empty(); }
 
   /**
+   * The group rank of the local peer whose death (kill -9, a crash) failed this transport, seen
+   * by this rank or read from the segment's abort area; -1 when none did (or nothing failed).
+   * A hierarchical group's leader passes it on to the other hosts (peer_loss.h), so that they
+   * name the dead rank rather than the leader that closed its connections.
+   */
+  int dead_rank() const { return dead_rank_; }
+  /** The pid of dead_rank()'s process; 0 when none died (or unknown). */
+  pid_t dead_pid() const { return dead_pid_; }
+
+  /**
    * Breaks the transport from outside a call, e.g. when the process group failed elsewhere (a
    * leader's Gloo step) or is being destroyed: peers waiting in the segment stop at once with
    * Error(Distributed) quoting `reason`, instead of waiting for their timeout. Does nothing if
    * already broken. Call only while no other thread is inside a call on this transport.
    */
   void abort(const std::string& reason);
+  /**
+   * abort() for the death of group rank `dead_rank` (pid `dead_pid`, 0 unknown), which this rank
+   * learned of outside the segment (a Gloo step: a host leader's among the hosts, or the group's
+   * checks): this host's other ranks then name the dead rank first, and dead_rank() returns it on
+   * every rank of this host. The dead rank may be a local rank or one of another host.
+   */
+  void abort_for_death(const std::string& reason, int dead_rank, pid_t dead_pid);
 
  private:
   struct Op;  // what the current call is, for checks and messages
@@ -239,8 +256,13 @@ class ShmTransport {
   [[noreturn]] void fail(const Op& op, ErrorKind kind, const std::string& message);
   /** fail() for the death of local rank `dead`, recorded in the abort area for the other survivors. */
   [[noreturn]] void fail_died(int dead, const Op& op);
-  /** Claims the abort area for `message`; `dead`: the local rank whose death caused it, or -1. */
-  void mark_aborted(const std::string& message, int dead);
+  /**
+   * Claims the abort area for `message`; `dead`: the local rank whose death caused it, or -1;
+   * `elsewhere_rank`, `elsewhere_pid`: a group rank on another host whose death caused it, or -1.
+   */
+  void mark_aborted(const std::string& message, int dead, int elsewhere_rank = -1, pid_t elsewhere_pid = 0);
+  /** Records the death that failed this transport (dead_rank()): local rank `local`. */
+  void saw_death(int local);
   void post();
   void wait_peer(int peer, uint32_t target, const Op& op);
   void wait_all(uint32_t target, const Op& op);
@@ -250,9 +272,11 @@ class ShmTransport {
   std::string describe(const Op& op) const;
   std::string who(int local) const;
   /** The message of a call that stops because the abort area is set (a peer failed, closed or exited). */
-  std::string abandoned(const Op& op) const;
+  std::string abandoned(const Op& op);
   /** The message of a call that stops because local rank `dead` was killed or crashed. */
   std::string died_during(int dead, const Op& op) const;
+  /** The message of a call that stops because local rank `via` failed on the death of a rank of another host. */
+  std::string died_elsewhere(int via, const Op& op) const;
   /** Adds this transport to those the exit handler marks; registers the handler once per process. */
   void register_for_exit();
   /** Marks the segment: this rank's process is exiting with the transport still open. */
@@ -285,6 +309,8 @@ class ShmTransport {
   uint64_t step_ = 0;             // steps so far; slot = step_ & 1
   ShmStoreChoice stores_[64];     // by floor(log2(bytes)) of all-reduces and reduces (ShmOptions::stores kAuto)
   std::string broken_;
+  int dead_rank_ = -1;  // the group rank whose death failed this transport (dead_rank()), or -1
+  pid_t dead_pid_ = 0;
 };
 
 /** The segment bytes a transport of `local_size` ranks with `chunk_bytes` slots maps. */

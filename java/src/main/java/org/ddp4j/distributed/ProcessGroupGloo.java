@@ -108,7 +108,7 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
             GlooOptions options) {
         super(store, rank, size, timeout, resources);
         this.hostname = hostname != null ? hostname : defaultHostname(null, options);
-        setHandle(GlooNatives.create(new StoreForNative(store), rank, size, new GlooGroupOptions(millis(timeout),
+        setHandle(GlooNatives.create(new StoreForNative(store), new LostPeerRecords(store), rank, size, new GlooGroupOptions(millis(timeout),
                 this.hostname, options.socketIfname(), options.checkCollectives(), options.smallAllReduceBytes(),
                 options.smallAllReduceSyncReads(), options.shm(), options.shmHostId())));
         this.transport = GlooNatives.transport(handle("transport"));

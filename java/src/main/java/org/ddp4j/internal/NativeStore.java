@@ -5,7 +5,8 @@ package org.ddp4j.internal;
  * (native/src/jni/java_store.cpp; the method names and JNI signatures are in
  * native/src/jni/java_names.h, which must change with this interface). The caller adapts its public
  * store to this; the native side may call it from any thread (a native thread is attached to the
- * JVM as a daemon), but only while {@link GlooNatives#create} runs.
+ * JVM as a daemon), only while {@link GlooNatives#create} runs, except the group's records store, which it
+ * calls for the group's life.
  *
  * <p>Errors: a {@code DistributedTimeoutException} thrown here reaches the caller of
  * {@link GlooNatives#create} as a {@code DistributedTimeoutException}, any other

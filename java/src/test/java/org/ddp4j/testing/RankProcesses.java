@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 import java.util.function.IntUnaryOperator;
 
 /**
@@ -27,6 +28,15 @@ public final class RankProcesses {
      */
     public static List<String> run(Class<?> main, int world, Map<String, String> env, Duration limit,
             IntUnaryOperator expectedExit, String... args) throws Exception {
+        return run(main, world, rank -> env, limit, expectedExit, args);
+    }
+
+    /**
+     * As {@link #run(Class, int, Map, Duration, IntUnaryOperator, String...)}, with each rank's extra
+     * environment from {@code envOf} (e.g. a per-rank DDP4J_SHM_HOST_ID, to pretend hosts).
+     */
+    public static List<String> run(Class<?> main, int world, IntFunction<Map<String, String>> envOf, Duration limit,
+            IntUnaryOperator expectedExit, String... args) throws Exception {
         int port = LauncherProcess.freePort();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<Process> processes = new ArrayList<>();
@@ -43,7 +53,7 @@ public final class RankProcesses {
                 e.put("MASTER_PORT", Integer.toString(port));
                 e.put("WORLD_SIZE", Integer.toString(world));
                 e.put("RANK", Integer.toString(rank));
-                e.putAll(env);
+                e.putAll(envOf.apply(rank));
                 pb.redirectErrorStream(true);
                 processes.add(pb.start());
             }

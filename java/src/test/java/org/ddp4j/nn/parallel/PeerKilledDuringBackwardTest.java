@@ -39,10 +39,11 @@ class PeerKilledDuringBackwardTest {
         List<String> outputs = RankProcesses.run(PeerKilledMain.class, 2,
                 Map.of("DDP4J_TIMEOUT_SECONDS", "60", "DDP4J_SHM", "0"), Duration.ofSeconds(90),
                 rank -> rank == 0 ? 3 : 128 + 9, "");
+        String pid = line(outputs.get(1), "pid rank=1 ").substring("pid rank=1 ".length()).trim();
         String failed = line(outputs.get(0), "failed rank=0: ");
-        assertTrue(failed.contains("peer rank 1 may have died or closed its process group"), failed);
-        assertTrue(failed.contains("That peer's process ended without exiting or closing its process group (no exit mark in"
-                + " the store): killed"), failed);
+        assertTrue(failed.contains("rank 1 (pid " + pid + ") died during allReduce(AVG)"), failed);
+        assertTrue(failed.contains("(gloo, seen from rank 0): its process ended without exiting or closing its process"
+                + " group (no exit mark in the store: killed"), failed);
         assertFalse(failed.contains("ddp.join()"), failed);
         assertFalse(failed.contains("uneven inputs"), failed);
     }

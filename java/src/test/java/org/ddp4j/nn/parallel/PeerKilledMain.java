@@ -13,8 +13,9 @@ import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 
 /**
- * A rank process for {@link PeerKilledDuringBackwardTest}: trains a small MLP in DDP for 3 steps. Rank 1 prints
- * {@code pid rank=1 P}, and in its second backward, when the first layer's gradient is ready (before DDP's hook
+ * A rank process for {@link PeerKilledDuringBackwardTest} and {@link PeerKilledAmongManyTest}: trains a small MLP
+ * in DDP for 3 steps. The victim (the first argument, rank 1 without one) prints {@code pid rank=V P}, and in its
+ * second backward, when the first layer's gradient is ready (before DDP's hook
  * sees it, so its bucket is never launched), sends itself SIGKILL. A DistributedException prints
  * {@code failed rank=R: MESSAGE} and exits 3; finishing exits 0; anything else exits 2.
  */
@@ -27,13 +28,14 @@ public final class PeerKilledMain {
         try {
             ProcessGroup group = Distributed.initProcessGroup("gloo");
             rank = group.rank();
+            int victim = args.length > 0 && !args[0].isEmpty() ? Integer.parseInt(args[0]) : 1;
             Generator g = new Generator(7);
             Linear first = new Linear(4, 8, true, g);
             Sequential model = new Sequential(first, new ReLU(), new Linear(8, 2, true, g));
             int[] backwards = {0};
-            if (rank == 1) {
+            if (rank == victim) {
                 long pid = ProcessHandle.current().pid();
-                System.out.println("pid rank=1 " + pid);
+                System.out.println("pid rank=" + rank + " " + pid);
                 System.out.flush();
                 // Registered before DDP's own hooks, so it runs first: DDP never launches this bucket.
                 first.weight().registerPostAccumulateGradHook(grad -> {
