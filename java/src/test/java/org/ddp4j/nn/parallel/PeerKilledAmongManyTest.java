@@ -1,8 +1,5 @@
 package org.ddp4j.nn.parallel;
 
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,25 +37,17 @@ class PeerKilledAmongManyTest {
                             Integer.toString(launchers.port())), Duration.ofSeconds(150),
                     rank -> rank == victim ? 128 + 9 : 3, Integer.toString(victim));
         }
-        String pid = line(outputs.get(victim), "pid rank=" + victim + " ").substring(("pid rank=" + victim + " ").length())
-                .trim();
+        String pid = PeerKilledOutput.pid(outputs.get(victim), victim);
         List<String> survivors = new ArrayList<>();
         for (int rank = 0; rank < world; rank++) {
             if (rank != victim) {
-                survivors.add(line(outputs.get(rank), "failed rank=" + rank + ": "));
+                survivors.add(PeerKilledOutput.line(outputs.get(rank), "failed rank=" + rank + ": "));
             }
         }
         survivors.forEach(failed -> System.out.println(world + " ranks, rank " + victim + " killed, ring " + ring + ": "
                 + failed));
         for (String failed : survivors) {
-            assertTrue(failed.contains("rank " + victim + " (pid " + pid + ") died during allReduce(AVG)"), failed);
-            assertFalse(failed.contains("ddp.join()"), failed);
-            assertFalse(failed.contains("uneven inputs"), failed);
+            PeerKilledOutput.assertNamesTheDeadRank(failed, victim, pid);
         }
-    }
-
-    private static String line(String out, String prefix) {
-        return out.lines().filter(l -> l.startsWith(prefix)).findFirst()
-                .orElseThrow(() -> new AssertionError("no line starting with \"" + prefix + "\" in:\n" + out));
     }
 }

@@ -24,9 +24,9 @@ class PeerKilledDuringBackwardTest {
         List<String> outputs = RankProcesses.run(PeerKilledMain.class, 2,
                 Map.of("DDP4J_TIMEOUT_SECONDS", "60", "DDP4J_SHM", "1"), Duration.ofSeconds(90),
                 rank -> rank == 0 ? 3 : 128 + 9, "");
-        String pid = line(outputs.get(1), "pid rank=1 ").substring("pid rank=1 ".length()).trim();
+        String pid = PeerKilledOutput.pid(outputs.get(1), 1);
         assertTrue(outputs.get(0).contains("step rank=0 0"), "the first step completed: " + outputs.get(0));
-        String failed = line(outputs.get(0), "failed rank=0: ");
+        String failed = PeerKilledOutput.line(outputs.get(0), "failed rank=0: ");
         assertTrue(failed.contains("rank 1 (pid " + pid + ") died during allReduce(AVG)"), failed);
         assertTrue(failed.contains("DDP bucket 1 of 1"), failed);
         assertTrue(failed.contains("its process ended without exiting (killed"), failed);
@@ -39,17 +39,12 @@ class PeerKilledDuringBackwardTest {
         List<String> outputs = RankProcesses.run(PeerKilledMain.class, 2,
                 Map.of("DDP4J_TIMEOUT_SECONDS", "60", "DDP4J_SHM", "0"), Duration.ofSeconds(90),
                 rank -> rank == 0 ? 3 : 128 + 9, "");
-        String pid = line(outputs.get(1), "pid rank=1 ").substring("pid rank=1 ".length()).trim();
-        String failed = line(outputs.get(0), "failed rank=0: ");
+        String pid = PeerKilledOutput.pid(outputs.get(1), 1);
+        String failed = PeerKilledOutput.line(outputs.get(0), "failed rank=0: ");
         assertTrue(failed.contains("rank 1 (pid " + pid + ") died during allReduce(AVG)"), failed);
         assertTrue(failed.contains("(gloo, seen from rank 0): its process ended without exiting or closing its process"
                 + " group (no exit mark in the store: killed"), failed);
         assertFalse(failed.contains("ddp.join()"), failed);
         assertFalse(failed.contains("uneven inputs"), failed);
-    }
-
-    private static String line(String out, String prefix) {
-        return out.lines().filter(l -> l.startsWith(prefix)).findFirst()
-                .orElseThrow(() -> new AssertionError("no line starting with \"" + prefix + "\" in:\n" + out));
     }
 }
