@@ -2,6 +2,7 @@ package org.ddp4j.models.gpt2;
 
 import org.ddp4j.nn.Init;
 import org.ddp4j.nn.Module;
+import org.ddp4j.nn.functional.Functional;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 
@@ -37,7 +38,10 @@ public class Conv1D extends Module {
      */
     @Override
     public Tensor forward(Tensor input) {
-        return input.matmul(weight).add(bias);
+        // As a Linear of the transposed weight: the bias fused into the GEMM's output, and autocast's
+        // bf16 GEMM as torch.autocast gives Hugging Face's addmm; the transpose copies nx × nf values,
+        // little beside the product's (rows × nx × nf)
+        return Functional.linear(input, weight.transpose(0, 1), bias);
     }
 
     /** The weight [nx, nf]. */
