@@ -113,6 +113,11 @@ std::vector<Tensor> attention_backward(const Tensor& gout, const Tensor& q, cons
                   shape_str(gout.shape()), " and output ", shape_str(out.shape()), " must be ", shape_str(out_shape));
   DDP4J_CHECK_ARG(lse.numel() == call.shape.bh * call.shape.l, op, ": lse ", shape_str(lse.shape()),
                   " must hold one value per query row");
+  check_dtype(op, "output", out, DType::Float32);
+  check_dtype(op, "lse", lse, DType::Float32);
+  check_same_device(op, q, gout);
+  check_same_device(op, q, out);
+  check_same_device(op, q, lse);
   Tensor dq = Tensor::empty(q.shape(), DType::Float32, q.device());
   Tensor dk = Tensor::empty(k.shape(), DType::Float32, q.device());
   Tensor dv = Tensor::empty(v.shape(), DType::Float32, q.device());

@@ -1,4 +1,6 @@
 // Broadcasting ops (BroadcastNatives): shape and dtype checks, output allocation, dispatch.
+#include <cmath>
+
 #include "ddp4j/broadcast.h"
 #include "ddp4j/dispatch.h"
 #include "ddp4j/ops.h"
@@ -58,6 +60,11 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   DDP4J_CHECK_ARG(!is_reduced_float(x.dtype()), "masked_fill: ", x.describe(),
                   " is not supported yet: convert with tensor.to(DType.FLOAT32)");
   check_same_device("masked_fill", x, mask);
+  // 2^63 itself is out of range: the largest double below it is the last one that converts
+  DDP4J_CHECK_ARG(x.dtype() != DType::Int64 || (std::isfinite(value) && value >= -9.223372036854775808e18 &&
+                                                value < 9.223372036854775808e18),
+                  "masked_fill: ", value, " does not fit the int64 ", x.describe(),
+                  "; fill an int64 tensor with a finite value in its range");
   const Shape shape = broadcast_shapes("masked_fill", x.shape(), mask.shape());
   DDP4J_CHECK_ARG(shape == x.shape(), "masked_fill: mask ", shape_str(mask.shape()),
                   " must broadcast to the input's shape ", shape_str(x.shape()), " (it would make ", shape_str(shape),

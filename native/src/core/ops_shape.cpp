@@ -84,7 +84,8 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   DDP4J_CHECK_ARG(x.dim() > 0, "narrow: cannot narrow the zero-dimensional ", x.describe());
   const int d = wrap_dim("narrow", dim, x.dim(), x.shape());
-  DDP4J_CHECK_ARG(start >= 0 && length >= 0 && start + length <= x.shape()[d], "narrow: elements [", start, ", ",
+  DDP4J_CHECK_ARG(start >= 0 && length >= 0 && start <= x.shape()[d] && length <= x.shape()[d] - start,
+                  "narrow: elements [", start, ", ",
                   start + length, ") are outside dimension ", d, " of size ", x.shape()[d], " of shape ",
                   shape_str(x.shape()));
   Shape out_shape = x.shape();
@@ -128,6 +129,9 @@ Tensor index_select_backward(const Tensor& gy, const Shape& x_shape, int64_t dim
   expect[d] = index.numel();
   DDP4J_CHECK_ARG(gy.shape() == expect, "index_select_backward: gradient ", shape_str(gy.shape()), " should be ",
                   shape_str(expect));
+  // the index may have changed since the forward checked it: every value is checked again
+  DDP4J_CHECK_ARG(index.dim() <= 1, "index_select_backward: index must be 1-D, got ", index.describe());
+  check_index("index_select_backward", gy, d, index, x_shape[d]);
   Tensor gx = Tensor::empty(x_shape, DType::Float32, gy.device());
   static KernelSlot slot("index_select_backward");
   slot.get<kernels::index_select_backward_fn>(gy.device())(gy, d, index, gx);
@@ -163,6 +167,7 @@ Tensor gather_backward(const Tensor& gy, const Shape& x_shape, int64_t dim, cons
   const int d = wrap_dim("gather_backward", dim, static_cast<int>(x_shape.size()), x_shape);
   check_gather_index("gather_backward", x_shape, d, index);
   check_same_shape("gather_backward", gy, index);
+  check_index("gather_backward", gy, d, index, x_shape[d]);  // it may have changed since the forward
   Tensor gx = Tensor::empty(x_shape, DType::Float32, gy.device());
   static KernelSlot slot("gather_backward");
   slot.get<kernels::gather_backward_fn>(gy.device())(gy, d, index, gx);

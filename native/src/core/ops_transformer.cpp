@@ -91,6 +91,11 @@ std::vector<Tensor> layer_norm_backward(const Tensor& gy, const Tensor& x, int n
   const int64_t d = shape_numel(norm);
   DDP4J_CHECK_ARG(mean.numel() == rows && rstd.numel() == rows, "layer_norm_backward: mean ",
                   shape_str(mean.shape()), " and rstd ", shape_str(rstd.shape()), " must hold ", rows, " rows");
+  check_dtype("layer_norm_backward", "mean", mean, DType::Float32);
+  check_dtype("layer_norm_backward", "rstd", rstd, DType::Float32);
+  check_same_device("layer_norm_backward", x, gy);
+  check_same_device("layer_norm_backward", x, mean);
+  check_same_device("layer_norm_backward", x, rstd);
   Tensor dx = Tensor::empty(x.shape(), DType::Float32, x.device());
   Tensor dweight = weight.defined() ? Tensor::empty(norm, DType::Float32, x.device()) : Tensor();
   Tensor dbias = has_bias ? Tensor::empty(norm, DType::Float32, x.device()) : Tensor();

@@ -119,9 +119,11 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t r = i - i0;
         float* o = po + (b * sh.l + i) * sh.ev;
-        const float inv = 1.0f / l[r];  // a row with every key masked: 0 / 0 = NaN, as PyTorch's softmax
+        // A row with every key masked attends to nothing: output 0 and no gradient, as PyTorch's
+        // scaled_dot_product_attention since 2.5 (a plain softmax would give 0 / 0 = NaN)
+        const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
         for (int64_t c = 0; c < sh.ev; ++c) o[c] = acc[r * sh.ev + c] * inv;
-        pl[b * sh.l + i] = m[r] + std::log(l[r]);
+        pl[b * sh.l + i] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
       }
     }
   });
@@ -149,7 +151,12 @@ void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, co
   const float* go = pg;
   // dS_ij = P_ij (dZ_ij keep_ij - delta_i), dZ_ij = dO_i . V_j, P_ij = exp(s_ij - lse_i).
   auto grad_score = [&](int64_t b, int64_t i, int64_t j, const float* qi, const float* doi, float* z_out) {
-    const float p = std::exp(at.score(b, qi, i, j) - pl[b * sh.l + i]);
+    const float lse_i = pl[b * sh.l + i];
+    if (lse_i == kNegInf) {  // a row with every key masked: no probabilities, no gradient
+      *z_out = 0.0f;
+      return 0.0f;
+    }
+    const float p = std::exp(at.score(b, qi, i, j) - lse_i);
     const float kp = at.keep(b, i, j);
     const float* vj = at.v_row(b, j);
     float dz = 0;

@@ -140,9 +140,10 @@ __global__ void attention_forward_kernel(AttentionArgs a, int tile, float* out, 
   }
   if (!active) return;
   float* o = out + (b * a.l + i) * a.ev;
-  const float inv = 1.0f / lsum;  // a row with every key masked: 0 / 0 = NaN, as PyTorch's softmax
+  // a row with every key masked attends to nothing: output 0 and no gradient (the CPU kernel's rule)
+  const float inv = lsum > 0 ? 1.0f / lsum : 0.0f;
   for (int64_t c = 0; c < a.ev; ++c) o[c] = ai[c] * inv;
-  lse[b * a.l + i] = m + logf(lsum);
+  lse[b * a.l + i] = lsum > 0 ? m + logf(lsum) : -INFINITY;
 }
 
 /** delta[r] = Σ_c gout[r, c] * out[r, c] (in double): the softmax backward's row term. */
@@ -162,6 +163,10 @@ __global__ void attention_delta(const float* gout, const float* out, int64_t row
 __device__ __forceinline__ float grad_score(const AttentionArgs& a, int64_t b, int64_t i, int64_t j, const float* qi,
                                             const float* kj, const float* doi, const float* vj, float lse_i,
                                             float delta_i, float* z) {
+  if (lse_i == -INFINITY) {
+    *z = 0.0f;
+    return 0.0f;
+  }
   const float p = expf(score(a, b, qi, kj, i, j) - lse_i);
   const float kp = keep(a, b, i, j);
   float dz = 0;

@@ -50,6 +50,10 @@ public final class TokenWindows {
         if (rank < 0) {
             throw new IllegalArgumentException("TokenWindows: rank must be >= 0, got " + rank);
         }
+        if ((long) batchSize * blockSize > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("TokenWindows: batch_size x block_size = " + (long) batchSize * blockSize
+                    + " tokens per batch is more than a Java array holds; use smaller batches and gradient accumulation");
+        }
         if (tokens.length() < (long) blockSize + 1) {
             throw new IllegalArgumentException("TokenWindows: " + tokens.path() + " holds " + tokens.length()
                     + " tokens, fewer than the block_size + 1 = " + ((long) blockSize + 1) + " that one window needs"

@@ -159,15 +159,15 @@ public final class GPTDemo implements Callable<Integer> {
         int rank = Distributed.getRank();
         int world = Distributed.getWorldSize();
 
-        Generator generator = new Generator(seed); // the weights, then dropout's masks: the same on every rank
-        GPT2LMHeadModel net = initFrom != null ? loadPretrained(config) : new GPT2LMHeadModel(config, generator);
+        Generator generator = new Generator(seed); // the weights (rank 0's are broadcast), then dropout's masks
+        GPT2LMHeadModel net = initFrom != null ? loadPretrained(config, generator) : new GPT2LMHeadModel(config, generator);
         DistributedDataParallel model = new DistributedDataParallel(net);
         AdamW optimizer = new AdamW(net.parameterGroups(weightDecay), AdamW.Options.defaults().lr(lr).betas(0.9, beta2));
         LRScheduler schedule = warmupThenCosine(optimizer);
         TokenWindows trainBatches = new TokenWindows(train, blockSize, batchSize, seed, rank);
         int firstIter = 0;
         if (resume != null) {
-            firstIter = restore(net, optimizer, schedule, generator, trainBatches);
+            firstIter = restore(net, optimizer, schedule, trainBatches);
             if (rank == 0) {
                 System.out.println("Resumed from " + resume + " at step " + firstIter);
             }
@@ -196,10 +196,14 @@ public final class GPTDemo implements Callable<Integer> {
                 if (rank == 0) {
                     System.out.printf(Locale.ROOT, "step %d: val loss %.4f%n", iter, lastVal);
                     if (save != null) {
-                        save(net, optimizer, schedule, generator, trainBatches, iter);
+                        save(net, optimizer, schedule, trainBatches, iter);
                     }
                 }
             }
+            // Dropout's masks: each rank its own (nanoGPT seeds 1337 + rank), a function of the step so a
+            // resumed run draws what an uninterrupted one would (the model's generator, once the
+            // weights are drawn, serves dropout only)
+            generator.manualSeed(seed + 1_000_003L * (iter + 1) + 7919L * rank);
             try (var scope = Tensors.scope()) {
                 optimizer.zeroGrad();
                 float loss = 0;
@@ -240,7 +244,7 @@ public final class GPTDemo implements Callable<Integer> {
         if (rank == 0) {
             System.out.printf(Locale.ROOT, "step %d: val loss %.4f%n", lastIter, lastVal);
             if (save != null) {
-                save(net, optimizer, schedule, generator, trainBatches, lastIter);
+                save(net, optimizer, schedule, trainBatches, lastIter);
                 System.out.println("Saved the train state to " + save);
             }
         }
@@ -298,9 +302,9 @@ public final class GPTDemo implements Callable<Integer> {
         }
     }
 
-    private GPT2LMHeadModel loadPretrained(GPT2Config config) {
+    private GPT2LMHeadModel loadPretrained(GPT2Config config, Generator generator) {
         GPT2LMHeadModel pretrained = GPT2LMHeadModel.fromPretrained(initFrom);
-        GPT2LMHeadModel model = new GPT2LMHeadModel(config, new Generator(seed)); // with this run's dropout
+        GPT2LMHeadModel model = new GPT2LMHeadModel(config, generator); // with this run's dropout
         model.loadStateDict(pretrained.stateDict());
         pretrained.close();
         return model;
@@ -369,15 +373,15 @@ public final class GPTDemo implements Callable<Integer> {
         }
     }
 
-    private void save(GPT2LMHeadModel net, AdamW optimizer, LRScheduler schedule, Generator generator, TokenWindows batches,
+    private void save(GPT2LMHeadModel net, AdamW optimizer, LRScheduler schedule, TokenWindows batches,
             int iter) {
-        new Checkpoint().put("model", net).put("optimizer", optimizer).put("scheduler", schedule).put("rng", generator)
+        new Checkpoint().put("model", net).put("optimizer", optimizer).put("scheduler", schedule)
                 .put("data", new WindowsState(batches)).put("iter", iter).save(save);
     }
 
-    private int restore(GPT2LMHeadModel net, AdamW optimizer, LRScheduler schedule, Generator generator, TokenWindows batches) {
+    private int restore(GPT2LMHeadModel net, AdamW optimizer, LRScheduler schedule, TokenWindows batches) {
         Checkpoint c = Checkpoint.load(resume);
-        for (String key : new String[] {"model", "optimizer", "scheduler", "rng", "data", "iter"}) {
+        for (String key : new String[] {"model", "optimizer", "scheduler", "data", "iter"}) {
             if (!c.has(key)) {
                 throw new IllegalArgumentException(resume + " has no '" + key + "' entry: it is not a train state written"
                         + " by GPTDemo --save (it has " + c.keys() + ")");
@@ -388,7 +392,6 @@ public final class GPTDemo implements Callable<Integer> {
             c.restore("optimizer", optimizer);
         }
         c.restore("scheduler", schedule);
-        c.restore("rng", generator);
         c.restore("data", new WindowsState(batches));
         return c.getInt("iter");
     }

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * GPTDemo on 2 ranks over a small byte-level corpus: the ranks end with the same parameters, the
  * loss falls, and 3 steps saved with --stop-after then resumed equal 6 steps in one go, to the bit
- * (the schedule, AdamW's moments, the data windows and the generator come back).
+ * with dropout (the schedule, AdamW's moments and the data windows come back; dropout's masks are a
+ * function of the step and the rank).
  */
 @Timeout(value = 600, unit = TimeUnit.SECONDS) // backstop above LauncherProcess's 240 s bound per run
 class GPTDemoTest {
@@ -59,10 +60,11 @@ class GPTDemoTest {
 
     @Test
     void twoRanksLearnAndAResumedRunEqualsAnUninterruptedOne() throws Exception {
-        List<Matcher> straight = demo("--max-iters", "6", "--eval-interval", "3");
+        List<Matcher> straight = demo("--max-iters", "6", "--eval-interval", "3", "--dropout", "0.1");
         Path state = dir.resolve("state.safetensors");
-        demo("--max-iters", "6", "--eval-interval", "3", "--save", state.toString(), "--stop-after", "3");
-        List<Matcher> resumed = demo("--max-iters", "6", "--eval-interval", "3", "--resume", state.toString());
+        demo("--max-iters", "6", "--eval-interval", "3", "--dropout", "0.1", "--save", state.toString(), "--stop-after", "3");
+        List<Matcher> resumed = demo("--max-iters", "6", "--eval-interval", "3", "--dropout", "0.1", "--resume",
+                state.toString());
         assertEquals("3", resumed.get(0).group(2), "the resumed run trains the last 3 steps");
         for (int i = 0; i < 2; i++) {
             assertEquals(straight.get(i).group(5), resumed.get(i).group(5), "parameters after resuming");

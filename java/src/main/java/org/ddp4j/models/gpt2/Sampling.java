@@ -40,12 +40,13 @@ final class Sampling {
                     System.arraycopy(rows[b], from, window, b * len, len);
                 }
                 try (var scope = Tensors.scope()) {
-                    Tensor logits = model.forward(Tensor.ofLongs(window, batch, len)); // [B, len, V]
-                    int v = Math.toIntExact(logits.size(2));
-                    float[] all = logits.toFloatArray();
+                    // only the last position goes through the head: [B, 1, n_embd] -> [B, 1, V]
+                    Tensor hidden = model.transformer().forward(Tensor.ofLongs(window, batch, len));
+                    Tensor last = len == 1 ? hidden : hidden.split(new long[] {len - 1, 1}, 1).get(1);
+                    float[] logits = model.lmHead().forward(last).toFloatArray();
+                    int v = logits.length / batch;
                     for (int b = 0; b < batch; b++) {
-                        float[] last = Arrays.copyOfRange(all, (b * len + len - 1) * v, (b * len + len) * v);
-                        rows[b][t] = draw(last, temperature, topK, generator);
+                        rows[b][t] = draw(Arrays.copyOfRange(logits, b * v, (b + 1) * v), temperature, topK, generator);
                     }
                 }
             }

@@ -35,7 +35,8 @@ public final class ScaledDotProductAttentionFunction {
      * @param generator the dropout's random source (null: {@link Generator#defaultGenerator()}); not
      *     drawn from when dropoutP is 0
      * @return float32 [..., L, Ev], recording a "ScaledDotProductAttentionBackward" node when q, k or
-     *     v requires grad. A query row whose keys are all masked out gives NaN, as PyTorch's softmax.
+     *     v requires grad. A query row whose keys are all masked out gives 0 and passes no gradient, as
+     *     PyTorch's scaled_dot_product_attention since 2.5 (a written-out softmax gives NaN there).
      * @throws IllegalArgumentException on mismatched shapes (all three named), a mask that does not
      *     broadcast, dropoutP outside [0, 1] or a non-positive scale
      */
@@ -48,9 +49,8 @@ public final class ScaledDotProductAttentionFunction {
         }
         final double s = scale == null ? 0 : scale;
         final long seed = dropoutP > 0 ? drawSeed(generator == null ? Generator.defaultGenerator() : generator) : 0;
-        final long mask = attnMask == null ? 0 : attnMask.nativeHandle();
         long[] r = NativeResults.buffer();
-        AttentionNatives.attentionForward(q.nativeHandle(), k.nativeHandle(), v.nativeHandle(), mask, isCausal, s,
+        AttentionNatives.attentionForward(q.nativeHandle(), k.nativeHandle(), v.nativeHandle(), maskHandle(attnMask), isCausal, s,
                 dropoutP, seed, r);
         Tensor out = Tensor.fromNativeResult(r, 0);
         Tensor lse = Tensor.fromNativeResult(r, 1);
@@ -59,7 +59,7 @@ public final class ScaledDotProductAttentionFunction {
             protected Tensor[] backward(Tensor gout) {
                 long[] g = NativeResults.buffer();
                 AttentionNatives.attentionBackward(gout.nativeHandle(), q.nativeHandle(), k.nativeHandle(),
-                        v.nativeHandle(), mask, out.nativeHandle(), lse.nativeHandle(), isCausal, s, dropoutP, seed, g);
+                        v.nativeHandle(), maskHandle(attnMask), out.nativeHandle(), lse.nativeHandle(), isCausal, s, dropoutP, seed, g);
                 Tensor dq = Tensor.fromNativeResult(g, 0);
                 Tensor dk = Tensor.fromNativeResult(g, 1);
                 Tensor dv = Tensor.fromNativeResult(g, 2);
@@ -72,6 +72,11 @@ public final class ScaledDotProductAttentionFunction {
             lse.close(); // no graph recorded: the logsumexp is not needed
         }
         return out;
+    }
+
+    /** The mask's handle, asked for at each use: a closed mask then fails in Java, not in native code. */
+    private static long maskHandle(Tensor attnMask) {
+        return attnMask == null ? 0 : attnMask.nativeHandle();
     }
 
     /** 64 random bits from two draws of generator: the dropout mask's seed for one call. */
