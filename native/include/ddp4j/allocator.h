@@ -40,6 +40,11 @@ int64_t native_bytes_cached(DeviceType type);
 /** Releases a device type's cached blocks to the system (no-op without an allocator). */
 void native_empty_cache(DeviceType type);
 /**
+ * CPU bytes the calling thread allocated less those it freed, whoever allocated them (for leak
+ * tests that other threads' frees must not disturb).
+ */
+int64_t cpu_bytes_net_on_this_thread();
+/**
  * Number of real system allocations (malloc / cudaMalloc: cache misses) made on a device type
  * since start. A steady-state training step should add none.
  */

@@ -19,6 +19,10 @@ namespace {
 
 std::array<std::atomic<int64_t>, kNumDeviceTypes> g_allocation_counts{};
 
+// CPU bytes this thread allocated less those it freed: unlike the global count, the Cleaner
+// freeing another test's forgotten tensor on its own thread does not move it.
+thread_local int64_t t_cpu_bytes_net = 0;
+
 /** Default cache limit: DDP4J_CPU_CACHE_LIMIT when set, else a quarter of physical memory. */
 int64_t default_cache_limit() {
   if (const char* env = std::getenv("DDP4J_CPU_CACHE_LIMIT")) {
@@ -51,6 +55,41 @@ class CachingCpuAllocator final : public Allocator {
   CachingCpuAllocator() : limit_(default_cache_limit()) {}
 
   void* allocate(size_t nbytes, Device) override {
+    void* p = allocate_counted(nbytes);
+    t_cpu_bytes_net += static_cast<int64_t>(nbytes);
+    return p;
+  }
+
+  void deallocate(void* ptr, size_t nbytes, Device) override {
+    if (ptr == nullptr) return;
+    t_cpu_bytes_net -= static_cast<int64_t>(nbytes);
+    deallocate_counted(ptr, nbytes);
+  }
+
+  int64_t bytes_in_use() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return in_use_;
+  }
+  int64_t bytes_cached() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_locked();
+  }
+  void empty_cache() override { release_all(); }
+  int64_t cache_limit() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return limit_;
+  }
+  void set_cache_limit(int64_t bytes) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      limit_ = bytes < 0 ? 0 : bytes;
+      if (cached_locked() <= limit_) return;
+    }
+    release_all();  // simplest way under the new limit; the next steps refill what they need
+  }
+
+ private:
+  void* allocate_counted(size_t nbytes) {
     if (nbytes == 0) return nullptr;
     if (nbytes >= kLargeBlock) return allocate_large(nbytes);
     size_t block = round_block_size(nbytes);
@@ -79,8 +118,7 @@ class CachingCpuAllocator final : public Allocator {
     return p;
   }
 
-  void deallocate(void* ptr, size_t nbytes, Device) override {
-    if (ptr == nullptr) return;
+  void deallocate_counted(void* ptr, size_t nbytes) {
     if (nbytes >= kLargeBlock) {
       deallocate_large(ptr, nbytes);
       return;
@@ -102,29 +140,6 @@ class CachingCpuAllocator final : public Allocator {
     std::free(ptr);
   }
 
-  int64_t bytes_in_use() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return in_use_;
-  }
-  int64_t bytes_cached() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return cached_locked();
-  }
-  void empty_cache() override { release_all(); }
-  int64_t cache_limit() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return limit_;
-  }
-  void set_cache_limit(int64_t bytes) override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      limit_ = bytes < 0 ? 0 : bytes;
-      if (cached_locked() <= limit_) return;
-    }
-    release_all();  // simplest way under the new limit; the next steps refill what they need
-  }
-
- private:
   static size_t page_round(size_t nbytes) {
     static const size_t page = [] {
       long p = sysconf(_SC_PAGE_SIZE);
@@ -256,6 +271,8 @@ void native_empty_cache(DeviceType type) {
   Allocator* a = allocators()[static_cast<int>(type)].load();
   if (a != nullptr) a->empty_cache();
 }
+
+int64_t cpu_bytes_net_on_this_thread() { return t_cpu_bytes_net; }
 
 int64_t native_allocation_count(DeviceType type) { return g_allocation_counts[static_cast<int>(type)].load(); }
 

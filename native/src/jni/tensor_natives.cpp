@@ -203,6 +203,10 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_bytesInUse(JNIEnv*
   return native_bytes_in_use(static_cast<DeviceType>(devType));
 }
 
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_cpuBytesNetOnThisThread(JNIEnv*, jclass) {
+  return cpu_bytes_net_on_this_thread();
+}
+
 JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TensorNatives_allocationCount(JNIEnv*, jclass, jint devType) {
   return native_allocation_count(static_cast<DeviceType>(devType));
 }

@@ -71,6 +71,9 @@ public final class TensorNatives {
 
     public static native long allocationCount(int deviceType);
 
+    /** CPU bytes the calling thread allocated less those it freed (Cleaner frees on its own thread do not count). */
+    public static native long cpuBytesNetOnThisThread();
+
     public static native long bytesCached(int deviceType);
 
     public static native void emptyCache(int deviceType);

@@ -1,5 +1,6 @@
 package org.ddp4j.examples;
 
+import org.ddp4j.testing.LiveBytes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
@@ -97,15 +98,15 @@ class SteadyStateAllocationTest {
 
     @Test
     void emptyCacheReturnsCachedBlocksAndLeavesLiveTensorsAlone() {
-        long inUse = Tensors.nativeBytesInUse();
+        long inUse = LiveBytes.onThisThread();
         try (Tensor kept = Tensor.of(new float[4096], 4096)) {
             try (Tensor freed = Tensor.of(new float[8192], 8192)) {
-                assertEquals(inUse + 4 * (4096 + 8192), Tensors.nativeBytesInUse());
+                assertEquals(inUse + 4 * (4096 + 8192), LiveBytes.onThisThread());
             }
             assertTrue(Tensors.nativeBytesCached() >= 4 * 8192);
             Tensors.emptyCache();
             assertEquals(0, Tensors.nativeBytesCached());
-            assertEquals(inUse + 4 * 4096, Tensors.nativeBytesInUse());
+            assertEquals(inUse + 4 * 4096, LiveBytes.onThisThread());
             long before = Tensors.nativeAllocationCount();
             try (Tensor again = Tensor.of(new float[8192], 8192)) {
                 assertEquals(before + 1, Tensors.nativeAllocationCount(), "an emptied cache serves nothing");

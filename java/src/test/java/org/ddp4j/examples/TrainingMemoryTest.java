@@ -1,5 +1,6 @@
 package org.ddp4j.examples;
 
+import org.ddp4j.testing.LiveBytes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
@@ -23,7 +24,7 @@ class TrainingMemoryTest {
         for (int i = 0; i < y.length; i++) {
             y[i] = i % 10;
         }
-        long before = Tensors.nativeBytesInUse();
+        long before = LiveBytes.onThisThread();
         try (var group = new ProcessGroupGloo(new HashStore(), 0, 1, Duration.ofSeconds(30));
                 var model = new DistributedDataParallel(new ConvNet(10, new Generator(0)), group,
                         DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
@@ -37,7 +38,7 @@ class TrainingMemoryTest {
                     loss.backward();
                     opt.step();
                 }
-                long now = Tensors.nativeBytesInUse();
+                long now = LiveBytes.onThisThread();
                 if (step == 0) {
                     afterFirst = now; // parameters, bucketed gradients and momentum buffers now exist
                 } else {
@@ -46,6 +47,6 @@ class TrainingMemoryTest {
             }
             assertTrue(afterFirst > before);
         }
-        assertEquals(before, Tensors.nativeBytesInUse(), "closing the model and optimiser frees everything");
+        assertEquals(before, LiveBytes.onThisThread(), "closing the model and optimiser frees everything");
     }
 }

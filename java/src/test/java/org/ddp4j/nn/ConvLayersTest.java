@@ -1,5 +1,6 @@
 package org.ddp4j.nn;
 
+import org.ddp4j.testing.LiveBytes;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -107,7 +108,7 @@ class ConvLayersTest {
                     net.forward(x);  // eval forward: no graph, nothing saved
                     net.train();
                 }
-                after[step] = Tensors.nativeBytesInUse();
+                after[step] = LiveBytes.onThisThread();
             }
             // The first step creates the parameter gradients; later steps only reuse them.
             assertEquals(after[1], after[2]);

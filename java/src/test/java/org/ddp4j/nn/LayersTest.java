@@ -1,5 +1,6 @@
 package org.ddp4j.nn;
 
+import org.ddp4j.testing.LiveBytes;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -105,10 +106,10 @@ class LayersTest {
                     last = loss.item();
                 }
                 if (step == 1) {
-                    bytesAfterWarmup = Tensors.nativeBytesInUse(); // grads and momentum buffers exist now
+                    bytesAfterWarmup = LiveBytes.onThisThread(); // grads and momentum buffers exist now
                 }
             }
-            assertEquals(bytesAfterWarmup, Tensors.nativeBytesInUse(), "native memory grew during training");
+            assertEquals(bytesAfterWarmup, LiveBytes.onThisThread(), "native memory grew during training");
             assertTrue(last < 0.5 * first, "loss should fall: first " + first + ", last " + last);
         }
     }

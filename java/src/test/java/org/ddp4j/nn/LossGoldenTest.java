@@ -1,5 +1,6 @@
 package org.ddp4j.nn;
 
+import org.ddp4j.testing.LiveBytes;
 import static org.ddp4j.testing.Assertions2.assertClose;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -111,12 +112,12 @@ class LossGoldenTest {
         // Under noGrad no graph is recorded and the saved probabilities are freed at once.
         try (var scope = Tensors.scope(); var noGrad = Tensors.noGrad()) {
             Tensor logits = Tensor.of(new float[] {0, 0}, 1, 2).requiresGrad(true);
-            long before = Tensors.nativeBytesInUse();
+            long before = LiveBytes.onThisThread();
             Tensor loss = Functional.crossEntropy(logits, Tensor.ofLongs(new long[] {1}, 1));
             assertEquals((float) Math.log(2), loss.item(), 1e-6);
             assertTrue(loss.isLeaf());
             // loss (4 bytes) and the targets (8 bytes) remain; the [1, 2] probabilities are gone.
-            assertEquals(before + 12, Tensors.nativeBytesInUse());
+            assertEquals(before + 12, LiveBytes.onThisThread());
         }
     }
 }

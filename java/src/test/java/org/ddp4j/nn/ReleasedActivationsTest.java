@@ -1,5 +1,6 @@
 package org.ddp4j.nn;
 
+import org.ddp4j.testing.LiveBytes;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -64,7 +65,7 @@ class ReleasedActivationsTest {
         /** One forward and backward; returns the native bytes the scope still holds after backward. */
         long step(boolean release) {
             try (var scope = Tensors.scope()) {
-                long base = Tensors.nativeBytesInUse();
+                long base = LiveBytes.onThisThread();
                 Tensor c = Conv2dFunction.apply(x, w1, null, 1, 1);
                 Tensor y = bnRelu(c);
                 Tensor z = Conv2dFunction.apply(y, w2, null, 1, 1);
@@ -74,7 +75,7 @@ class ReleasedActivationsTest {
                     assertFalse(c.isClosed());
                 }
                 z.mul(z).sum().backward();
-                return Tensors.nativeBytesInUse() - base;
+                return LiveBytes.onThisThread() - base;
             }
         }
 
@@ -105,13 +106,13 @@ class ReleasedActivationsTest {
             Tensor h = random(6, -3, 3, SHAPE);
             Tensor y = net.bnRelu(h);
             float[] before = y.toFloatArray();
-            long inUse = Tensors.nativeBytesInUse();
+            long inUse = LiveBytes.onThisThread();
             assertTrue(y.release());
-            assertEquals(inUse - Y_BYTES, Tensors.nativeBytesInUse(), "release frees y's storage");
+            assertEquals(inUse - Y_BYTES, LiveBytes.onThisThread(), "release frees y's storage");
             assertFalse(y.release(), "already released");
             assertFalse(y.isClosed(), "a released tensor stays usable");
             assertArrayEquals(before, y.toFloatArray(), "recomputed values");
-            assertEquals(inUse, Tensors.nativeBytesInUse(), "reading recomputed y once");
+            assertEquals(inUse, LiveBytes.onThisThread(), "reading recomputed y once");
         } finally {
             net.close();
         }
@@ -160,13 +161,13 @@ class ReleasedActivationsTest {
         try (var scope = Tensors.scope()) {
             Tensor w = random(12, -1, 1, 8).requiresGrad(true);
             Tensor h = w.mul(w);
-            long inUse = Tensors.nativeBytesInUse();
+            long inUse = LiveBytes.onThisThread();
             assertFalse(h.release());
             Tensor loss = h.mul(h).sum();
             loss.backward();
             assertFalse(h.isClosed(), "nothing frees it before the scope");
             assertEquals(8, h.toFloatArray().length);
-            assertTrue(Tensors.nativeBytesInUse() >= inUse);
+            assertTrue(LiveBytes.onThisThread() >= inUse);
             w.grad().close();
         }
     }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.ddp4j.testing.LiveBytes;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -45,7 +46,7 @@ class BackwardFreesGradientsTest {
         return new Node("Probe", input) {
             @Override
             protected Tensor[] backward(Tensor g) {
-                seen[0] = Tensors.nativeBytesInUse();
+                seen[0] = LiveBytes.onThisThread();
                 return new Tensor[] {g};
             }
         }.attach(input.detach());
@@ -66,10 +67,10 @@ class BackwardFreesGradientsTest {
                 h = h.mul(2f);
             }
             Tensor loss = h.sum();
-            long afterForward = Tensors.nativeBytesInUse();
+            long afterForward = LiveBytes.onThisThread();
             loss.backward();
             assertEquals(afterForward + BYTES, seen[0], "live gradients during the first op's backward");
-            assertEquals(afterForward + BYTES, Tensors.nativeBytesInUse(), "after backward: forward's tensors + x.grad");
+            assertEquals(afterForward + BYTES, LiveBytes.onThisThread(), "after backward: forward's tensors + x.grad");
         }
         assertArrayEquals(new float[] {256, 256}, Arrays.copyOf(x.grad().toFloatArray(), 2));
     }
@@ -85,9 +86,9 @@ class BackwardFreesGradientsTest {
             Tensor a = x.mul(2f);
             Tensor b = x.mul(3f);
             Tensor loss = a.add(b).sum();
-            long afterForward = Tensors.nativeBytesInUse();
+            long afterForward = LiveBytes.onThisThread();
             loss.backward();
-            assertEquals(afterForward + BYTES, Tensors.nativeBytesInUse(), "after backward: forward's tensors + x.grad");
+            assertEquals(afterForward + BYTES, LiveBytes.onThisThread(), "after backward: forward's tensors + x.grad");
         }
         float[] g = x.grad().toFloatArray();
         assertEquals(5f, g[0]);

@@ -1,5 +1,6 @@
 package org.ddp4j.tensor;
 
+import org.ddp4j.testing.LiveBytes;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -51,16 +52,16 @@ class TensorTest {
 
     @Test
     void scopeFreesNativeMemory() {
-        long before = Tensors.nativeBytesInUse();
+        long before = LiveBytes.onThisThread();
         Tensor kept;
         try (var scope = Tensors.scope()) {
             Tensor.zeros(1000);
             kept = Tensor.ones(10).keep();
-            assertTrue(Tensors.nativeBytesInUse() >= before + 4040);
+            assertTrue(LiveBytes.onThisThread() >= before + 4040);
         }
-        assertEquals(before + 40, Tensors.nativeBytesInUse());
+        assertEquals(before + 40, LiveBytes.onThisThread());
         kept.close();
-        assertEquals(before, Tensors.nativeBytesInUse());
+        assertEquals(before, LiveBytes.onThisThread());
     }
 
     @Test

@@ -1,6 +1,5 @@
 package org.ddp4j.testing;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.nio.charset.StandardCharsets;
@@ -9,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import java.util.function.IntUnaryOperator;
@@ -22,8 +22,8 @@ public final class RankProcesses {
 
     /**
      * Starts {@code world} JVMs running {@code main} with {@code args} and the extra environment
-     * {@code env}; fails the test if a rank runs past {@code limit} (showing its output) or exits
-     * with another status than {@code expectedExit} of its rank. Returns the outputs (stdout and
+     * {@code env}; fails the test if a rank runs past {@code limit} or exits with another status
+     * than {@code expectedExit} of its rank, showing every rank's output. Returns the outputs (stdout and
      * stderr) by rank.
      */
     public static List<String> run(Class<?> main, int world, Map<String, String> env, Duration limit,
@@ -40,7 +40,7 @@ public final class RankProcesses {
         int port = LauncherProcess.freePort();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<Process> processes = new ArrayList<>();
-        List<String> outputs = new ArrayList<>();
+        List<CompletableFuture<String>> outputs = new ArrayList<>();
         try {
             for (int rank = 0; rank < world; rank++) {
                 List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp",
@@ -55,25 +55,65 @@ public final class RankProcesses {
                 e.put("RANK", Integer.toString(rank));
                 e.putAll(envOf.apply(rank));
                 pb.redirectErrorStream(true);
-                processes.add(pb.start());
+                Process p = pb.start();
+                processes.add(p);
+                // Read while it runs: a rank that prints more than a pipe holds must not block.
+                CompletableFuture<String> out = new CompletableFuture<>();
+                Thread reader = new Thread(() -> out.complete(readAll(p)), "rank-" + rank + "-output");
+                reader.setDaemon(true);
+                reader.start();
+                outputs.add(out);
             }
             long deadline = System.nanoTime() + limit.toNanos();
             for (int rank = 0; rank < world; rank++) {
                 Process p = processes.get(rank);
                 if (!p.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                    p.destroyForcibly().waitFor(10, TimeUnit.SECONDS); // then its output can be read to the end
-                    fail("rank " + rank + " did not finish within " + limit.toSeconds() + " s; its output:\n"
-                            + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+                    fail("rank " + rank + " did not finish within " + limit.toSeconds() + " s" + allOutputs(processes, outputs));
                 }
-                String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                assertEquals(expectedExit.applyAsInt(rank), p.exitValue(), "rank " + rank + " output:\n" + out);
-                outputs.add(out);
+                if (p.exitValue() != expectedExit.applyAsInt(rank)) {
+                    fail("rank " + rank + " exited with " + p.exitValue() + ", expected " + expectedExit.applyAsInt(rank)
+                            + allOutputs(processes, outputs));
+                }
             }
-            return outputs;
+            List<String> texts = new ArrayList<>();
+            for (CompletableFuture<String> out : outputs) {
+                texts.add(out.get(10, TimeUnit.SECONDS));
+            }
+            return texts;
         } finally {
             for (Process p : processes) {
                 p.destroyForcibly();
             }
+        }
+    }
+
+    /** Every rank's output, each under its own heading (ranks still running are stopped first). */
+    private static String allOutputs(List<Process> processes, List<CompletableFuture<String>> outputs) {
+        StringBuilder text = new StringBuilder();
+        for (int rank = 0; rank < processes.size(); rank++) {
+            Process p = processes.get(rank);
+            boolean running = p.isAlive();
+            if (running) {
+                p.destroyForcibly();
+            }
+            String out;
+            try {
+                p.waitFor(10, TimeUnit.SECONDS);
+                out = outputs.get(rank).get(10, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                out = "(its output could not be read: " + e + ")";
+            }
+            text.append("\n--- rank ").append(rank).append(running ? " (was still running, stopped)" : "")
+                    .append(" output:\n").append(out);
+        }
+        return text.toString();
+    }
+
+    private static String readAll(Process p) {
+        try {
+            return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        } catch (java.io.IOException e) {
+            return "(reading its output failed: " + e + ")";
         }
     }
 }
