@@ -1,16 +1,20 @@
-// CPU scaled dot-product attention, flash-attention's algorithm: the forward walks blocks of keys
-// for a block of queries with an online softmax (running max m, running sum l, rescaled
-// accumulator), so no L x S matrix exists; it saves the output and each row's logsumexp. The
-// backward recomputes the probabilities block by block from the logsumexp: one pass over key
-// blocks writes dK and dV (each key's sums run over the queries in order), one over query blocks
-// writes dQ. Every output element is computed by one work item in a fixed order, so the bits do
-// not depend on the thread count. Causal blocks above the diagonal are skipped. Dropout's keep
-// mask is a counter-based hash of (seed, batch-head, i, j): recomputed, never stored.
+// CPU scaled dot-product attention, flash-attention's algorithm on GEMM tiles: the forward walks
+// blocks of keys for a block of queries with an online softmax (running max m, running sum l,
+// rescaled accumulator), so no L x S matrix exists; it saves the output and each row's logsumexp.
+// Scores (Q K^T) and the products with V are single-threaded GEMMs on kBlock x kBlock tiles; the
+// exponentials run vectorised on the tile. The backward recomputes the probabilities tile by tile
+// from the logsumexp: one pass over key blocks writes dK and dV (each key's sums run over the
+// query blocks in order), one over query blocks writes dQ. Every output tile is computed by one
+// work item in a fixed order, so the bits do not depend on the thread count. Causal tiles above
+// the diagonal are skipped. Dropout's keep mask is a counter-based hash of (seed, batch-head, i,
+// j): recomputed, never stored.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "cpu/gemm.h"
+#include "cpu/vector_math.h"
 #include "ddp4j/dispatch.h"
 #include "ddp4j/parallel.h"
 #include "ddp4j/transformer_kernels.h"
@@ -18,8 +22,7 @@
 namespace ddp4j::cpu {
 namespace {
 
-constexpr int64_t kQueryBlock = 32;
-constexpr int64_t kKeyBlock = 64;
+constexpr int64_t kBlock = 64;  // queries and keys per tile: GEMMs of 64 x 64 x head size
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 /** SplitMix64's finaliser: a well-mixed 64-bit hash of z. */
@@ -29,7 +32,12 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-/** The facts about one call every loop needs, read once. */
+/** x[c] = exp(x[c] - shift) for c < n (-inf gives 0), vectorised. */
+DDP4J_VECTOR_CLONES void exp_shifted(float* x, int64_t n, float shift) {
+  for (int64_t c = 0; c < n; ++c) x[c] = exp_approx(x[c] - shift);
+}
+
+/** The facts about one call every tile needs, read once. */
 struct Attention {
   const kernels::AttentionShape& sh;
   const float* q;
@@ -51,24 +59,43 @@ struct Attention {
   /** Keys j < this bound may be attended from query i (the causal mask from the top left). */
   int64_t key_end(int64_t i) const { return sh.causal ? std::min(sh.s, i + 1) : sh.s; }
 
-  /** The scaled, masked score of query i against key j. */
-  float score(int64_t b, const float* qi, int64_t i, int64_t j) const {
-    const float* kj = k_row(b, j);
-    float dot = 0;
-    for (int64_t c = 0; c < sh.e; ++c) dot += qi[c] * kj[c];
-    float s = dot * static_cast<float>(sh.scale);
-    if (mask != nullptr) s += mask[sh.mask_offsets[b] + i * sh.mask_row_stride + j * sh.mask_col_stride];
-    return s;
+  /** Query blocks from this one on see key block j0 (all of them without the causal mask). */
+  int64_t first_query_block(int64_t j0) const { return sh.causal ? j0 / kBlock : 0; }
+
+  /**
+   * The tile's scaled, masked scores: st[r, c] = scale * q_{i0+r} . k_{j0+c} + mask, -inf where
+   * the causal mask hides the key. st is nq x nk, row-major.
+   */
+  void scores(int64_t b, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float* st) const {
+    gemm_block(DType::Float32, false, true, nq, nk, sh.e, static_cast<float>(sh.scale), q_row(b, i0), sh.e,
+               k_row(b, j0), sh.e, 0.0f, st, nk);
+    for (int64_t r = 0; r < nq; ++r) {
+      const int64_t i = i0 + r;
+      float* row = st + r * nk;
+      if (mask != nullptr) {
+        const float* mi = mask + sh.mask_offsets[b] + i * sh.mask_row_stride;
+        for (int64_t c = 0; c < nk; ++c) row[c] += mi[(j0 + c) * sh.mask_col_stride];
+      }
+      for (int64_t c = std::max<int64_t>(0, key_end(i) - j0); c < nk; ++c) row[c] = kNegInf;
+    }
   }
 
-  /** Dropout's multiplier of probability (b, i, j): keep_scale when kept, 0 when dropped, 1 without dropout. */
+  /** Dropout's multiplier of probability (b, i, j): keep_scale when kept, 0 when dropped. */
   float keep(int64_t b, int64_t i, int64_t j) const {
-    if (sh.dropout_p <= 0) return 1.0f;
     const uint64_t counter = (static_cast<uint64_t>(b) * sh.l + i) * sh.s + j;
     const uint64_t h = mix64(sh.dropout_seed + (counter + 1) * 0x9e3779b97f4a7c15ULL);
     const double u = static_cast<double>(h >> 40) * 0x1.0p-24;  // uniform in [0, 1) on a 2^-24 grid
     return u >= sh.dropout_p ? keep_scale : 0.0f;
   }
+
+  /** kt[r, c] = keep(b, i0 + r, j0 + c): the tile's dropout multipliers. */
+  void keeps(int64_t b, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float* kt) const {
+    for (int64_t r = 0; r < nq; ++r) {
+      for (int64_t c = 0; c < nk; ++c) kt[r * nk + c] = keep(b, i0 + r, j0 + c);
+    }
+  }
+
+  bool dropout() const { return sh.dropout_p > 0; }
 };
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
@@ -76,58 +103,104 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
   const Attention at(sh, q, k, v, mask);
   float* po = out.data<float>();
   float* pl = lse.data<float>();
-  const int64_t q_blocks = (sh.l + kQueryBlock - 1) / kQueryBlock;
+  const int64_t q_blocks = (sh.l + kBlock - 1) / kBlock;
   parallel_for(0, sh.bh * q_blocks, 1, [&](int64_t w0, int64_t w1) {
-    std::vector<float> m(kQueryBlock), l(kQueryBlock), acc(kQueryBlock * sh.ev), sc(kKeyBlock);
+    std::vector<float> m(kBlock), l(kBlock), st(kBlock * kBlock), kt(kBlock * kBlock);
     for (int64_t w = w0; w < w1; ++w) {
-      const int64_t b = w / q_blocks, i0 = (w % q_blocks) * kQueryBlock, i1 = std::min(sh.l, i0 + kQueryBlock);
+      const int64_t b = w / q_blocks, i0 = (w % q_blocks) * kBlock, nq = std::min(sh.l, i0 + kBlock) - i0;
+      float* acc = po + (b * sh.l + i0) * sh.ev;  // the output rows accumulate in place
       std::fill(m.begin(), m.end(), kNegInf);
       std::fill(l.begin(), l.end(), 0.0f);
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t j0 = 0; j0 < sh.s; j0 += kKeyBlock) {
-        if (sh.causal && j0 > i1 - 1) break;  // the block lies above the diagonal for every query here
-        const int64_t j1 = std::min(sh.s, j0 + kKeyBlock);
-        for (int64_t i = i0; i < i1; ++i) {
-          const int64_t jend = std::min(j1, at.key_end(i));
-          if (jend <= j0) continue;
-          const float* qi = at.q_row(b, i);
-          float block_max = kNegInf;
-          for (int64_t j = j0; j < jend; ++j) {
-            sc[j - j0] = at.score(b, qi, i, j);
-            block_max = std::max(block_max, sc[j - j0]);
+      std::fill(acc, acc + nq * sh.ev, 0.0f);
+      const int64_t key_stop = sh.causal ? std::min(sh.s, i0 + nq) : sh.s;
+      for (int64_t j0 = 0; j0 < key_stop; j0 += kBlock) {
+        const int64_t nk = std::min(sh.s, j0 + kBlock) - j0;
+        at.scores(b, i0, nq, j0, nk, st.data());
+        if (at.dropout()) at.keeps(b, i0, nq, j0, nk, kt.data());
+        for (int64_t r = 0; r < nq; ++r) {
+          float* p = st.data() + r * nk;
+          const float new_m = std::max(m[r], *std::max_element(p, p + nk));
+          if (new_m == kNegInf) {  // everything so far masked out
+            std::fill(p, p + nk, 0.0f);
+            continue;
           }
-          const int64_t r = i - i0;
-          const float new_m = std::max(m[r], block_max);
-          if (new_m == kNegInf) continue;  // everything so far masked out
-          const float alpha = std::exp(m[r] - new_m);  // exp(-inf) = 0 on the first block
-          float* a = acc.data() + r * sh.ev;
-          if (alpha != 1.0f) {
+          if (m[r] != new_m) {
+            float alpha = m[r];  // exp(m - new_m); exp(-inf) = 0 on the first block
+            exp_shifted(&alpha, 1, new_m);
             l[r] *= alpha;
+            float* a = acc + r * sh.ev;
             for (int64_t c = 0; c < sh.ev; ++c) a[c] *= alpha;
           }
-          for (int64_t j = j0; j < jend; ++j) {
-            const float p = std::exp(sc[j - j0] - new_m);
-            l[r] += p;  // the softmax's denominator counts every key, kept or dropped
-            const float pz = p * at.keep(b, i, j);
-            if (pz == 0.0f) continue;
-            const float* vj = at.v_row(b, j);
-            for (int64_t c = 0; c < sh.ev; ++c) a[c] += pz * vj[c];
+          exp_shifted(p, nk, new_m);
+          float sum = 0;
+          for (int64_t c = 0; c < nk; ++c) sum += p[c];
+          l[r] += sum;  // the softmax's denominator counts every key, kept or dropped
+          if (at.dropout()) {
+            const float* kr = kt.data() + r * nk;
+            for (int64_t c = 0; c < nk; ++c) p[c] *= kr[c];
           }
           m[r] = new_m;
         }
+        gemm_block(DType::Float32, false, false, nq, sh.ev, nk, 1.0f, st.data(), nk, at.v_row(b, j0), sh.ev, 1.0f,
+                   acc, sh.ev);
       }
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t r = i - i0;
-        float* o = po + (b * sh.l + i) * sh.ev;
+      for (int64_t r = 0; r < nq; ++r) {
         // A row with every key masked attends to nothing: output 0 and no gradient, as PyTorch's
         // scaled_dot_product_attention since 2.5 (a plain softmax would give 0 / 0 = NaN)
         const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
-        for (int64_t c = 0; c < sh.ev; ++c) o[c] = acc[r * sh.ev + c] * inv;
-        pl[b * sh.l + i] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
+        float* o = acc + r * sh.ev;
+        for (int64_t c = 0; c < sh.ev; ++c) o[c] *= inv;
+        pl[b * sh.l + i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
       }
     }
   });
 }
+
+/**
+ * One tile of the backward: from the scores st (overwritten), P = exp(s - lse) (0 on rows whose
+ * every key is masked), Z = P * keep into zt, and dS = P * (dZ * keep - delta) into dst, where
+ * dZ = dO_i V_j^T.
+ */
+struct BackwardTile {
+  const Attention& at;
+  const float* go;     // dO [BH, L, Ev]
+  const float* lse;    // [BH, L]
+  const float* delta;  // [BH, L]
+  std::vector<float> st, kt, dz;
+
+  BackwardTile(const Attention& a, const float* g, const float* l, const float* d)
+      : at(a), go(g), lse(l), delta(d), st(kBlock * kBlock), kt(kBlock * kBlock), dz(kBlock * kBlock) {}
+
+  /** Fills st with Z (the probabilities after dropout) and dz with dS (unscaled). */
+  void compute(int64_t b, int64_t i0, int64_t nq, int64_t j0, int64_t nk) {
+    const auto& sh = at.sh;
+    at.scores(b, i0, nq, j0, nk, st.data());
+    gemm_block(DType::Float32, false, true, nq, nk, sh.ev, 1.0f, go + (b * sh.l + i0) * sh.ev, sh.ev, at.v_row(b, j0),
+               sh.ev, 0.0f, dz.data(), nk);
+    if (at.dropout()) at.keeps(b, i0, nq, j0, nk, kt.data());
+    for (int64_t r = 0; r < nq; ++r) {
+      float* p = st.data() + r * nk;
+      float* d = dz.data() + r * nk;
+      const float lse_i = lse[b * sh.l + i0 + r];
+      if (lse_i == kNegInf) {  // a row with every key masked: no probabilities, no gradient
+        std::fill(p, p + nk, 0.0f);
+        std::fill(d, d + nk, 0.0f);
+        continue;
+      }
+      exp_shifted(p, nk, lse_i);
+      const float delta_i = delta[b * sh.l + i0 + r];
+      if (at.dropout()) {
+        const float* kr = kt.data() + r * nk;
+        for (int64_t c = 0; c < nk; ++c) {
+          d[c] = p[c] * (d[c] * kr[c] - delta_i);
+          p[c] *= kr[c];
+        }
+      } else {
+        for (int64_t c = 0; c < nk; ++c) d[c] = p[c] * (d[c] - delta_i);
+      }
+    }
+  }
+};
 
 void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                         const Tensor& out, const Tensor& lse, const kernels::AttentionShape& sh, Tensor& dq,
@@ -148,68 +221,44 @@ void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, co
                    pd[r] = static_cast<float>(s);
                  }
                });
-  const float* go = pg;
-  // dS_ij = P_ij (dZ_ij keep_ij - delta_i), dZ_ij = dO_i . V_j, P_ij = exp(s_ij - lse_i).
-  auto grad_score = [&](int64_t b, int64_t i, int64_t j, const float* qi, const float* doi, float* z_out) {
-    const float lse_i = pl[b * sh.l + i];
-    if (lse_i == kNegInf) {  // a row with every key masked: no probabilities, no gradient
-      *z_out = 0.0f;
-      return 0.0f;
-    }
-    const float p = std::exp(at.score(b, qi, i, j) - lse_i);
-    const float kp = at.keep(b, i, j);
-    const float* vj = at.v_row(b, j);
-    float dz = 0;
-    for (int64_t c = 0; c < sh.ev; ++c) dz += doi[c] * vj[c];
-    *z_out = p * kp;
-    return p * (dz * kp - pd[b * sh.l + i]);
-  };
-  // dK and dV: one work item per (batch-head, block of keys); queries in order.
-  const int64_t k_blocks = (sh.s + kKeyBlock - 1) / kKeyBlock;
+  // dK and dV: one work item per (batch-head, block of keys); query blocks in order.
+  // dV_j += Z^T dO_i, dK_j += scale dS^T Q_i.
+  const int64_t k_blocks = (sh.s + kBlock - 1) / kBlock;
+  const int64_t q_blocks = (sh.l + kBlock - 1) / kBlock;
   float* pdk = dk.data<float>();
   float* pdv = dv.data<float>();
   parallel_for(0, sh.bh * k_blocks, 1, [&](int64_t w0, int64_t w1) {
+    BackwardTile tile(at, pg, pl, pd);
     for (int64_t w = w0; w < w1; ++w) {
-      const int64_t b = w / k_blocks, j0 = (w % k_blocks) * kKeyBlock, j1 = std::min(sh.s, j0 + kKeyBlock);
+      const int64_t b = w / k_blocks, j0 = (w % k_blocks) * kBlock, nk = std::min(sh.s, j0 + kBlock) - j0;
       float* dkb = pdk + (b * sh.s + j0) * sh.e;
       float* dvb = pdv + (b * sh.s + j0) * sh.ev;
-      std::fill(dkb, dkb + (j1 - j0) * sh.e, 0.0f);
-      std::fill(dvb, dvb + (j1 - j0) * sh.ev, 0.0f);
-      for (int64_t i = sh.causal ? j0 : 0; i < sh.l; ++i) {  // causal: query i sees keys j <= i only
-        const float* qi = at.q_row(b, i);
-        const float* doi = go + (b * sh.l + i) * sh.ev;
-        const int64_t jend = std::min(j1, at.key_end(i));
-        for (int64_t j = j0; j < jend; ++j) {
-          float z;
-          const float ds = grad_score(b, i, j, qi, doi, &z) * scale;
-          float* dvj = dvb + (j - j0) * sh.ev;
-          if (z != 0.0f) {
-            for (int64_t c = 0; c < sh.ev; ++c) dvj[c] += z * doi[c];
-          }
-          float* dkj = dkb + (j - j0) * sh.e;
-          for (int64_t c = 0; c < sh.e; ++c) dkj[c] += ds * qi[c];
-        }
+      std::fill(dkb, dkb + nk * sh.e, 0.0f);
+      std::fill(dvb, dvb + nk * sh.ev, 0.0f);
+      for (int64_t qb = at.first_query_block(j0); qb < q_blocks; ++qb) {
+        const int64_t i0 = qb * kBlock, nq = std::min(sh.l, i0 + kBlock) - i0;
+        tile.compute(b, i0, nq, j0, nk);
+        gemm_block(DType::Float32, true, false, nk, sh.ev, nq, 1.0f, tile.st.data(), nk, pg + (b * sh.l + i0) * sh.ev,
+                   sh.ev, 1.0f, dvb, sh.ev);
+        gemm_block(DType::Float32, true, false, nk, sh.e, nq, scale, tile.dz.data(), nk, at.q_row(b, i0), sh.e, 1.0f,
+                   dkb, sh.e);
       }
     }
   });
-  // dQ: one work item per (batch-head, block of queries); keys in order.
-  const int64_t q_blocks = (sh.l + kQueryBlock - 1) / kQueryBlock;
+  // dQ: one work item per (batch-head, block of queries); key blocks in order. dQ_i += scale dS K_j.
   float* pdq = dq.data<float>();
   parallel_for(0, sh.bh * q_blocks, 1, [&](int64_t w0, int64_t w1) {
+    BackwardTile tile(at, pg, pl, pd);
     for (int64_t w = w0; w < w1; ++w) {
-      const int64_t b = w / q_blocks, i0 = (w % q_blocks) * kQueryBlock, i1 = std::min(sh.l, i0 + kQueryBlock);
-      for (int64_t i = i0; i < i1; ++i) {
-        const float* qi = at.q_row(b, i);
-        const float* doi = go + (b * sh.l + i) * sh.ev;
-        float* dqi = pdq + (b * sh.l + i) * sh.e;
-        std::fill(dqi, dqi + sh.e, 0.0f);
-        const int64_t jend = at.key_end(i);
-        for (int64_t j = 0; j < jend; ++j) {
-          float z;
-          const float ds = grad_score(b, i, j, qi, doi, &z) * scale;
-          const float* kj = at.k_row(b, j);
-          for (int64_t c = 0; c < sh.e; ++c) dqi[c] += ds * kj[c];
-        }
+      const int64_t b = w / q_blocks, i0 = (w % q_blocks) * kBlock, nq = std::min(sh.l, i0 + kBlock) - i0;
+      float* dqb = pdq + (b * sh.l + i0) * sh.e;
+      std::fill(dqb, dqb + nq * sh.e, 0.0f);
+      const int64_t key_stop = sh.causal ? std::min(sh.s, i0 + nq) : sh.s;
+      for (int64_t j0 = 0; j0 < key_stop; j0 += kBlock) {
+        const int64_t nk = std::min(sh.s, j0 + kBlock) - j0;
+        tile.compute(b, i0, nq, j0, nk);
+        gemm_block(DType::Float32, false, false, nq, sh.e, nk, scale, tile.dz.data(), nk, at.k_row(b, j0), sh.e, 1.0f,
+                   dqb, sh.e);
       }
     }
   });
