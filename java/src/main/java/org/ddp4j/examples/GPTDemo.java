@@ -44,7 +44,7 @@ import picocli.CommandLine.Option;
  * {@code --eval-interval} steps (averaged over the ranks), a checkpoint that resumes exactly, and
  * a sample at the end. Each rank ends with
  * {@code summary rank=R world=W steps=S seconds=T tokens_per_s=X loss=L val_loss=V mfu=M
- * gemm_gflops=G parameters_crc32=C}: tokens per second of this rank, MFU its model FLOPs
+ * gemm_gflops=G peak_rss_mb=P parameters_crc32=C}: tokens per second of this rank, MFU its model FLOPs
  * (6·N + 12·n_layer·n_embd·T per token, N the parameters without the position table) over the
  * GEMM rate the same rank measured at start.
  */
@@ -251,9 +251,9 @@ public final class GPTDemo implements Callable<Integer> {
         long steps = lastIter - firstIter;
         double tokensPerSecond = seconds > 0 ? steps * tokensPerStep / seconds : 0;
         System.out.printf(Locale.ROOT, "summary rank=%d world=%d steps=%d seconds=%.3f tokens_per_s=%.1f loss=%.6f"
-                + " val_loss=%.6f mfu=%.4f gemm_gflops=%.1f parameters_crc32=%s%n", rank, world, steps, seconds,
-                tokensPerSecond, lastLoss, lastVal, tokensPerSecond * flopsPerToken / (gemmGflops * 1e9), gemmGflops,
-                StateDigest.of(net));
+                + " val_loss=%.6f mfu=%.4f gemm_gflops=%.1f peak_rss_mb=%.1f parameters_crc32=%s%n", rank, world, steps,
+                seconds, tokensPerSecond, lastLoss, lastVal, tokensPerSecond * flopsPerToken / (gemmGflops * 1e9),
+                gemmGflops, PeakMemory.residentMiB(), StateDigest.of(net));
         if (rank == 0 && sampleTokens > 0) {
             System.out.println("sample:");
             System.out.println(sample(net, tokenizer));

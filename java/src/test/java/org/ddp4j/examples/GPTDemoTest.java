@@ -28,7 +28,7 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 600, unit = TimeUnit.SECONDS) // backstop above LauncherProcess's 240 s bound per run
 class GPTDemoTest {
     private static final Pattern SUMMARY = Pattern.compile("summary rank=(\\d) world=2 steps=(\\d+) seconds=\\S+ tokens_per_s=\\S+"
-            + " loss=(\\S+) val_loss=(\\S+) mfu=\\S+ gemm_gflops=\\S+ parameters_crc32=(\\p{XDigit}{8})");
+            + " loss=(\\S+) val_loss=(\\S+) mfu=\\S+ gemm_gflops=\\S+ peak_rss_mb=\\S+ parameters_crc32=(\\p{XDigit}{8})");
 
     @TempDir
     Path dir;
