@@ -1,11 +1,13 @@
 // CPU cross entropy for large vocabularies: the forward keeps only each row's logsumexp (not the
 // [N, C] probabilities), the backward recomputes softmax(x) = exp(x - lse) straight into the
 // gradient. Rows are split among the threads; the loss adds fixed blocks of rows in order, so it
-// does not depend on the thread count.
+// does not depend on the thread count. The passes over a row (max, sum of exponentials, the
+// gradient) run vectorised, the sum in 16 double lanes added in a fixed order.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "cpu/vector_math.h"
 #include "ddp4j/dispatch.h"
 #include "ddp4j/errors.h"
 #include "ddp4j/parallel.h"
@@ -13,6 +15,40 @@
 
 namespace ddp4j::cpu {
 namespace {
+
+constexpr int kLanes = 16;
+
+/** The largest of x[0..n), n >= 1 (NaN where x holds one, as PyTorch's logsumexp). */
+DDP4J_VECTOR_CLONES float row_max(const float* x, int64_t n) {
+  float lane[kLanes];
+  std::fill(lane, lane + kLanes, x[0]);
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes) {
+    for (int i = 0; i < kLanes; ++i) lane[i] = x[c + i] > lane[i] || x[c + i] != x[c + i] ? x[c + i] : lane[i];
+  }
+  float m = x[0];
+  for (int i = 0; i < kLanes; ++i) m = lane[i] > m || lane[i] != lane[i] ? lane[i] : m;
+  for (; c < n; ++c) m = x[c] > m || x[c] != x[c] ? x[c] : m;
+  return m;
+}
+
+/** The sum of exp(x[c] - m) over c < n, in double. */
+DDP4J_VECTOR_CLONES double sum_exp(const float* x, int64_t n, float m) {
+  double lane[kLanes] = {};
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes) {
+    for (int i = 0; i < kLanes; ++i) lane[i] += exp_approx(x[c + i] - m);
+  }
+  double sum = 0;
+  for (int i = 0; i < kLanes; ++i) sum += lane[i];
+  for (; c < n; ++c) sum += exp_approx(x[c] - m);
+  return sum;
+}
+
+/** g[c] = s * exp(x[c] - l) for c < n: the softmax, scaled. */
+DDP4J_VECTOR_CLONES void scaled_softmax(const float* x, int64_t n, float l, float s, float* g) {
+  for (int64_t c = 0; c < n; ++c) g[c] = s * exp_approx(x[c] - l);
+}
 
 int64_t rows_per_block(int64_t classes) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(classes, 1)); }
 
@@ -41,10 +77,8 @@ void cross_entropy_lse_forward(const Tensor& logits, const Tensor& target, int64
     double part = 0;
     for (int64_t r = r0; r < r1; ++r) {
       const float* x = px + r * classes;
-      float m = x[0];
-      for (int64_t c = 1; c < classes; ++c) m = x[c] > m ? x[c] : m;
-      double sum = 0;  // exp(x - m) <= 1: nothing overflows, and sum >= 1
-      for (int64_t c = 0; c < classes; ++c) sum += std::exp(x[c] - m);
+      const float m = row_max(x, classes);
+      const double sum = sum_exp(x, classes, m);  // exp(x - m) <= 1: nothing overflows, and sum >= 1
       const double log_sum = std::log(sum);
       pl[r] = static_cast<float>(m + log_sum);
       // -log_softmax[t] = log(sum) - (x[t] - m), in double so that huge logits cancel exactly.
@@ -75,8 +109,8 @@ void cross_entropy_lse_backward(const Tensor& gout, const Tensor& logits, const 
       }
       const float* x = px + r * classes;
       const float l = pl[r];
-      for (int64_t c = 0; c < classes; ++c) g[c] = s * std::exp(x[c] - l);
-      g[pt[r]] = s * (std::exp(x[pt[r]] - l) - 1.0f);
+      scaled_softmax(x, classes, l, s, g);
+      g[pt[r]] = s * (exp_approx(x[pt[r]] - l) - 1.0f);
     }
   });
 }
