@@ -109,11 +109,12 @@ using linear_backward_fn = void (*)(const Tensor& gy, const Tensor& x, const Ten
                                     Tensor& gw, Tensor& gb);
 // Autocast linear (CPU only: ops_linear.cpp rounds the operands for other devices and calls the
 // kernels above): as linear_forward / linear_backward with x, w and gy rounded to compute
-// (BFloat16 or Float16) and float32 accumulation.
+// (BFloat16 or Float16; Float32: no rounding) and float32 accumulation. w_in_out: w is [in, out]
+// (torch.addmm's mat2, Hugging Face's Conv1D) instead of [out, in], read in place.
 using linear_forward_autocast_fn = void (*)(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y,
-                                            DType compute);
+                                            DType compute, bool w_in_out);
 using linear_backward_autocast_fn = void (*)(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx,
-                                             Tensor& gw, Tensor& gb, DType compute);
+                                             Tensor& gw, Tensor& gb, DType compute, bool w_in_out);
 /** out = x rounded to low (BFloat16 or Float16, nearest even) and widened back: float32, same shape; may alias x. */
 using round_to_low_precision_fn = void (*)(const Tensor& x, DType low, Tensor& out);
 /** found (float32 [1], not reset) = 1 where some element of x (float32) is inf or NaN. torch._amp_foreach_non_finite_check_and_unscale_'s check. */

@@ -139,6 +139,15 @@ std::vector<Tensor> linear_backward(const Tensor& gy, const Tensor& x, const Ten
 /** linear_backward with gy, x and w rounded to compute (autocast; see the compute linear_forward). */
 std::vector<Tensor> linear_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool need_gx, bool has_bias,
                                     DType compute);
+/**
+ * torch.addmm(b, x, w) with x [*, in] (addmm takes [N, in]; Hugging Face's Conv1D views its input
+ * to that): b[out] (or undefined) + x · w for w [in, out], read in place (no transposed copy), under
+ * autocast's compute dtype as the compute linear_forward. Throws InvalidArgument naming the shapes.
+ */
+Tensor addmm_forward(const Tensor& b, const Tensor& x, const Tensor& w, DType compute);
+/** addmm_forward's {gx, gw [in, out], gb}; gx / gb undefined when need_gx / has_bias are false. */
+std::vector<Tensor> addmm_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool need_gx, bool has_bias,
+                                   DType compute);
 Tensor relu_forward(const Tensor& x);
 Tensor relu_backward(const Tensor& gy, const Tensor& y);
 

@@ -1,5 +1,6 @@
 // CPU kernels for linear (GEMM through OpenBLAS, on fixed blocks over the intra-op threads, see
-// cpu/gemm.h) and ReLU. Inputs arrive validated and 2-D ([rows, in] / [out, in]); outputs are
+// cpu/gemm.h) and ReLU. Inputs arrive validated and 2-D ([rows, in] / [out, in], or [in, out] for
+// addmm's weight: the GEMMs read either layout in place through BLAS's transpose flags); outputs are
 // preallocated and overwritten.
 #include <algorithm>
 #include <cstring>
@@ -13,11 +14,12 @@
 namespace ddp4j::cpu {
 namespace {
 
-void linear_forward_autocast(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, DType compute) {
-  const int64_t rows = x.size(0), in = x.size(1), out = w.size(0);
+void linear_forward_autocast(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, DType compute,
+                             bool w_in_out) {
+  const int64_t rows = x.size(0), in = x.size(1), out = y.size(1);
   float* py = y.data<float>();
   if (rows == 0 || out == 0) return;
-  // Seed y with the bias (or zeros) so one GEMM with beta = 1 adds x·wᵀ on top: a single pass over y.
+  // Seed y with the bias (or zeros) so one GEMM with beta = 1 adds x·w on top: a single pass over y.
   const float* pb = b.defined() ? b.data<float>() : nullptr;
   parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / out), [=](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -29,21 +31,32 @@ void linear_forward_autocast(const Tensor& x, const Tensor& w, const Tensor& b, 
     }
   });
   if (in == 0) return;
-  gemm(compute, false, true, rows, out, in, 1.0f, x.data<float>(), in, w.data<float>(), in, 1.0f, py, out);
+  // w [out, in]: y = x · wᵀ; w [in, out]: y = x · w
+  gemm(compute, false, !w_in_out, rows, out, in, 1.0f, x.data<float>(), in, w.data<float>(), w_in_out ? out : in, 1.0f,
+       py, out);
 }
 
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
-  linear_forward_autocast(x, w, b, y, DType::Float32);
+  linear_forward_autocast(x, w, b, y, DType::Float32, false);
 }
 
 void linear_backward_autocast(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx, Tensor& gw, Tensor& gb,
-                              DType compute) {
-  const int64_t rows = x.size(0), in = x.size(1), out = w.size(0);
+                              DType compute, bool w_in_out) {
+  const int64_t rows = x.size(0), in = x.size(1), out = gy.size(1);
   const float* pgy = gy.data<float>();
-  // gx[rows, in] = gy[rows, out] · w[out, in] (all zeros when out == 0)
-  if (gx.defined()) gemm(compute, false, false, rows, in, out, 1.0f, pgy, out, w.data<float>(), in, 0.0f, gx.data<float>(), in);
-  // gw[out, in] = gyᵀ[out, rows] · x[rows, in]: each element one call's sum over all rows
-  gemm(compute, true, false, out, in, rows, 1.0f, pgy, out, x.data<float>(), in, 0.0f, gw.data<float>(), in);
+  const float* pw = w.data<float>();
+  const float* px = x.data<float>();
+  if (!w_in_out) {
+    // gx[rows, in] = gy[rows, out] · w[out, in] (all zeros when out == 0)
+    if (gx.defined()) gemm(compute, false, false, rows, in, out, 1.0f, pgy, out, pw, in, 0.0f, gx.data<float>(), in);
+    // gw[out, in] = gyᵀ[out, rows] · x[rows, in]: each element one call's sum over all rows
+    gemm(compute, true, false, out, in, rows, 1.0f, pgy, out, px, in, 0.0f, gw.data<float>(), in);
+  } else {
+    // gx[rows, in] = gy[rows, out] · wᵀ (w [in, out])
+    if (gx.defined()) gemm(compute, false, true, rows, in, out, 1.0f, pgy, out, pw, out, 0.0f, gx.data<float>(), in);
+    // gw[in, out] = xᵀ[in, rows] · gy[rows, out]
+    gemm(compute, true, false, in, out, rows, 1.0f, px, in, pgy, out, 0.0f, gw.data<float>(), out);
+  }
   // gb[out] = column sums of gy, accumulated in double (batch sums can be long). Each thread takes
   // a range of columns and adds every column's rows in row order, whatever the split.
   if (gb.defined()) {
@@ -60,7 +73,7 @@ void linear_backward_autocast(const Tensor& gy, const Tensor& x, const Tensor& w
 }
 
 void linear_backward(const Tensor& gy, const Tensor& x, const Tensor& w, Tensor& gx, Tensor& gw, Tensor& gb) {
-  linear_backward_autocast(gy, x, w, gx, gw, gb, DType::Float32);
+  linear_backward_autocast(gy, x, w, gx, gw, gb, DType::Float32, false);
 }
 
 void relu_forward(const Tensor& x, Tensor& y) {

@@ -1,4 +1,4 @@
-// JNI for org.ddp4j.internal.LinearNatives: linear and ReLU forward and backward (ops_linear.cpp).
+// JNI for org.ddp4j.internal.LinearNatives: linear, addmm and ReLU forward and backward (ops_linear.cpp).
 #include <jni.h>
 
 #include "org_ddp4j_internal_LinearNatives.h"  // javac -h: the prototypes defined here
@@ -31,6 +31,23 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_LinearNatives_linearBackward(JNIE
   guarded(env, [&] {
     results_of(env, results, ops::linear_backward(tensor_of(gy), tensor_of(x), tensor_of(w), needGx, hasBias,
                                                   dtype_of_code(compute)));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_LinearNatives_addmmForward(JNIEnv* env, jclass, jlong b, jlong x,
+                                                                           jlong w, jint compute,
+                                                                           jlongArray results) {
+  return guarded(env, [&] { return result_of(env, results,
+      ops::addmm_forward(tensor_of(b), tensor_of(x), tensor_of(w), dtype_of_code(compute))); });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_LinearNatives_addmmBackward(JNIEnv* env, jclass, jlong gy, jlong x,
+                                                                           jlong w, jboolean needGx,
+                                                                           jboolean hasBias, jint compute,
+                                                                           jlongArray results) {
+  guarded(env, [&] {
+    results_of(env, results, ops::addmm_backward(tensor_of(gy), tensor_of(x), tensor_of(w), needGx, hasBias,
+                                                 dtype_of_code(compute)));
   });
 }
 

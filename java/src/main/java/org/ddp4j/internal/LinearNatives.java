@@ -1,8 +1,8 @@
 package org.ddp4j.internal;
 
 /**
- * JNI declarations for the linear family, as native/src/core/ops_linear.cpp groups it: linear and
- * ReLU forward and backward (native/src/jni/linear_natives.cpp; Java side
+ * JNI declarations for the linear family, as native/src/core/ops_linear.cpp groups it: linear, addmm
+ * and ReLU forward and backward (native/src/jni/linear_natives.cpp; Java side
  * {@link org.ddp4j.nn.functional.LinearFunction} and {@link org.ddp4j.nn.functional.ReluFunction}).
  * Arguments and results are tensor handles (0 = absent optional tensor); callers own every returned
  * handle. Bad dtypes or shapes throw IllegalArgumentException with a message naming the op and the
@@ -27,6 +27,16 @@ public final class LinearNatives {
 
     /** Fills results with {gx, gw, gb}; gx is 0 unless needGx, gb is 0 unless hasBias; compute as the forward's. */
     public static native void linearBackward(long gy, long x, long w, boolean needGx, boolean hasBias, int compute,
+            long[] results);
+
+    /**
+     * {@code torch.addmm(b, x, w)} with x [*, in] and w [in, out] read in place: y[*, out] = b + x · w;
+     * b may be 0 (no bias); compute as linearForward's.
+     */
+    public static native long addmmForward(long b, long x, long w, int compute, long[] results);
+
+    /** Fills results with {gx, gw [in, out], gb}; gx is 0 unless needGx, gb is 0 unless hasBias. */
+    public static native void addmmBackward(long gy, long x, long w, boolean needGx, boolean hasBias, int compute,
             long[] results);
 
     /** {@code torch.relu}: max(x, 0). */

@@ -38,10 +38,10 @@ public class Conv1D extends Module {
      */
     @Override
     public Tensor forward(Tensor input) {
-        // As a Linear of the transposed weight: the bias fused into the GEMM's output, and autocast's
-        // bf16 GEMM as torch.autocast gives Hugging Face's addmm; the transpose copies nx × nf values,
-        // little beside the product's (rows × nx × nf)
-        return Functional.linear(input, weight.transpose(0, 1), bias);
+        // Hugging Face's torch.addmm(bias, x, weight): the [nx, nf] weight read in place by the GEMMs
+        // (a transposed copy per call cost a copy of every block's weights, kept for backward), the
+        // bias seeded into the output, autocast's bf16 GEMM as torch.autocast gives addmm
+        return Functional.addmm(bias, input, weight);
     }
 
     /** The weight [nx, nf]. */

@@ -25,6 +25,17 @@ public final class Functional {
         return LinearFunction.apply(x, w, null);
     }
 
+    /**
+     * {@code b + x · w} for x [*, in], a weight w stored [in, out] (read in place) and b [out] or
+     * null: float32 [*, out]. Mirrors {@code torch.addmm(b, x, w)} (which takes x as [N, in]), as
+     * Hugging Face's {@code Conv1D} calls it; see {@link LinearFunction#applyToInOutWeight}.
+     *
+     * @throws IllegalArgumentException on wrong dtypes, ranks, devices or sizes, naming the shapes
+     */
+    public static Tensor addmm(Tensor b, Tensor x, Tensor w) {
+        return LinearFunction.applyToInOutWeight(x, w, b);
+    }
+
     /** {@code max(x, 0)} elementwise, float32 of x's shape. Mirrors {@code F.relu}. */
     public static Tensor relu(Tensor x) {
         return ReluFunction.apply(x);

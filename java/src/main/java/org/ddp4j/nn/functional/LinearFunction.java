@@ -28,20 +28,46 @@ public final class LinearFunction {
      *     both shapes, e.g. "linear: input [4, 3] has 3 features but weight [2, 5] expects 5"
      */
     public static Tensor apply(Tensor x, Tensor w, Tensor b) {
+        return apply(x, w, b, false);
+    }
+
+    /**
+     * Computes {@code b + x · w} for a weight stored [in, out], read in place (no transposed copy).
+     * Mirrors {@code torch.addmm(b, x, w)}, which Hugging Face's {@code Conv1D} calls on its input
+     * viewed as [N, in]; here x may keep its leading dims, [*, in] → [*, out].
+     *
+     * @param x float32 input [*, in] (autocast as {@link #apply(Tensor, Tensor, Tensor)})
+     * @param w float32 weight [in, out]
+     * @param b float32 bias [out], or null for none
+     * @return float32 [*, out], recording an "AddmmBackward" node when any argument requires grad
+     * @throws IllegalArgumentException on wrong dtypes, ranks, devices or sizes, naming the shapes
+     */
+    public static Tensor applyToInOutWeight(Tensor x, Tensor w, Tensor b) {
+        return apply(x, w, b, true);
+    }
+
+    private static Tensor apply(Tensor x, Tensor w, Tensor b, boolean wInOut) {
         // Autocast's dtype now, recorded for the backward (PyTorch's node keeps its forward's mode too).
         final DType compute = Autocast.computeDtype(x.device());
         final Tensor xc = compute == DType.FLOAT32 ? x : Autocast.widen(x);
         final Tensor wc = compute == DType.FLOAT32 ? w : Autocast.widen(w);
         final Tensor bc = compute == DType.FLOAT32 ? b : Autocast.widen(b);
-        Tensor y = Tensor.fromNativeResult(LinearNatives.linearForward(xc.nativeHandle(), wc.nativeHandle(),
-                bc == null ? 0 : bc.nativeHandle(), compute.ordinal(), NativeResults.buffer()));
-        return new Node("LinearBackward", xc, wc, bc) {
+        long bias = bc == null ? 0 : bc.nativeHandle();
+        Tensor y = Tensor.fromNativeResult(wInOut
+                ? LinearNatives.addmmForward(bias, xc.nativeHandle(), wc.nativeHandle(), compute.ordinal(), NativeResults.buffer())
+                : LinearNatives.linearForward(xc.nativeHandle(), wc.nativeHandle(), bias, compute.ordinal(), NativeResults.buffer()));
+        return new Node(wInOut ? "AddmmBackward" : "LinearBackward", xc, wc, bc) {
             @Override
             protected Tensor[] backward(Tensor gy) {
                 boolean needGb = needsInputGrad(2);
                 long[] r = NativeResults.buffer();
-                LinearNatives.linearBackward(gy.nativeHandle(), xc.nativeHandle(), wc.nativeHandle(),
-                        needsInputGrad(0), needGb, compute.ordinal(), r);
+                if (wInOut) {
+                    LinearNatives.addmmBackward(gy.nativeHandle(), xc.nativeHandle(), wc.nativeHandle(),
+                            needsInputGrad(0), needGb, compute.ordinal(), r);
+                } else {
+                    LinearNatives.linearBackward(gy.nativeHandle(), xc.nativeHandle(), wc.nativeHandle(),
+                            needsInputGrad(0), needGb, compute.ordinal(), r);
+                }
                 Tensor gx = Tensor.fromNativeResult(r, 0);
                 Tensor gw = Tensor.fromNativeResult(r, 1);
                 Tensor gb = Tensor.fromNativeResult(r, 2);
