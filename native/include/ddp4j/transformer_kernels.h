@@ -47,8 +47,22 @@ using gelu_backward_fn = void (*)(const Tensor& gy, const Tensor& x, bool tanh, 
  * Dropout keeps (b, i, j) when a counter-based hash of (dropout_seed, b, i, j) lands at or above
  * dropout_p, scaling kept probabilities by 1 / (1 - dropout_p), so backward recomputes the mask.
  */
+/**
+ * Where an operand's rows lie: row i of batch-head b starts base + (b / heads) * outer + (b % heads)
+ * * head + i * row floats into its tensor. Contiguous [BH, L, E]: heads 1, outer L * E, row E.
+ * Packed q | k | v of one [B, T, 3C] projection (attention_packed_*): base 0, C or 2C, outer
+ * T * 3C, head D, row 3C.
+ */
+struct RowLayout {
+  int64_t base = 0, outer = 0, head = 0, row = 0;
+};
+
 struct AttentionShape {
   int64_t bh = 0, l = 0, s = 0, e = 0, ev = 0;
+  // Row layouts of q (and dq), k (dk), v (dv), out (and grad_output); heads: batch-heads per
+  // outer index. Contiguous unless the packed op set them (CPU kernels only read them).
+  int64_t heads = 1;
+  RowLayout q_rows, k_rows, v_rows, o_rows;
   double scale = 1;
   bool causal = false;
   double dropout_p = 0;

@@ -40,6 +40,18 @@ std::vector<Tensor> attention_forward(const Tensor& q, const Tensor& k, const Te
 std::vector<Tensor> attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& mask, const Tensor& out, const Tensor& lse, bool causal,
                                        double scale, double dropout_p, uint64_t dropout_seed);
+/**
+ * Multi-head attention on one projection's packed output, read in place: qkv [B, T, 3C] holds q, k
+ * and v side by side in its last dim, each split into `heads` heads of C / heads; returns
+ * {out [B, T, C] (heads merged), lse [B, heads, T]}. The same as scaled_dot_product_attention on
+ * qkv.split(C, 2) viewed as [B, T, heads, D] and transposed to [B, heads, T, D], with the output
+ * transposed back, without the five copies. scale <= 0: 1 / sqrt(D).
+ */
+std::vector<Tensor> attention_packed_forward(const Tensor& qkv, int64_t heads, bool causal, double scale,
+                                             double dropout_p, uint64_t dropout_seed);
+/** dqkv [B, T, 3C] of attention_packed_forward. */
+Tensor attention_packed_backward(const Tensor& gout, const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                                 int64_t heads, bool causal, double scale, double dropout_p, uint64_t dropout_seed);
 
 /** Mean cross entropy over targets != ignore_index, logits [N, C]; returns {loss [], lse [N]}. */
 std::vector<Tensor> cross_entropy_lse_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index);

@@ -45,6 +45,10 @@ AttentionCall plan_attention(const char* op, const Tensor& q, const Tensor& k, c
   sh.causal = causal;
   sh.dropout_p = dropout_p;
   sh.dropout_seed = seed;
+  sh.q_rows = {0, sh.l * sh.e, 0, sh.e};
+  sh.k_rows = {0, sh.s * sh.e, 0, sh.e};
+  sh.v_rows = {0, sh.s * sh.ev, 0, sh.ev};
+  sh.o_rows = {0, sh.l * sh.ev, 0, sh.ev};
   if (!mask.defined()) return call;
   check_dtype(op, "attn_mask", mask, DType::Float32);
   check_same_device(op, q, mask);
@@ -80,6 +84,43 @@ AttentionCall plan_attention(const char* op, const Tensor& q, const Tensor& k, c
   }
   sh.mask_offsets = call.mask_offsets.data();
   return call;
+}
+
+/** The shape of a packed call: qkv [B, T, 3C] read in place, heads of D = C / heads, no mask. */
+kernels::AttentionShape plan_packed(const char* op, const Tensor& qkv, int64_t heads, bool causal, double scale,
+                                    double dropout_p, uint64_t seed) {
+  check_dtype(op, "qkv", qkv, DType::Float32);
+  DDP4J_CHECK_ARG(qkv.dim() == 3 && qkv.size(2) % 3 == 0, op, ": qkv must be [B, T, 3 * C] (q, k and v side by side "
+                  "in the last dim), got ", shape_str(qkv.shape()));
+  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3;
+  DDP4J_CHECK_ARG(heads >= 1 && c % heads == 0, op, ": the width C = ", c, " must split into ", heads,
+                  " heads (heads >= 1 dividing C)");
+  DDP4J_CHECK_ARG(dropout_p >= 0 && dropout_p <= 1, op, ": dropout_p must lie in [0, 1], got ", dropout_p);
+  const int64_t d = c / heads;
+  kernels::AttentionShape sh;
+  sh.bh = b * heads;
+  sh.l = sh.s = t;
+  sh.e = sh.ev = d;
+  sh.scale = scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(d));
+  sh.causal = causal;
+  sh.dropout_p = dropout_p;
+  sh.dropout_seed = seed;
+  sh.heads = heads;
+  sh.q_rows = {0, t * 3 * c, d, 3 * c};
+  sh.k_rows = {c, t * 3 * c, d, 3 * c};
+  sh.v_rows = {2 * c, t * 3 * c, d, 3 * c};
+  sh.o_rows = {0, t * c, d, c};
+  return sh;
+}
+
+/** [B, T, C] -> [B, H, T, C / H], copied (the packed ops' path on devices whose kernels read contiguous operands). */
+Tensor split_heads(const Tensor& x, int64_t heads) {
+  return transpose(x.view({x.size(0), x.size(1), heads, x.size(2) / heads}), 1, 2);
+}
+
+/** [B, H, T, D] -> [B, T, H * D], copied. */
+Tensor merge_heads(const Tensor& x) {
+  return transpose(x, 1, 2).view({x.size(0), x.size(2), x.size(1) * x.size(3)});
 }
 
 Shape with_last(const Shape& s, int64_t last) {
@@ -124,6 +165,52 @@ std::vector<Tensor> attention_backward(const Tensor& gout, const Tensor& q, cons
   static KernelSlot slot("attention_backward");
   slot.get<kernels::attention_backward_fn>(q.device())(gout, q, k, v, mask, out, lse, call.shape, dq, dk, dv);
   return {dq, dk, dv};
+}
+
+std::vector<Tensor> attention_packed_forward(const Tensor& qkv, int64_t heads, bool causal, double scale,
+                                             double dropout_p, uint64_t dropout_seed) {
+  const char* op = "attention_packed";
+  const kernels::AttentionShape sh = plan_packed(op, qkv, heads, causal, scale, dropout_p, dropout_seed);
+  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3;
+  if (qkv.device().type != DeviceType::CPU) {  // the device's kernel reads contiguous heads: split, attend, merge
+    const Tensor q = split_heads(narrow(qkv, 2, 0, c), heads), k = split_heads(narrow(qkv, 2, c, c), heads),
+                 v = split_heads(narrow(qkv, 2, 2 * c, c), heads);
+    std::vector<Tensor> r = attention_forward(q, k, v, Tensor(), causal, sh.scale, dropout_p, dropout_seed);
+    return {merge_heads(r[0]), r[1]};
+  }
+  Tensor out = Tensor::empty({b, t, c}, DType::Float32, qkv.device());
+  Tensor lse = Tensor::empty({b, heads, t}, DType::Float32, qkv.device());
+  static KernelSlot slot("attention_forward");
+  slot.get<kernels::attention_forward_fn>(qkv.device())(qkv, qkv, qkv, Tensor(), sh, out, lse);
+  return {out, lse};
+}
+
+Tensor attention_packed_backward(const Tensor& gout, const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                                 int64_t heads, bool causal, double scale, double dropout_p, uint64_t dropout_seed) {
+  const char* op = "attention_packed_backward";
+  const kernels::AttentionShape sh = plan_packed(op, qkv, heads, causal, scale, dropout_p, dropout_seed);
+  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3;
+  const Shape out_shape{b, t, c};
+  check_dtype(op, "grad_output", gout, DType::Float32);
+  check_dtype(op, "output", out, DType::Float32);
+  check_dtype(op, "lse", lse, DType::Float32);
+  DDP4J_CHECK_ARG(gout.shape() == out_shape && out.shape() == out_shape, op, ": grad_output ", shape_str(gout.shape()),
+                  " and output ", shape_str(out.shape()), " must be ", shape_str(out_shape));
+  DDP4J_CHECK_ARG(lse.numel() == b * heads * t, op, ": lse ", shape_str(lse.shape()), " must hold one value per query row");
+  check_same_device(op, qkv, gout);
+  check_same_device(op, qkv, out);
+  check_same_device(op, qkv, lse);
+  if (qkv.device().type != DeviceType::CPU) {
+    const Tensor q = split_heads(narrow(qkv, 2, 0, c), heads), k = split_heads(narrow(qkv, 2, c, c), heads),
+                 v = split_heads(narrow(qkv, 2, 2 * c, c), heads);
+    std::vector<Tensor> g = attention_backward(split_heads(gout, heads), q, k, v, Tensor(), split_heads(out, heads),
+                                               lse.view({b, heads, t}), causal, sh.scale, dropout_p, dropout_seed);
+    return cat({merge_heads(g[0]), merge_heads(g[1]), merge_heads(g[2])}, 2);
+  }
+  Tensor dqkv = Tensor::empty(qkv.shape(), DType::Float32, qkv.device());
+  static KernelSlot slot("attention_backward");
+  slot.get<kernels::attention_backward_fn>(qkv.device())(gout, qkv, qkv, qkv, Tensor(), out, lse, sh, dqkv, dqkv, dqkv);
+  return dqkv;
 }
 
 }  // namespace ddp4j::ops

@@ -2,7 +2,8 @@
 // blocks of keys for a block of queries with an online softmax (running max m, running sum l,
 // rescaled accumulator), so no L x S matrix exists; it saves the output and each row's logsumexp.
 // Scores (Q K^T) and the products with V are single-threaded GEMMs on kBlock x kBlock tiles; the
-// exponentials run vectorised on the tile. The backward recomputes the probabilities tile by tile
+// exponentials run vectorised on the tile. Operands are read, and gradients written, through
+// their row layouts (AttentionShape), so q | k | v packed in one projection's output need no copy. The backward recomputes the probabilities tile by tile
 // from the logsumexp: one pass over key blocks writes dK and dV (each key's sums run over the
 // query blocks in order), one over query blocks writes dQ. Every output tile is computed by one
 // work item in a fixed order, so the bits do not depend on the thread count. Causal tiles above
@@ -32,6 +33,11 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+/** Zeroes `rows` rows of `width` floats, `ld` apart. */
+void zero_rows(float* p, int64_t rows, int64_t width, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) std::fill(p + r * ld, p + r * ld + width, 0.0f);
+}
+
 /** x[c] = exp(x[c] - shift) for c < n (-inf gives 0), vectorised. */
 DDP4J_VECTOR_CLONES void exp_shifted(float* x, int64_t n, float shift) {
   for (int64_t c = 0; c < n; ++c) x[c] = exp_approx(x[c] - shift);
@@ -52,9 +58,13 @@ struct Attention {
         mask(tmask.defined() ? tmask.data<float>() : nullptr),
         keep_scale(shape.dropout_p < 1 ? static_cast<float>(1.0 / (1.0 - shape.dropout_p)) : 0.0f) {}
 
-  const float* q_row(int64_t b, int64_t i) const { return q + (b * sh.l + i) * sh.e; }
-  const float* k_row(int64_t b, int64_t j) const { return k + (b * sh.s + j) * sh.e; }
-  const float* v_row(int64_t b, int64_t j) const { return v + (b * sh.s + j) * sh.ev; }
+  /** Offset of row i of batch-head b in an operand laid out as r. */
+  int64_t offset(const kernels::RowLayout& r, int64_t b, int64_t i) const {
+    return r.base + (b / sh.heads) * r.outer + (b % sh.heads) * r.head + i * r.row;
+  }
+  const float* q_row(int64_t b, int64_t i) const { return q + offset(sh.q_rows, b, i); }
+  const float* k_row(int64_t b, int64_t j) const { return k + offset(sh.k_rows, b, j); }
+  const float* v_row(int64_t b, int64_t j) const { return v + offset(sh.v_rows, b, j); }
 
   /** Keys j < this bound may be attended from query i (the causal mask from the top left). */
   int64_t key_end(int64_t i) const { return sh.causal ? std::min(sh.s, i + 1) : sh.s; }
@@ -67,8 +77,8 @@ struct Attention {
    * the causal mask hides the key. st is nq x nk, row-major.
    */
   void scores(int64_t b, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float* st) const {
-    gemm_block(DType::Float32, false, true, nq, nk, sh.e, static_cast<float>(sh.scale), q_row(b, i0), sh.e,
-               k_row(b, j0), sh.e, 0.0f, st, nk);
+    gemm_block(DType::Float32, false, true, nq, nk, sh.e, static_cast<float>(sh.scale), q_row(b, i0), sh.q_rows.row,
+               k_row(b, j0), sh.k_rows.row, 0.0f, st, nk);
     for (int64_t r = 0; r < nq; ++r) {
       const int64_t i = i0 + r;
       float* row = st + r * nk;
@@ -108,10 +118,11 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
     std::vector<float> m(kBlock), l(kBlock), st(kBlock * kBlock), kt(kBlock * kBlock);
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / q_blocks, i0 = (w % q_blocks) * kBlock, nq = std::min(sh.l, i0 + kBlock) - i0;
-      float* acc = po + (b * sh.l + i0) * sh.ev;  // the output rows accumulate in place
+      float* acc = po + at.offset(sh.o_rows, b, i0);  // the output rows accumulate in place
+      const int64_t ldo = sh.o_rows.row;
       std::fill(m.begin(), m.end(), kNegInf);
       std::fill(l.begin(), l.end(), 0.0f);
-      std::fill(acc, acc + nq * sh.ev, 0.0f);
+      zero_rows(acc, nq, sh.ev, ldo);
       const int64_t key_stop = sh.causal ? std::min(sh.s, i0 + nq) : sh.s;
       for (int64_t j0 = 0; j0 < key_stop; j0 += kBlock) {
         const int64_t nk = std::min(sh.s, j0 + kBlock) - j0;
@@ -128,7 +139,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
             float alpha = m[r];  // exp(m - new_m); exp(-inf) = 0 on the first block
             exp_shifted(&alpha, 1, new_m);
             l[r] *= alpha;
-            float* a = acc + r * sh.ev;
+            float* a = acc + r * ldo;
             for (int64_t c = 0; c < sh.ev; ++c) a[c] *= alpha;
           }
           exp_shifted(p, nk, new_m);
@@ -141,14 +152,14 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
           }
           m[r] = new_m;
         }
-        gemm_block(DType::Float32, false, false, nq, sh.ev, nk, 1.0f, st.data(), nk, at.v_row(b, j0), sh.ev, 1.0f,
-                   acc, sh.ev);
+        gemm_block(DType::Float32, false, false, nq, sh.ev, nk, 1.0f, st.data(), nk, at.v_row(b, j0), sh.v_rows.row,
+                   1.0f, acc, ldo);
       }
       for (int64_t r = 0; r < nq; ++r) {
         // A row with every key masked attends to nothing: output 0 and no gradient, as PyTorch's
         // scaled_dot_product_attention since 2.5 (a plain softmax would give 0 / 0 = NaN)
         const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
-        float* o = acc + r * sh.ev;
+        float* o = acc + r * ldo;
         for (int64_t c = 0; c < sh.ev; ++c) o[c] *= inv;
         pl[b * sh.l + i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
       }
@@ -163,7 +174,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const 
  */
 struct BackwardTile {
   const Attention& at;
-  const float* go;     // dO [BH, L, Ev]
+  const float* go;     // dO, laid out as the output
   const float* lse;    // [BH, L]
   const float* delta;  // [BH, L]
   std::vector<float> st, kt, dz;
@@ -175,8 +186,8 @@ struct BackwardTile {
   void compute(int64_t b, int64_t i0, int64_t nq, int64_t j0, int64_t nk) {
     const auto& sh = at.sh;
     at.scores(b, i0, nq, j0, nk, st.data());
-    gemm_block(DType::Float32, false, true, nq, nk, sh.ev, 1.0f, go + (b * sh.l + i0) * sh.ev, sh.ev, at.v_row(b, j0),
-               sh.ev, 0.0f, dz.data(), nk);
+    gemm_block(DType::Float32, false, true, nq, nk, sh.ev, 1.0f, go + at.offset(sh.o_rows, b, i0), sh.o_rows.row,
+               at.v_row(b, j0), sh.v_rows.row, 0.0f, dz.data(), nk);
     if (at.dropout()) at.keeps(b, i0, nq, j0, nk, kt.data());
     for (int64_t r = 0; r < nq; ++r) {
       float* p = st.data() + r * nk;
@@ -214,10 +225,11 @@ void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, co
   std::vector<float> delta(static_cast<size_t>(sh.bh * sh.l));
   float* pd = delta.data();
   parallel_for(0, sh.bh * sh.l, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(sh.ev, 1)),
-               [=](int64_t r0, int64_t r1) {
+               [&](int64_t r0, int64_t r1) {
                  for (int64_t r = r0; r < r1; ++r) {
+                   const int64_t off = at.offset(sh.o_rows, r / sh.l, r % sh.l);
                    double s = 0;
-                   for (int64_t c = 0; c < sh.ev; ++c) s += static_cast<double>(pg[r * sh.ev + c]) * po[r * sh.ev + c];
+                   for (int64_t c = 0; c < sh.ev; ++c) s += static_cast<double>(pg[off + c]) * po[off + c];
                    pd[r] = static_cast<float>(s);
                  }
                });
@@ -231,17 +243,17 @@ void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, co
     BackwardTile tile(at, pg, pl, pd);
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / k_blocks, j0 = (w % k_blocks) * kBlock, nk = std::min(sh.s, j0 + kBlock) - j0;
-      float* dkb = pdk + (b * sh.s + j0) * sh.e;
-      float* dvb = pdv + (b * sh.s + j0) * sh.ev;
-      std::fill(dkb, dkb + nk * sh.e, 0.0f);
-      std::fill(dvb, dvb + nk * sh.ev, 0.0f);
+      float* dkb = pdk + at.offset(sh.k_rows, b, j0);
+      float* dvb = pdv + at.offset(sh.v_rows, b, j0);
+      zero_rows(dkb, nk, sh.e, sh.k_rows.row);
+      zero_rows(dvb, nk, sh.ev, sh.v_rows.row);
       for (int64_t qb = at.first_query_block(j0); qb < q_blocks; ++qb) {
         const int64_t i0 = qb * kBlock, nq = std::min(sh.l, i0 + kBlock) - i0;
         tile.compute(b, i0, nq, j0, nk);
-        gemm_block(DType::Float32, true, false, nk, sh.ev, nq, 1.0f, tile.st.data(), nk, pg + (b * sh.l + i0) * sh.ev,
-                   sh.ev, 1.0f, dvb, sh.ev);
-        gemm_block(DType::Float32, true, false, nk, sh.e, nq, scale, tile.dz.data(), nk, at.q_row(b, i0), sh.e, 1.0f,
-                   dkb, sh.e);
+        gemm_block(DType::Float32, true, false, nk, sh.ev, nq, 1.0f, tile.st.data(), nk, pg + at.offset(sh.o_rows, b, i0),
+                   sh.o_rows.row, 1.0f, dvb, sh.v_rows.row);
+        gemm_block(DType::Float32, true, false, nk, sh.e, nq, scale, tile.dz.data(), nk, at.q_row(b, i0), sh.q_rows.row,
+                   1.0f, dkb, sh.k_rows.row);
       }
     }
   });
@@ -251,14 +263,14 @@ void attention_backward(const Tensor& gout, const Tensor& q, const Tensor& k, co
     BackwardTile tile(at, pg, pl, pd);
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / q_blocks, i0 = (w % q_blocks) * kBlock, nq = std::min(sh.l, i0 + kBlock) - i0;
-      float* dqb = pdq + (b * sh.l + i0) * sh.e;
-      std::fill(dqb, dqb + nq * sh.e, 0.0f);
+      float* dqb = pdq + at.offset(sh.q_rows, b, i0);
+      zero_rows(dqb, nq, sh.e, sh.q_rows.row);
       const int64_t key_stop = sh.causal ? std::min(sh.s, i0 + nq) : sh.s;
       for (int64_t j0 = 0; j0 < key_stop; j0 += kBlock) {
         const int64_t nk = std::min(sh.s, j0 + kBlock) - j0;
         tile.compute(b, i0, nq, j0, nk);
-        gemm_block(DType::Float32, false, false, nq, sh.e, nk, scale, tile.dz.data(), nk, at.k_row(b, j0), sh.e, 1.0f,
-                   dqb, sh.e);
+        gemm_block(DType::Float32, false, false, nq, sh.e, nk, scale, tile.dz.data(), nk, at.k_row(b, j0), sh.k_rows.row,
+                   1.0f, dqb, sh.q_rows.row);
       }
     }
   });

@@ -1,5 +1,5 @@
 // JNI for org.ddp4j.internal.AttentionNatives: fused scaled dot-product attention forward and
-// backward (ops_attention.cpp).
+// backward, on separate q, k, v or on one packed qkv projection (ops_attention.cpp).
 #include <jni.h>
 
 #include "org_ddp4j_internal_AttentionNatives.h"  // javac -h: the prototypes defined here
@@ -31,6 +31,26 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_AttentionNatives_attentionBackwar
                                        required_tensor_of(v), tensor_of(mask), required_tensor_of(out),
                                        required_tensor_of(lse), causal, scale, dropoutP,
                                        static_cast<uint64_t>(dropoutSeed)));
+  });
+}
+
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_AttentionNatives_attentionPackedForward(
+    JNIEnv* env, jclass, jlong qkv, jint heads, jboolean causal, jdouble scale, jdouble dropoutP, jlong dropoutSeed,
+    jlongArray results) {
+  guarded(env, [&] {
+    results_of(env, results, ops::attention_packed_forward(required_tensor_of(qkv), heads, causal, scale, dropoutP,
+                                                           static_cast<uint64_t>(dropoutSeed)));
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_AttentionNatives_attentionPackedBackward(
+    JNIEnv* env, jclass, jlong gout, jlong qkv, jlong out, jlong lse, jint heads, jboolean causal, jdouble scale,
+    jdouble dropoutP, jlong dropoutSeed, jlongArray results) {
+  return guarded(env, [&] {
+    return result_of(env, results,
+                     ops::attention_packed_backward(required_tensor_of(gout), required_tensor_of(qkv),
+                                                    required_tensor_of(out), required_tensor_of(lse), heads, causal,
+                                                    scale, dropoutP, static_cast<uint64_t>(dropoutSeed)));
   });
 }
 

@@ -20,4 +20,12 @@ public final class AttentionNatives {
     /** Fills {dq, dk, dv}. */
     public static native void attentionBackward(long gout, long q, long k, long v, long mask, long out, long lse,
             boolean causal, double scale, double dropoutP, long dropoutSeed, long[] results);
+
+    /** Fills {out [B, T, C], lse [B, heads, T]} of attention over qkv [B, T, 3C] read in place. */
+    public static native void attentionPackedForward(long qkv, int heads, boolean causal, double scale, double dropoutP,
+            long dropoutSeed, long[] results);
+
+    /** dqkv [B, T, 3C] of attentionPackedForward (also returned). */
+    public static native long attentionPackedBackward(long gout, long qkv, long out, long lse, int heads, boolean causal,
+            double scale, double dropoutP, long dropoutSeed, long[] results);
 }

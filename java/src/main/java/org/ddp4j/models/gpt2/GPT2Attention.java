@@ -1,6 +1,5 @@
 package org.ddp4j.models.gpt2;
 
-import java.util.List;
 import org.ddp4j.nn.Dropout;
 import org.ddp4j.nn.Module;
 import org.ddp4j.nn.functional.Functional;
@@ -14,7 +13,6 @@ import org.ddp4j.tensor.Tensor;
  * projects back, followed by {@code resid_dropout}.
  */
 public class GPT2Attention extends Module {
-    private final int nEmbd;
     private final int nHead;
     private final double attnPdrop;
     private final Generator generator;
@@ -24,7 +22,7 @@ public class GPT2Attention extends Module {
 
     /** A block's attention for config, its weights drawn from generator. */
     public GPT2Attention(GPT2Config config, Generator generator) {
-        this.nEmbd = config.nEmbd();
+        int nEmbd = config.nEmbd();
         this.nHead = config.nHead();
         this.attnPdrop = config.attnPdrop();
         this.generator = generator;
@@ -41,19 +39,10 @@ public class GPT2Attention extends Module {
      */
     @Override
     public Tensor forward(Tensor x) {
-        long b = x.size(0);
-        long t = x.size(1);
-        List<Tensor> qkv = cAttn.forward(x).split(nEmbd, 2);
-        Tensor q = heads(qkv.get(0), b, t);
-        Tensor k = heads(qkv.get(1), b, t);
-        Tensor v = heads(qkv.get(2), b, t);
-        Tensor y = Functional.scaledDotProductAttention(q, k, v, null, isTraining() ? attnPdrop : 0, true, null, generator);
-        y = y.transpose(1, 2).contiguous().view(b, t, nEmbd); // [B, H, T, D] -> [B, T, H·D]
+        // q, k, v split into heads and the heads merged back, read and written in place in c_attn's
+        // [B, T, 3·C] output: Hugging Face's split / view / transpose without their copies
+        Tensor y = Functional.multiHeadAttentionPacked(cAttn.forward(x), nHead, isTraining() ? attnPdrop : 0, true, null,
+                generator);
         return residDropout.forward(cProj.forward(y));
-    }
-
-    /** [B, T, n_embd] -> [B, H, T, D]. */
-    private Tensor heads(Tensor x, long b, long t) {
-        return x.view(b, t, nHead, nEmbd / nHead).transpose(1, 2);
     }
 }

@@ -194,6 +194,19 @@ public final class Functional {
     }
 
     /**
+     * Multi-head attention on a packed projection qkv [B, T, 3C] (q, k, v side by side), read in
+     * place, → [B, T, C] with the heads merged: what {@code scaled_dot_product_attention} gives on
+     * {@code qkv.split(C, 2)} viewed as {@code heads} heads and transposed, without the copies. See
+     * {@link ScaledDotProductAttentionFunction#applyPacked}.
+     *
+     * @throws IllegalArgumentException if qkv is not [B, T, 3C] with heads dividing C, or p lies outside [0, 1]
+     */
+    public static Tensor multiHeadAttentionPacked(Tensor qkv, int heads, double dropoutP, boolean isCausal,
+            Double scale, org.ddp4j.tensor.Generator generator) {
+        return ScaledDotProductAttentionFunction.applyPacked(qkv, heads, dropoutP, isCausal, scale, generator);
+    }
+
+    /**
      * Mean cross entropy of float32 logits [N, C] against int64 targets [N], leaving out targets equal
      * to ignoreIndex (NaN when all are), for large vocabularies: only each row's logsumexp is kept
      * for the backward. Mirrors {@code F.cross_entropy(logits, target, ignore_index=ignoreIndex)}; see

@@ -74,6 +74,53 @@ public final class ScaledDotProductAttentionFunction {
         return out;
     }
 
+    /**
+     * Multi-head attention on one projection's packed output, read in place: the same as
+     * {@link #apply} on {@code qkv.split(C, 2)}, each part viewed as [B, T, heads, D] and transposed
+     * to [B, heads, T, D], with the output transposed back to [B, T, C], but without those five
+     * copies (and their gradients' copies in the backward). It is what GPT-2's attention does with
+     * its c_attn output; PyTorch has no single call for it.
+     *
+     * @param qkv float32 [B, T, 3C]: q, k and v side by side in the last dim
+     * @param heads the number of heads, dividing C
+     * @param dropoutP as {@link #apply}'s (the keep mask hashes the batch·head index, so it equals
+     *     the unpacked call's for the same seed)
+     * @param isCausal as {@link #apply}'s
+     * @param scale the factor of q·kᵀ, or null for 1/√D (D = C / heads)
+     * @param generator as {@link #apply}'s
+     * @return float32 [B, T, C], recording a "ScaledDotProductAttentionBackward" node when qkv
+     *     requires grad
+     * @throws IllegalArgumentException if qkv is not [B, T, 3C] with heads dividing C, dropoutP lies
+     *     outside [0, 1] or scale is not positive
+     */
+    public static Tensor applyPacked(Tensor qkv, int heads, double dropoutP, boolean isCausal, Double scale,
+            Generator generator) {
+        DropoutFunction.checkProbability(dropoutP);
+        if (scale != null && !(scale > 0)) {
+            throw new IllegalArgumentException("scaled_dot_product_attention: scale must be positive, got " + scale
+                    + " (pass null for 1/sqrt(D))");
+        }
+        final double s = scale == null ? 0 : scale;
+        final long seed = dropoutP > 0 ? drawSeed(generator == null ? Generator.defaultGenerator() : generator) : 0;
+        long[] r = NativeResults.buffer();
+        AttentionNatives.attentionPackedForward(qkv.nativeHandle(), heads, isCausal, s, dropoutP, seed, r);
+        Tensor out = Tensor.fromNativeResult(r, 0);
+        Tensor lse = Tensor.fromNativeResult(r, 1);
+        Node node = new Node("ScaledDotProductAttentionBackward", qkv) {
+            @Override
+            protected Tensor[] backward(Tensor gout) {
+                return new Tensor[] {Tensor.fromNativeResult(AttentionNatives.attentionPackedBackward(gout.nativeHandle(),
+                        qkv.nativeHandle(), out.nativeHandle(), lse.nativeHandle(), heads, isCausal, s, dropoutP, seed,
+                        NativeResults.buffer()))};
+            }
+        };
+        node.attach(out);
+        if (out.gradFn() != node) {
+            lse.close(); // no graph recorded: the logsumexp is not needed
+        }
+        return out;
+    }
+
     /** The mask's handle, asked for at each use: a closed mask then fails in Java, not in native code. */
     private static long maskHandle(Tensor attnMask) {
         return attnMask == null ? 0 : attnMask.nativeHandle();
