@@ -78,6 +78,16 @@ using attention_backward_fn = void (*)(const Tensor& gout, const Tensor& q, cons
                                        const Tensor& mask, const Tensor& out, const Tensor& lse,
                                        const AttentionShape& shape, Tensor& dq, Tensor& dk, Tensor& dv);
 
+// ---- the vocabulary head fused with its cross entropy (CPU) --------------------------------------
+/**
+ * loss (shape []) = cross_entropy(h · wᵀ, target, ignore_index) for h [N, C], w [V, C], target [N],
+ * the logits made and consumed a block of rows at a time (never [N, V]); with gh / gw defined, also
+ * the gradients of that loss (for a grad_output of 1) into gh [N, C] and gw [V, C]. GEMMs multiply
+ * in compute (autocast), the softmax in float32.
+ */
+using linear_cross_entropy_fn = void (*)(const Tensor& h, const Tensor& w, const Tensor& target, int64_t ignore_index,
+                                         DType compute, Tensor& loss, Tensor& gh, Tensor& gw);
+
 // ---- cross entropy with logsumexp and ignore_index -----------------------------------------------
 /**
  * out (shape []) = mean over n with target[n] != ignore_index of lse[n] - logits[n, target[n]],

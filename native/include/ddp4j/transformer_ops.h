@@ -53,6 +53,16 @@ std::vector<Tensor> attention_packed_forward(const Tensor& qkv, int64_t heads, b
 Tensor attention_packed_backward(const Tensor& gout, const Tensor& qkv, const Tensor& out, const Tensor& lse,
                                  int64_t heads, bool causal, double scale, double dropout_p, uint64_t dropout_seed);
 
+/**
+ * cross_entropy(h · wᵀ, target, ignore_index) for h [N, C], w [V, C] (a language model's head and
+ * its loss) without the [N, V] logits: returns {loss [], gh [N, C], gw [V, C]}, the gradients (for a
+ * grad_output of 1) made in the same pass when need_gh / need_gw (else undefined). GEMMs in compute
+ * (autocast: BFloat16 / Float16, Float32). Throws InvalidArgument naming the shapes or a target
+ * outside [0, V) that is not ignore_index.
+ */
+std::vector<Tensor> linear_cross_entropy(const Tensor& h, const Tensor& w, const Tensor& target, int64_t ignore_index,
+                                         bool need_gh, bool need_gw, DType compute);
+
 /** Mean cross entropy over targets != ignore_index, logits [N, C]; returns {loss [], lse [N]}. */
 std::vector<Tensor> cross_entropy_lse_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index);
 /** glogits [N, C]. */

@@ -165,4 +165,36 @@ Tensor cross_entropy_lse_backward(const Tensor& gout, const Tensor& logits, cons
   return glogits;
 }
 
+std::vector<Tensor> linear_cross_entropy(const Tensor& h, const Tensor& w, const Tensor& target, int64_t ignore_index,
+                                         bool need_gh, bool need_gw, DType compute) {
+  const char* op = "linear_cross_entropy";
+  check_dtype(op, "input", h, DType::Float32);
+  check_dtype(op, "weight", w, DType::Float32);
+  DDP4J_CHECK_ARG(h.dim() == 2 && w.dim() == 2 && h.size(1) == w.size(1), op, ": input ", shape_str(h.shape()),
+                  " and weight ", shape_str(w.shape()), " must be [N, C] and [V, C]");
+  DDP4J_CHECK_ARG(w.size(0) > 0, op, ": weight ", shape_str(w.shape()), " has no classes");
+  DDP4J_CHECK_ARG(target.dtype() == DType::Int64, op, ": target must be int64 class indices, got ", target.describe());
+  DDP4J_CHECK_ARG(target.dim() == 1 && target.size(0) == h.size(0), op, ": input ", shape_str(h.shape()), " has ",
+                  h.size(0), " rows but target ", shape_str(target.shape()), " must be [", h.size(0), "]");
+  check_same_device(op, h, w);
+  check_same_device(op, h, target);
+  check_autocast_dtype(op, compute);
+  if (h.device().type != DeviceType::CPU) {  // the unfused ops: logits, loss, their gradients
+    const Tensor logits = linear_forward(h, w, Tensor(), compute);
+    std::vector<Tensor> l = cross_entropy_lse_forward(logits, target, ignore_index);
+    if (!need_gh && !need_gw) return {l[0], Tensor(), Tensor()};
+    Tensor one = Tensor::empty({}, DType::Float32, h.device());
+    fill_(one, 1.0);
+    const Tensor g = cross_entropy_lse_backward(one, logits, l[1], target, ignore_index);
+    std::vector<Tensor> lb = linear_backward(g, h, w, need_gh, false, compute);
+    return {l[0], lb[0], need_gw ? lb[1] : Tensor()};
+  }
+  Tensor loss = Tensor::empty({}, DType::Float32, h.device());
+  Tensor gh = need_gh ? Tensor::empty(h.shape(), DType::Float32, h.device()) : Tensor();
+  Tensor gw = need_gw ? Tensor::empty(w.shape(), DType::Float32, w.device()) : Tensor();
+  static KernelSlot slot("linear_cross_entropy");
+  slot.get<kernels::linear_cross_entropy_fn>(h.device())(h, w, target, ignore_index, compute, loss, gh, gw);
+  return {loss, gh, gw};
+}
+
 }  // namespace ddp4j::ops

@@ -2,11 +2,14 @@
 // [N, C] probabilities), the backward recomputes softmax(x) = exp(x - lse) straight into the
 // gradient. Rows are split among the threads; the loss adds fixed blocks of rows in order, so it
 // does not depend on the thread count. The passes over a row (max, sum of exponentials, the
-// gradient) run vectorised, the sum in 16 double lanes added in a fixed order.
+// gradient) run vectorised, the sum in 16 double lanes added in a fixed order. The head fused with
+// its loss (linear_cross_entropy) makes the logits a block of rows at a time and turns each block
+// into the gradients at once, so neither the [N, V] logits nor their gradient ever exist.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "cpu/gemm.h"
 #include "cpu/vector_math.h"
 #include "ddp4j/dispatch.h"
 #include "ddp4j/errors.h"
@@ -115,8 +118,62 @@ void cross_entropy_lse_backward(const Tensor& gout, const Tensor& logits, const 
   });
 }
 
+constexpr int64_t kHeadRows = 256;  // rows of logits made at a time: 256 x 50257 floats is 51 MB
+
+void linear_cross_entropy(const Tensor& h, const Tensor& w, const Tensor& target, int64_t ignore_index, DType compute,
+                          Tensor& loss, Tensor& gh, Tensor& gw) {
+  const int64_t rows = h.size(0), width = h.size(1), classes = w.size(0);
+  const int64_t count = count_targets("linear_cross_entropy", target, classes, ignore_index);
+  const float* ph = h.data<float>();
+  const float* pw = w.data<float>();
+  const int64_t* pt = target.data<int64_t>();
+  const bool grads = gh.defined() || gw.defined();
+  const float s = count == 0 ? 0.0f : static_cast<float>(1.0 / static_cast<double>(count));
+  if (gw.defined() && (rows == 0 || width == 0)) std::fill_n(gw.data<float>(), gw.numel(), 0.0f);
+  Tensor block = Tensor::empty({std::min(kHeadRows, std::max<int64_t>(rows, 1)), classes}, DType::Float32, h.device());
+  float* logits = block.data<float>();
+  double total = 0;
+  for (int64_t r0 = 0; r0 < rows; r0 += kHeadRows) {
+    const int64_t n = std::min(kHeadRows, rows - r0);
+    gemm(compute, false, true, n, classes, width, 1.0f, ph + r0 * width, width, pw, width, 0.0f, logits, classes);
+    // Each row: its loss term; then, in place, its gradient s * (softmax - onehot) (0 if ignored).
+    total += parallel_reduce_blocks(0, n, rows_per_block(classes), [=](int64_t q0, int64_t q1) {
+      double part = 0;
+      for (int64_t q = q0; q < q1; ++q) {
+        float* x = logits + q * classes;
+        const int64_t t = pt[r0 + q];
+        const float m = row_max(x, classes);
+        const double log_sum = std::log(sum_exp(x, classes, m));
+        if (t != ignore_index) part += log_sum - (static_cast<double>(x[t]) - m);
+        if (!grads) continue;
+        if (t == ignore_index) {
+          std::fill(x, x + classes, 0.0f);
+          continue;
+        }
+        const float lse = static_cast<float>(m + log_sum);
+        const float xt = x[t];
+        scaled_softmax(x, classes, lse, s, x);
+        x[t] = s * (exp_approx(xt - lse) - 1.0f);
+      }
+      return part;
+    });
+    if (gh.defined()) {  // gh[rows of the block] = g · w
+      gemm(compute, false, false, n, width, classes, 1.0f, logits, classes, pw, width, 0.0f, gh.data<float>() + r0 * width,
+           width);
+    }
+    if (gw.defined()) {  // gw += gᵀ · h[rows of the block], the blocks added in order
+      gemm(compute, true, false, classes, width, n, 1.0f, logits, classes, ph + r0 * width, width, r0 == 0 ? 0.0f : 1.0f,
+           gw.data<float>(), width);
+    }
+  }
+  // Every target ignored: 0 / 0 = NaN, as PyTorch's mean.
+  *loss.data<float>() = count == 0 ? std::numeric_limits<float>::quiet_NaN()
+                                   : static_cast<float>(total / static_cast<double>(count));
+}
+
 }  // namespace
 
+DDP4J_REGISTER_KERNEL(linear_cross_entropy, CPU, linear_cross_entropy);
 DDP4J_REGISTER_KERNEL(cross_entropy_lse_forward, CPU, cross_entropy_lse_forward);
 DDP4J_REGISTER_KERNEL(cross_entropy_lse_backward, CPU, cross_entropy_lse_backward);
 

@@ -75,4 +75,15 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_TransformerNatives_crossEntropyL
   });
 }
 
+JNIEXPORT void JNICALL Java_org_ddp4j_internal_TransformerNatives_linearCrossEntropy(
+    JNIEnv* env, jclass, jlong h, jlong w, jlong target, jlong ignoreIndex, jboolean needGh, jboolean needGw,
+    jint compute, jlongArray results) {
+  guarded(env, [&] {
+    DDP4J_CHECK_ARG(compute >= 0 && compute < kNumDTypes, "linear_cross_entropy: no dtype has code ", compute);
+    results_of(env, results,
+               ops::linear_cross_entropy(required_tensor_of(h), required_tensor_of(w), required_tensor_of(target),
+                                         ignoreIndex, needGh, needGw, static_cast<DType>(compute)));
+  });
+}
+
 }  // extern "C"

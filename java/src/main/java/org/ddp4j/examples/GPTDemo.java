@@ -19,7 +19,6 @@ import org.ddp4j.distributed.ReduceOp;
 import org.ddp4j.models.gpt2.GPT2Config;
 import org.ddp4j.models.gpt2.GPT2LMHeadModel;
 import org.ddp4j.models.gpt2.GPT2Pretrained;
-import org.ddp4j.nn.functional.Functional;
 import org.ddp4j.nn.parallel.DistributedDataParallel;
 import org.ddp4j.nn.utils.ClipGradNorm;
 import org.ddp4j.optim.AdamW;
@@ -212,9 +211,8 @@ public final class GPTDemo implements Callable<Integer> {
                             var sync = micro < gradAccum - 1 ? model.noSync() : null) {
                         Tensor microLoss;
                         try (var ac = autocast.scope(Device.CPU)) {
-                            Tensor logits = model.forward(batch.inputs());
-                            microLoss = Functional.crossEntropy(logits.view(-1, config.vocabSize()), batch.labels().view(-1),
-                                    GPT2LMHeadModel.IGNORE_INDEX).div(gradAccum);
+                            // nanoGPT's model(x, y): the head fused with the loss, no [B·T, vocab] logits
+                            microLoss = model.call(() -> net.loss(batch.inputs(), batch.labels())).div(gradAccum);
                         }
                         microLoss.backward();
                         loss += microLoss.item();

@@ -42,4 +42,12 @@ public final class TransformerNatives {
     /** The logits' gradient [N, C] from the forward's lse. */
     public static native long crossEntropyLseBackward(long gout, long logits, long lse, long target, long ignoreIndex,
             long[] results);
+
+    /**
+     * The head fused with its loss: cross entropy of h · wᵀ (h [N, C], w [V, C]) without the [N, V]
+     * logits; fills {loss [], gh [N, C] or 0, gw [V, C] or 0}, the gradients for a grad_output of 1
+     * when asked for; compute: the GEMMs' DType ordinal (autocast).
+     */
+    public static native void linearCrossEntropy(long h, long w, long target, long ignoreIndex, boolean needGh,
+            boolean needGw, int compute, long[] results);
 }

@@ -51,7 +51,9 @@ class GPTDemoTest {
         args.addAll(List.of(extra));
         LauncherProcess.Result r = LauncherProcess.run(args.toArray(String[]::new));
         assertEquals(0, r.exitCode(), "launcher failed:\n" + r.text());
-        List<Matcher> out = r.lines().stream().map(SUMMARY::matcher).filter(Matcher::find).toList();
+        // by rank: the two ranks' summary lines reach the launcher's output in either order
+        List<Matcher> out = r.lines().stream().map(SUMMARY::matcher).filter(Matcher::find)
+                .sorted(java.util.Comparator.comparing(m -> m.group(1))).toList();
         assertEquals(2, out.size(), r.text());
         assertEquals(out.get(0).group(5), out.get(1).group(5), "the ranks ended with different parameters\n" + r.text());
         assertTrue(r.text().contains("[rank0]: sample:"), r.text());

@@ -50,19 +50,21 @@ public class GPT2LMHeadModel extends Module {
     }
 
     /**
-     * The mean cross-entropy of the next-token logits against targets, one fused pass over the
-     * vocabulary (no probability tensor kept besides the gradient). Unlike Hugging Face's
-     * {@code labels}, targets are already shifted (nanoGPT's {@code y}): targets[b, t] is the
-     * token after inputIds[b, t].
+     * The mean cross-entropy of the next-token logits against targets, as nanoGPT's
+     * {@code model(x, y)} gives it, with the head and the loss fused
+     * ({@link Functional#linearCrossEntropy}): the [B·T, vocab] logits and their gradient never
+     * exist (on GPT-2 124M at B·T = 1024, 2 × 206 MB). Unlike Hugging Face's {@code labels},
+     * targets are already shifted: targets[b, t] is the token after inputIds[b, t]. Under DDP, run
+     * it through {@code ddp.call(() -> model.loss(x, y))}.
      *
      * @param inputIds int64 [B, T]
      * @param targets int64 [B, T]; {@link #IGNORE_INDEX} where no loss is wanted
-     * @return a float32 scalar
+     * @return a float32 scalar (NaN when every target is ignored)
+     * @throws IllegalArgumentException on shapes that do not match or a target outside the vocabulary
      */
     public Tensor loss(Tensor inputIds, Tensor targets) {
-        Tensor logits = forward(inputIds);
-        long v = logits.size(2);
-        return Functional.crossEntropy(logits.view(-1, v), targets.view(-1), IGNORE_INDEX);
+        Tensor h = transformer.forward(inputIds);
+        return Functional.linearCrossEntropy(h.view(-1, h.size(2)), lmHead.weight(), targets.view(-1), IGNORE_INDEX);
     }
 
     /**

@@ -217,4 +217,15 @@ public final class Functional {
     public static Tensor crossEntropy(Tensor logits, Tensor target, long ignoreIndex) {
         return CrossEntropyFunction.apply(logits, target, ignoreIndex);
     }
+
+    /**
+     * A language model's head fused with its loss: {@code cross_entropy(h · wᵀ, target,
+     * ignore_index=ignoreIndex)} for h [N, C], w [V, C], target [N], without the [N, V] logits; a
+     * float32 scalar. See {@link LinearCrossEntropyFunction#apply} (one backward per forward).
+     *
+     * @throws IllegalArgumentException on wrong dtypes or shapes, or a target outside [0, V) that is not ignoreIndex
+     */
+    public static Tensor linearCrossEntropy(Tensor h, Tensor w, Tensor target, long ignoreIndex) {
+        return LinearCrossEntropyFunction.apply(h, w, target, ignoreIndex);
+    }
 }

@@ -240,6 +240,20 @@ public class DistributedDataParallel extends Module {
      */
     @Override
     public Tensor forward(Tensor input) {
+        return call(() -> module.forward(input));
+    }
+
+    /**
+     * Runs {@code forward}, a call into the wrapped module other than {@code forward(Tensor)} (one
+     * that takes several inputs or returns the loss: {@code ddp.call(() -> model.loss(x, y))}),
+     * with everything {@link #forward(Tensor)} does around it: what PyTorch's DDP does for
+     * {@code model(x, labels=y)}, whose forward takes any arguments. The call must run the module's
+     * forward pass once (the parameters it uses get gradients from the backward as usual).
+     *
+     * @param forward the call; its result is returned
+     * @return what forward returned
+     */
+    public Tensor call(java.util.function.Supplier<Tensor> forward) {
         if (isTraining() && Tensors.isGradEnabled()) {
             reducer.rebuildBucketsIfReady(join == null);
         }
@@ -256,7 +270,7 @@ public class DistributedDataParallel extends Module {
         }
         Tensor output;
         try {
-            output = module.forward(input);
+            output = forward.get();
         } catch (RuntimeException e) {
             // A collective of the model's own (SyncBatchNorm's) met the joined ranks' shadowing.
             throw join != null ? Reducer.insideJoinHint(e) : e;
