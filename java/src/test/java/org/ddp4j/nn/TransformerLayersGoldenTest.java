@@ -249,7 +249,7 @@ class TransformerLayersGoldenTest {
     }
 
     @Test
-    void attentionLayerNormAndEmbeddingBackwardGiveTheSameBitsForOneTwoAndThreeThreads() {
+    void attentionHeadLayerNormAndEmbeddingBackwardGiveTheSameBitsForOneTwoAndThreeThreads() {
         assertSameBitsForThreadCounts("attention", () -> {
             try (var scope = Tensors.scope()) {
                 Generator g = new Generator(11);
@@ -263,6 +263,34 @@ class TransformerLayersGoldenTest {
                 for (Tensor t : new Tensor[] {q, k, v}) {
                     t.clearGrad();
                 }
+                return out;
+            }
+        });
+        assertSameBitsForThreadCounts("packed attention", () -> {
+            try (var scope = Tensors.scope()) {
+                Generator g = new Generator(14);
+                Tensor qkv = randn(g, 2, 150, 3 * 24).requiresGrad(true);
+                Tensor y = Functional.multiHeadAttentionPacked(qkv, 3, 0.2, true, null, new Generator(5));
+                y.backward(randn(g, 2, 150, 24));
+                List<float[]> out = List.of(y.toFloatArray(), qkv.grad().toFloatArray());
+                qkv.clearGrad();
+                return out;
+            }
+        });
+        assertSameBitsForThreadCounts("head and cross entropy", () -> {
+            try (var scope = Tensors.scope()) {
+                Generator g = new Generator(15);
+                Tensor h = randn(g, 300, 32).requiresGrad(true);
+                Tensor w = randn(g, 999, 32).requiresGrad(true);
+                long[] t = new long[300];
+                for (int i = 0; i < t.length; i++) {
+                    t[i] = g.nextInt(999);
+                }
+                Tensor loss = Functional.linearCrossEntropy(h, w, Tensor.ofLongs(t, 300), -100);
+                loss.backward();
+                List<float[]> out = List.of(new float[] {loss.item()}, h.grad().toFloatArray(), w.grad().toFloatArray());
+                h.clearGrad();
+                w.clearGrad();
                 return out;
             }
         });
