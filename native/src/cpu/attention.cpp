@@ -3,9 +3,10 @@
 // rescaled accumulator), so no L x S matrix exists; it saves the output and each row's logsumexp.
 // Scores (Q K^T) and the products with V are single-threaded GEMMs on kBlock x kBlock tiles; the
 // exponentials run vectorised on the tile. Operands are read, and gradients written, through
-// their row layouts (AttentionShape), so q | k | v packed in one projection's output need no copy. The backward recomputes the probabilities tile by tile
-// from the logsumexp: one pass over key blocks writes dK and dV (each key's sums run over the
-// query blocks in order), one over query blocks writes dQ. Every output tile is computed by one
+// their row layouts (AttentionShape), so q | k | v packed in one projection's output need no
+// copy. The backward recomputes the probabilities tile by tile from the logsumexp: one pass over
+// key blocks writes dK and dV (each key's sums run over the query blocks in order), one over
+// query blocks writes dQ. Every output tile is computed by one
 // work item in a fixed order, so the bits do not depend on the thread count. Causal tiles above
 // the diagonal are skipped. Dropout's keep mask is a counter-based hash of (seed, batch-head, i,
 // j): recomputed, never stored.
