@@ -59,14 +59,6 @@ case "$model" in
   *) die "--model must be gpt2 or small, got $model" ;;
 esac
 ((warmup < steps)) || die "--warmup-steps ($warmup) must be below --steps ($steps)"
-python="${PYTHON:-}"
-if [[ -z "$python" ]]; then
-  python=python3
-  [[ -x "$root/build/torch-venv/bin/python" ]] && python="$root/build/torch-venv/bin/python"
-fi
-if [[ ",$only," == *,torch,* ]]; then
-  "$python" -c 'import torch, numpy' 2>/dev/null || die "$python has no torch and numpy: set PYTHON= or make build/torch-venv"
-fi
 if [[ "${SKIP_SETUP:-0}" != 1 ]]; then
   "$root/scripts/setup.sh" >/dev/null 2>&1 || die "scripts/setup.sh failed; run it to see why"
 fi
@@ -78,17 +70,10 @@ if [[ ! -f "$data/meta.json" ]]; then
 fi
 export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
 out="$(mktemp -d)"
-free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-gemm_rates=()
-measure_gemm() {  # N: one JMH run of KernelBenchmark.gemm512 at one thread, its GFLOP/s appended to gemm_rates
-  ((gemm)) || return 0
-  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout 600 java -jar "$bench_jar" 'KernelBenchmark\.gemm512$' \
-    -f 1 -wi 3 -i 5 -w 1 -r 1 > "$out/gemm-$1.txt" 2>&1 || { tail -20 "$out/gemm-$1.txt" >&2; die "JMH KernelBenchmark.gemm512 failed"; }
-  local rate; rate="$(awk '$1 ~ /KernelBenchmark\.gemm512$/ {printf "%.1f", $(NF-3)}' "$out/gemm-$1.txt")"
-  [[ -n "$rate" ]] || die "no gemm512 score in $out/gemm-$1.txt"
-  gemm_rates+=("$rate")
-}
+# shellcheck source=scripts/bench-common.sh
+source "$root/scripts/bench-common.sh"
+python=python3
+[[ ",$only," == *,torch,* ]] && python="$(torch_python)"
 echo "gpt-bench.sh: raw outputs in $out; PyTorch from $python" >&2
 measure_gemm 1
 

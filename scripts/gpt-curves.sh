@@ -29,12 +29,9 @@ while (($#)); do
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
-python="${PYTHON:-}"
-if [[ -z "$python" ]]; then
-  python=python3
-  [[ -x "$root/build/torch-venv/bin/python" ]] && python="$root/build/torch-venv/bin/python"
-fi
-"$python" -c 'import torch, numpy' 2>/dev/null || die "$python has no torch and numpy: set PYTHON= or make build/torch-venv"
+# shellcheck source=scripts/bench-common.sh
+source "$root/scripts/bench-common.sh"
+python="$(torch_python)"
 if [[ "${SKIP_SETUP:-0}" != 1 ]]; then
   "$root/scripts/setup.sh" >/dev/null 2>&1 || die "scripts/setup.sh failed; run it to see why"
 fi

@@ -108,20 +108,9 @@ bench_jar="$root/benchmarks/target/benchmarks.jar"
 ((gemm == 0)) || [[ -f "$bench_jar" ]] || die "no $bench_jar: run scripts/setup.sh (or pass --no-gemm)"
 export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
 out="$(mktemp -d)"
-free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# shellcheck source=scripts/bench-common.sh
+source "$root/scripts/bench-common.sh"
 
-# ---- the GEMM limit ---------------------------------------------------------------------------------
-gemm_rates=()
-measure_gemm() {  # N: one JMH run of KernelBenchmark.gemm512 at one thread, its GFLOP/s appended to gemm_rates
-  ((gemm)) || return 0
-  # one thread: the rate per core that a rank's threads multiply
-  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout 600 java -jar "$bench_jar" 'KernelBenchmark\.gemm512$' \
-    -f 1 -wi 3 -i 5 -w 1 -r 1 > "$out/gemm-$1.txt" 2>&1 || { tail -20 "$out/gemm-$1.txt" >&2; die "JMH KernelBenchmark.gemm512 failed"; }
-  # JMH's score is ops/ns with one op per FLOP, i.e. GFLOP/s
-  local rate; rate="$(awk '$1 ~ /KernelBenchmark\.gemm512$/ {printf "%.1f", $(NF-3)}' "$out/gemm-$1.txt")"
-  [[ -n "$rate" ]] || die "no gemm512 score in $out/gemm-$1.txt"
-  gemm_rates+=("$rate")
-}
 echo "resnet-bench.sh: raw outputs in $out" >&2
 echo "resnet-bench.sh: GEMM rate (JMH KernelBenchmark.gemm512, 1 thread)" >&2
 measure_gemm 1

@@ -43,12 +43,8 @@ public final class ScaledDotProductAttentionFunction {
     public static Tensor apply(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal,
             Double scale, Generator generator) {
         DropoutFunction.checkProbability(dropoutP);
-        if (scale != null && !(scale > 0)) {
-            throw new IllegalArgumentException("scaled_dot_product_attention: scale must be positive, got " + scale
-                    + " (pass null for 1/sqrt(E))");
-        }
-        final double s = scale == null ? 0 : scale;
-        final long seed = dropoutP > 0 ? drawSeed(generator == null ? Generator.defaultGenerator() : generator) : 0;
+        final double s = checkedScale(scale, "E");
+        final long seed = dropoutSeed(dropoutP, generator);
         long[] r = NativeResults.buffer();
         AttentionNatives.attentionForward(q.nativeHandle(), k.nativeHandle(), v.nativeHandle(), maskHandle(attnMask), isCausal, s,
                 dropoutP, seed, r);
@@ -67,11 +63,7 @@ public final class ScaledDotProductAttentionFunction {
                     keepIf(needsInputGrad(2), dv)};
             }
         };
-        node.attach(out);
-        if (out.gradFn() != node) {
-            lse.close(); // no graph recorded: the logsumexp is not needed
-        }
-        return out;
+        return attach(node, out, lse);
     }
 
     /**
@@ -96,12 +88,8 @@ public final class ScaledDotProductAttentionFunction {
     public static Tensor applyPacked(Tensor qkv, int heads, double dropoutP, boolean isCausal, Double scale,
             Generator generator) {
         DropoutFunction.checkProbability(dropoutP);
-        if (scale != null && !(scale > 0)) {
-            throw new IllegalArgumentException("scaled_dot_product_attention: scale must be positive, got " + scale
-                    + " (pass null for 1/sqrt(D))");
-        }
-        final double s = scale == null ? 0 : scale;
-        final long seed = dropoutP > 0 ? drawSeed(generator == null ? Generator.defaultGenerator() : generator) : 0;
+        final double s = checkedScale(scale, "D");
+        final long seed = dropoutSeed(dropoutP, generator);
         long[] r = NativeResults.buffer();
         AttentionNatives.attentionPackedForward(qkv.nativeHandle(), heads, isCausal, s, dropoutP, seed, r);
         Tensor out = Tensor.fromNativeResult(r, 0);
@@ -114,9 +102,28 @@ public final class ScaledDotProductAttentionFunction {
                         NativeResults.buffer()))};
             }
         };
+        return attach(node, out, lse);
+    }
+
+    /** scale, or 0 (the kernel's 1/√size) for null; throws IllegalArgumentException unless positive. */
+    private static double checkedScale(Double scale, String size) {
+        if (scale != null && !(scale > 0)) {
+            throw new IllegalArgumentException("scaled_dot_product_attention: scale must be positive, got " + scale
+                    + " (pass null for 1/sqrt(" + size + "))");
+        }
+        return scale == null ? 0 : scale;
+    }
+
+    /** The dropout mask's seed for one call (0, and no draw, without dropout). */
+    private static long dropoutSeed(double dropoutP, Generator generator) {
+        return dropoutP > 0 ? drawSeed(generator == null ? Generator.defaultGenerator() : generator) : 0;
+    }
+
+    /** Records node on out; without a graph the logsumexp is not needed and goes at once. */
+    private static Tensor attach(Node node, Tensor out, Tensor lse) {
         node.attach(out);
         if (out.gradFn() != node) {
-            lse.close(); // no graph recorded: the logsumexp is not needed
+            lse.close();
         }
         return out;
     }
