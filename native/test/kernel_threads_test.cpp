@@ -247,6 +247,26 @@ int main() {
         return std::vector<Tensor>{p, m, v, vmax};
       });
     }
+    // A whole group in one call: the threads' ranges cross from one parameter into the next.
+    check_thread_counts("adamw group", [&] {
+      std::vector<Tensor> out;
+      std::vector<kernels::AdamTensors> group;
+      const std::vector<int64_t> sizes{n / 3, 5, n};
+      for (size_t k = 0; k < sizes.size(); ++k) {
+        for (uint64_t s = 0; s < 4; ++s) out.push_back(random({sizes[k]}, 60 + 4 * k + s, 0, 1));
+      }
+      for (size_t k = 0; k < sizes.size(); ++k) {
+        group.push_back({&out[4 * k], &out[4 * k + 1], &out[4 * k + 2], &out[4 * k + 3], nullptr, 1});
+      }
+      kernels::AdamOptions o;
+      o.weight_decay = 0.01;
+      o.decoupled = true;
+      for (int64_t step = 1; step <= 3; ++step) {
+        for (auto& t : group) t.step = step;
+        ops::adam_steps_(group, o);
+      }
+      return out;
+    });
   }
   return test_failures();
 }

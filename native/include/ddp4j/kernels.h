@@ -331,5 +331,19 @@ struct AdamOptions {
  */
 using adam_step_fn = void (*)(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                               Tensor& max_exp_avg_sq, const AdamOptions& o, int64_t step);
+/** One parameter's tensors for adam_steps_fn; max_exp_avg_sq is null without amsgrad. */
+struct AdamTensors {
+  Tensor* param;
+  const Tensor* grad;
+  Tensor* exp_avg;
+  Tensor* exp_avg_sq;
+  Tensor* max_exp_avg_sq;
+  int64_t step;
+};
+/**
+ * adam_step_fn for every parameter of a group in one call (each with its own step number), with the
+ * per-parameter call's bits: PyTorch's fused / foreach Adam, without its different rounding.
+ */
+using adam_steps_fn = void (*)(std::vector<AdamTensors>& group, const AdamOptions& o);
 
 }  // namespace ddp4j::kernels

@@ -260,6 +260,11 @@ void sgd_step_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, const ke
  */
 void adam_step_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, Tensor& max_exp_avg_sq,
                 const kernels::AdamOptions& o, int64_t step);
+/**
+ * adam_step_ for a whole parameter group in one call (the same checks for each entry, one device
+ * for all): one pass split among the CPU's threads, or one kernel per entry on other devices.
+ */
+void adam_steps_(std::vector<kernels::AdamTensors>& group, const kernels::AdamOptions& o);
 
 // ---- shared checks ------------------------------------------------------------------------------
 /** Throws InvalidArgument "<op>: <what> must be float32, got ..." etc. */

@@ -20,4 +20,14 @@ public final class AdamNatives {
      */
     public static native void adamStep(long param, long grad, long expAvg, long expAvgSq, long maxExpAvgSq, double lr,
             double beta1, double beta2, double eps, double weightDecay, boolean amsgrad, boolean decoupled, long step);
+
+    /**
+     * {@link #adamStep} for every parameter of a group in one call: entry i of each array belongs
+     * to parameter i (steps[i] its update number); maxExpAvgSqs may be null without amsgrad. The
+     * same bits as one adamStep per parameter; on the CPU the group's elements are split among
+     * the intra-op threads.
+     */
+    public static native void adamSteps(long[] params, long[] grads, long[] expAvgs, long[] expAvgSqs,
+            long[] maxExpAvgSqs, long[] steps, double lr, double beta1, double beta2, double eps, double weightDecay,
+            boolean amsgrad, boolean decoupled);
 }

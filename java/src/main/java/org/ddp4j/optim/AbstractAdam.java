@@ -117,42 +117,55 @@ public abstract sealed class AbstractAdam extends Optimizer permits Adam, AdamW 
     }
 
     /**
-     * One native in-place pass per parameter with a gradient; parameters without one keep no
+     * One native in-place pass over every parameter of the group that has a gradient (PyTorch's
+     * fused / foreach path, with the per-parameter update's bits); parameters without one keep no
      * state and do not count a step, as in PyTorch. State tensors are made at a parameter's first
      * step (zeros, outside any scope).
      */
     @Override
     protected void stepGroup(ParamGroup group, int firstIndex) {
-        double lr = group.lr();
         List<?> betas = (List<?>) group.get("betas");
-        double beta1 = (Double) betas.get(0);
-        double beta2 = (Double) betas.get(1);
-        double eps = group.number("eps");
-        double weightDecay = group.number("weight_decay");
         boolean amsgrad = group.flag("amsgrad");
         List<Tensor> params = group.params();
         growSteps();
+        int n = 0;
+        long[] p = new long[params.size()], g = new long[p.length], m = new long[p.length], v = new long[p.length];
+        long[] vmax = amsgrad ? new long[p.length] : null;
+        long[] step = new long[p.length];
+        int[] index = new int[p.length];
         for (int j = 0; j < params.size(); j++) {
-            Tensor p = params.get(j);
-            Tensor g = p.grad();
-            if (g == null) {
+            Tensor param = params.get(j);
+            if (param.grad() == null) {
                 continue;
             }
             int i = firstIndex + j;
             Map<String, Tensor> state = state(i);
             if (!state.containsKey(EXP_AVG)) {
                 // Untracked, so they survive the step's scope.
-                state.put(EXP_AVG, p.zerosLike().keep());
-                state.put(EXP_AVG_SQ, p.zerosLike().keep());
+                state.put(EXP_AVG, param.zerosLike().keep());
+                state.put(EXP_AVG_SQ, param.zerosLike().keep());
             }
             if (amsgrad && !state.containsKey(MAX_EXP_AVG_SQ)) {
-                state.put(MAX_EXP_AVG_SQ, p.zerosLike().keep());
+                state.put(MAX_EXP_AVG_SQ, param.zerosLike().keep());
             }
-            long step = steps[i] + 1;
-            AdamNatives.adamStep(p.nativeHandle(), g.nativeHandle(), state.get(EXP_AVG).nativeHandle(),
-                    state.get(EXP_AVG_SQ).nativeHandle(), amsgrad ? state.get(MAX_EXP_AVG_SQ).nativeHandle() : 0, lr,
-                    beta1, beta2, eps, weightDecay, amsgrad, decoupled, step);
-            steps[i] = step;
+            p[n] = param.nativeHandle();
+            g[n] = param.grad().nativeHandle();
+            m[n] = state.get(EXP_AVG).nativeHandle();
+            v[n] = state.get(EXP_AVG_SQ).nativeHandle();
+            if (amsgrad) {
+                vmax[n] = state.get(MAX_EXP_AVG_SQ).nativeHandle();
+            }
+            step[n] = steps[i] + 1;
+            index[n++] = i;
+        }
+        if (n == 0) {
+            return;
+        }
+        AdamNatives.adamSteps(Arrays.copyOf(p, n), Arrays.copyOf(g, n), Arrays.copyOf(m, n), Arrays.copyOf(v, n),
+                amsgrad ? Arrays.copyOf(vmax, n) : null, Arrays.copyOf(step, n), group.lr(), (Double) betas.get(0),
+                (Double) betas.get(1), group.number("eps"), group.number("weight_decay"), amsgrad, decoupled);
+        for (int k = 0; k < n; k++) {
+            steps[index[k]] = step[k];
         }
     }
 
