@@ -20,6 +20,7 @@ import org.ddp4j.models.gpt2.GPT2Config;
 import org.ddp4j.models.gpt2.GPT2LMHeadModel;
 import org.ddp4j.models.gpt2.GPT2Pretrained;
 import org.ddp4j.nn.parallel.DistributedDataParallel;
+import org.ddp4j.nn.parallel.DistributedDataParallelOptions;
 import org.ddp4j.nn.utils.ClipGradNorm;
 import org.ddp4j.optim.AdamW;
 import org.ddp4j.optim.CosineAnnealingLR;
@@ -127,6 +128,9 @@ public final class GPTDemo implements Callable<Integer> {
                     + " time-limited slot; --resume continues it.")
     Integer stopAfter;
 
+    @Option(names = "--bucket-cap-mb", description = "DDP's gradient bucket size in MiB, PyTorch's bucket_cap_mb (default: ${DEFAULT-VALUE}).")
+    double bucketCapMb = 25;
+
     @Option(names = "--sample-tokens", description = "Tokens rank 0 samples at the end (default: ${DEFAULT-VALUE}; 0: none).")
     int sampleTokens = 100;
 
@@ -160,7 +164,8 @@ public final class GPTDemo implements Callable<Integer> {
 
         Generator generator = new Generator(seed); // the weights (rank 0's are broadcast), then dropout's masks
         GPT2LMHeadModel net = initFrom != null ? loadPretrained(config, generator) : new GPT2LMHeadModel(config, generator);
-        DistributedDataParallel model = new DistributedDataParallel(net);
+        DistributedDataParallel model = new DistributedDataParallel(net,
+                DistributedDataParallelOptions.defaults().bucketCapMb(bucketCapMb));
         AdamW optimizer = new AdamW(net.parameterGroups(weightDecay), AdamW.Options.defaults().lr(lr).betas(0.9, beta2));
         LRScheduler schedule = warmupThenCosine(optimizer);
         TokenWindows trainBatches = new TokenWindows(train, blockSize, batchSize, seed, rank);
