@@ -177,18 +177,18 @@ public abstract sealed class AbstractAdam extends Optimizer permits Adam, AdamW 
     }
 
     @Override
-    protected List<String> stateNames() {
+    public List<String> stateNames() {
         return List.of(STEP, EXP_AVG, EXP_AVG_SQ, MAX_EXP_AVG_SQ);
     }
 
     @Override
-    protected List<String> requiredStateNames(Map<String, Object> options) {
+    public List<String> requiredStateNames(Map<String, Object> options) {
         return (Boolean) options.get("amsgrad") ? List.of(STEP, EXP_AVG, EXP_AVG_SQ, MAX_EXP_AVG_SQ)
                 : List.of(STEP, EXP_AVG, EXP_AVG_SQ);
     }
 
     @Override
-    protected boolean isStepCount(String stateName) {
+    public boolean isStepCount(String stateName) {
         return STEP.equals(stateName);
     }
 

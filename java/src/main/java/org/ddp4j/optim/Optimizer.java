@@ -73,10 +73,10 @@ public abstract class Optimizer implements AutoCloseable {
     protected abstract void stepGroup(ParamGroup group, int firstIndex);
 
     /** The state names this optimizer keeps, e.g. SGD's {@code momentum_buffer} (for load checks). */
-    protected abstract List<String> stateNames();
+    public abstract List<String> stateNames();
 
     /** The state names a loaded parameter must have under {@code options} (none by default). */
-    protected List<String> requiredStateNames(Map<String, Object> options) {
+    public List<String> requiredStateNames(Map<String, Object> options) {
         return List.of();
     }
 
@@ -85,9 +85,11 @@ public abstract class Optimizer implements AutoCloseable {
      * autograd); parameters without a gradient are skipped and keep no state, as in PyTorch.
      * Mirrors {@code optimizer.step()}.
      *
+     * Wrappers that step another optimizer (ZeroRedundancyOptimizer) override it.
+     *
      * @throws IllegalArgumentException if a gradient's shape or dtype does not match its parameter
      */
-    public final void step() {
+    public void step() {
         int first = 0;
         for (ParamGroup group : groups) {
             stepGroup(group, first);
@@ -281,7 +283,7 @@ public abstract class Optimizer implements AutoCloseable {
     }
 
     /** Whether a state entry is a step count (one non-negative whole number) rather than a tensor shaped as its parameter. */
-    protected boolean isStepCount(String stateName) {
+    public boolean isStepCount(String stateName) {
         return false;
     }
 

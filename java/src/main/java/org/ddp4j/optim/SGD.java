@@ -187,7 +187,7 @@ public final class SGD extends Optimizer {
     }
 
     @Override
-    protected List<String> stateNames() {
+    public List<String> stateNames() {
         return List.of(MOMENTUM_BUFFER);
     }
 

@@ -1,0 +1,240 @@
+package org.ddp4j.distributed.optim;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.ddp4j.distributed.ProcessGroup;
+import org.ddp4j.distributed.ProcessGroupGloo;
+import org.ddp4j.distributed.store.HashStore;
+import org.ddp4j.nn.Linear;
+import org.ddp4j.nn.Module;
+import org.ddp4j.nn.functional.Functional;
+import org.ddp4j.nn.parallel.DistributedDataParallel;
+import org.ddp4j.nn.utils.ClipGradNorm;
+import org.ddp4j.optim.AdamW;
+import org.ddp4j.optim.Optimizer;
+import org.ddp4j.optim.OptimizerStateDict;
+import org.ddp4j.optim.StepLR;
+import org.ddp4j.tensor.Generator;
+import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
+import org.ddp4j.testing.Ranks;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * ZeroRedundancyOptimizer against the optimizer it wraps: on 2 and 3 ranks (threads, Gloo and
+ * shared memory), DDP + ZeRO(AdamW) ends every step with the bits of DDP + AdamW (two parameter
+ * groups, gradient clipping, StepLR); each rank keeps state for its own parameters only; the
+ * consolidated state dict equals AdamW's; a state consolidated at 3 ranks resumes at 2 exactly.
+ */
+class ZeroRedundancyOptimizerTest {
+    private static final Duration TIMEOUT = Duration.ofSeconds(60);
+    private static final int STEPS = 5;
+
+    /** Two linear layers, weights and biases of four sizes. */
+    static final class Net extends Module {
+        final Linear fc1;
+        final Linear fc2;
+
+        Net() {
+            Generator g = new Generator(11);
+            fc1 = registerModule("fc1", new Linear(6, 16, true, g));
+            fc2 = registerModule("fc2", new Linear(16, 3, true, g));
+        }
+
+        @Override
+        public Tensor forward(Tensor x) {
+            return fc2.forward(Functional.relu(fc1.forward(x)));
+        }
+
+        /** Weights decay, biases do not (nanoGPT's groups). */
+        List<Map<String, ?>> groups() {
+            return List.of(Map.of("params", List.of(fc1.weight(), fc2.weight())),
+                    Map.of("params", List.of(fc1.bias(), fc2.bias()), "weight_decay", 0.0));
+        }
+    }
+
+    private static AdamW adamW(List<? extends Map<String, ?>> groups) {
+        return new AdamW(groups, AdamW.Options.defaults().lr(0.05).weightDecay(0.1));
+    }
+
+    /** One training step on this rank's batch of the step: clip to 0.5, step, schedule. */
+    private static void train(DistributedDataParallel model, Optimizer opt, StepLR schedule, int rank, int step) {
+        try (var scope = Tensors.scope()) {
+            opt.zeroGrad();
+            Generator data = new Generator(1000L * step + rank);
+            Tensor x = Tensor.of(data.uniform(4 * 6, -1f, 1f), 4, 6);
+            Tensor y = Tensor.of(data.uniform(4 * 3, -1f, 1f), 4, 3);
+            model.forward(x).sub(y).pow(2).mean().backward();
+            ClipGradNorm.clipGradNorm(model.parameters(), 0.5);
+            opt.step();
+            schedule.step();
+        }
+    }
+
+    private static float[] flat(Module m) {
+        List<Float> out = new ArrayList<>();
+        for (Tensor p : m.parameters()) {
+            for (float v : p.toFloatArray()) {
+                out.add(v);
+            }
+        }
+        float[] a = new float[out.size()];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = out.get(i);
+        }
+        return a;
+    }
+
+    private static void assertSameState(OptimizerStateDict expected, OptimizerStateDict actual) {
+        assertEquals(expected.optimizer(), actual.optimizer());
+        assertEquals(expected.paramGroups(), actual.paramGroups());
+        assertEquals(expected.state().keySet(), actual.state().keySet());
+        expected.state().forEach((index, entries) -> {
+            assertEquals(entries.keySet(), actual.state().get(index).keySet(), "state names of parameter " + index);
+            entries.forEach((name, t) -> assertArrayEquals(t.toFloatArray(), actual.state().get(index).get(name).toFloatArray(),
+                    name + " of parameter " + index));
+        });
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {2, 3})
+    void stepsEqualTheWrappedOptimizerBitForBit(int world) throws Exception {
+        Ranks.withGroups(world, TIMEOUT, (rank, group) -> {
+            try (Net plainNet = new Net(); Net zeroNet = new Net();
+                    DistributedDataParallel plain = new DistributedDataParallel(plainNet, group,
+                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                    DistributedDataParallel zero = new DistributedDataParallel(zeroNet, group,
+                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                    AdamW adam = adamW(plainNet.groups());
+                    ZeroRedundancyOptimizer zeroOpt = new ZeroRedundancyOptimizer(zeroNet.groups(),
+                            ZeroRedundancyOptimizerTest::adamW, group)) {
+                StepLR plainSchedule = new StepLR(adam, 2, 0.5);
+                StepLR zeroSchedule = new StepLR(zeroOpt, 2, 0.5);
+                for (int step = 0; step < STEPS; step++) {
+                    train(plain, adam, plainSchedule, rank, step);
+                    train(zero, zeroOpt, zeroSchedule, rank, step);
+                    assertArrayEquals(flat(plainNet), flat(zeroNet), "parameters after step " + step + " on rank " + rank);
+                }
+                // This rank keeps the state of the parameters it owns, and only theirs.
+                OptimizerStateDict local = zeroOpt.localOptimizer().stateDict();
+                long owned = zeroNet.parameters().stream().filter(p -> zeroOpt.ownerOf(p) == rank).count();
+                assertEquals(owned, local.state().size());
+                assertTrue(owned < zeroNet.parameters().size(), "rank " + rank + " owns every parameter");
+                // The consolidated state is AdamW's, on rank 0 alone.
+                zeroOpt.consolidateStateDict(0);
+                if (rank == 0) {
+                    assertSameState(adam.stateDict(), zeroOpt.stateDict());
+                } else {
+                    IllegalStateException e = assertThrows(IllegalStateException.class, zeroOpt::stateDict);
+                    assertTrue(e.getMessage().contains("consolidateStateDict(" + rank + ") on every rank"), e.getMessage());
+                }
+                return null;
+            }
+        });
+    }
+
+    @Test
+    void aStateConsolidatedAtThreeRanksResumesAtTwoExactly() throws Exception {
+        // 3 ranks train 3 steps; rank 0 keeps the parameters and the consolidated state.
+        List<Object[]> saved = Ranks.withGroups(3, TIMEOUT, (rank, group) -> {
+            try (Net net = new Net();
+                    DistributedDataParallel model = new DistributedDataParallel(net, group,
+                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                    ZeroRedundancyOptimizer opt = new ZeroRedundancyOptimizer(net.groups(),
+                            ZeroRedundancyOptimizerTest::adamW, group)) {
+                StepLR schedule = new StepLR(opt, 2, 0.5);
+                for (int step = 0; step < 3; step++) {
+                    train(model, opt, schedule, rank, step);
+                }
+                opt.consolidateStateDict(0);
+                if (rank != 0) {
+                    return null;
+                }
+                // Copies: the state dict's tensors are the optimizer's, freed when it closes.
+                Map<Integer, Map<String, Tensor>> copies = new LinkedHashMap<>();
+                opt.stateDict().state().forEach((index, entries) -> {
+                    Map<String, Tensor> copy = new LinkedHashMap<>();
+                    entries.forEach((name, t) -> copy.put(name, t.zerosLike().keep().copyFrom(t)));
+                    copies.put(index, copy);
+                });
+                OptimizerStateDict state = new OptimizerStateDict(opt.stateDict().optimizer(), copies,
+                        opt.stateDict().paramGroups());
+                Map<String, Tensor> params = new LinkedHashMap<>();
+                net.namedParameters().forEach((name, p) -> params.put(name, p.zerosLike().keep().copyFrom(p)));
+                return new Object[] {state, params};
+            }
+        });
+        OptimizerStateDict state = (OptimizerStateDict) saved.get(0)[0];
+        @SuppressWarnings("unchecked")
+        Map<String, Tensor> params = (Map<String, Tensor>) saved.get(0)[1];
+        // 2 ranks resume: ZeRO and plain AdamW load the same state and take 2 more steps.
+        Ranks.withGroups(2, TIMEOUT, (rank, group) -> {
+            try (Net plainNet = new Net(); Net zeroNet = new Net()) {
+                plainNet.loadStateDict(params);
+                zeroNet.loadStateDict(params);
+                try (DistributedDataParallel plain = new DistributedDataParallel(plainNet, group,
+                                DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                        DistributedDataParallel zero = new DistributedDataParallel(zeroNet, group,
+                                DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                        AdamW adam = adamW(plainNet.groups());
+                        ZeroRedundancyOptimizer zeroOpt = new ZeroRedundancyOptimizer(zeroNet.groups(),
+                                ZeroRedundancyOptimizerTest::adamW, group)) {
+                    adam.loadStateDict(state);
+                    zeroOpt.loadStateDict(state);
+                    StepLR plainSchedule = new StepLR(adam, 2, 0.5);
+                    StepLR zeroSchedule = new StepLR(zeroOpt, 2, 0.5);
+                    for (int step = 3; step < 5; step++) {
+                        train(plain, adam, plainSchedule, rank, step);
+                        train(zero, zeroOpt, zeroSchedule, rank, step);
+                        assertArrayEquals(flat(plainNet), flat(zeroNet), "parameters after step " + step);
+                    }
+                    zeroOpt.consolidateStateDict(1);
+                    if (rank == 1) {
+                        assertSameState(adam.stateDict(), zeroOpt.stateDict());
+                    }
+                }
+                return null;
+            }
+        });
+    }
+
+    @Test
+    void partitionIsPyTorchsLargestFirstToTheLightestRank() throws Exception {
+        // sizes 100, 10, 60, 40: 100 -> rank 0; 60 -> 1; 40 -> 1 (60 < 100); 10 -> 0 (a tie at 100: the lowest rank)
+        List<Tensor> params = List.of(Tensor.zeros(100), Tensor.zeros(10), Tensor.zeros(60), Tensor.zeros(40));
+        params.forEach(p -> p.requiresGrad(true));
+        try (AdamW all = adamW(List.of(Map.of("params", params)))) {
+            assertArrayEquals(new int[] {0, 0, 1, 1}, ZeroRedundancyOptimizer.partition(all.paramGroups(), 2));
+            assertArrayEquals(new int[] {0, 2, 1, 2}, ZeroRedundancyOptimizer.partition(all.paramGroups(), 3));
+        }
+    }
+
+    @Test
+    void aRankWithoutParametersIsRefusedByName() throws Exception {
+        HashStore store = new HashStore(Duration.ofSeconds(20));
+        List<Ranks.Outcome<Object>> outcomes = Ranks.collect(3, rank -> {
+            List<Tensor> params = List.of(Tensor.zeros(4), Tensor.zeros(2));
+            params.forEach(p -> p.requiresGrad(true));
+            try (ProcessGroup group = new ProcessGroupGloo(store, rank, 3, TIMEOUT, "127.0.0.1");
+                    ZeroRedundancyOptimizer opt = new ZeroRedundancyOptimizer(List.of(Map.of("params", params)),
+                            ZeroRedundancyOptimizerTest::adamW, group)) {
+                return opt.toString();
+            }
+        });
+        assertTrue(outcomes.get(0).error() == null && outcomes.get(1).error() == null, outcomes.toString());
+        Throwable e = outcomes.get(2).error();
+        assertTrue(e instanceof IllegalArgumentException, String.valueOf(e));
+        assertEquals("ZeroRedundancyOptimizer: rank 2 of 3 owns no parameter (2 parameters for 3 ranks): use at most 2"
+                + " ranks, or a plain optimizer", e.getMessage());
+    }
+}
