@@ -16,6 +16,7 @@ import org.ddp4j.data.TokenFile;
 import org.ddp4j.data.TokenWindows;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.ReduceOp;
+import org.ddp4j.distributed.optim.ZeroRedundancyOptimizer;
 import org.ddp4j.models.gpt2.GPT2Config;
 import org.ddp4j.models.gpt2.GPT2LMHeadModel;
 import org.ddp4j.models.gpt2.GPT2Pretrained;
@@ -26,6 +27,7 @@ import org.ddp4j.optim.AdamW;
 import org.ddp4j.optim.CosineAnnealingLR;
 import org.ddp4j.optim.LRScheduler;
 import org.ddp4j.optim.LinearLR;
+import org.ddp4j.optim.Optimizer;
 import org.ddp4j.optim.SequentialLR;
 import org.ddp4j.serialization.Checkpoint;
 import org.ddp4j.tensor.Device;
@@ -128,6 +130,13 @@ public final class GPTDemo implements Callable<Integer> {
                     + " time-limited slot; --resume continues it.")
     Integer stopAfter;
 
+    /** How the optimizer state is kept: on every rank (DDP alone), or sharded (ZeRO stage 1). */
+    enum Shard { none, zero1 }
+
+    @Option(names = "--shard", description = "none: every rank keeps AdamW's state; zero1: each rank keeps its share"
+            + " (ZeroRedundancyOptimizer) (default: ${DEFAULT-VALUE}).")
+    Shard shard = Shard.none;
+
     @Option(names = "--bucket-cap-mb", description = "DDP's gradient bucket size in MiB, PyTorch's bucket_cap_mb (default: ${DEFAULT-VALUE}).")
     double bucketCapMb = 25;
 
@@ -166,7 +175,11 @@ public final class GPTDemo implements Callable<Integer> {
         GPT2LMHeadModel net = initFrom != null ? loadPretrained(config, generator) : new GPT2LMHeadModel(config, generator);
         DistributedDataParallel model = new DistributedDataParallel(net,
                 DistributedDataParallelOptions.defaults().bucketCapMb(bucketCapMb));
-        AdamW optimizer = new AdamW(net.parameterGroups(weightDecay), AdamW.Options.defaults().lr(lr).betas(0.9, beta2));
+        AdamW.Options adamW = AdamW.Options.defaults().lr(lr).betas(0.9, beta2);
+        Optimizer optimizer = shard == Shard.zero1
+                ? new ZeroRedundancyOptimizer(net.parameterGroups(weightDecay), groups -> new AdamW(groups, adamW),
+                        Distributed.defaultGroup())
+                : new AdamW(net.parameterGroups(weightDecay), adamW);
         LRScheduler schedule = warmupThenCosine(optimizer);
         TokenWindows trainBatches = new TokenWindows(train, blockSize, batchSize, seed, rank);
         int firstIter = 0;
@@ -197,6 +210,7 @@ public final class GPTDemo implements Callable<Integer> {
         for (int iter = firstIter; iter < lastIter; iter++) {
             if (iter % evalInterval == 0 && iter > firstIter) {
                 lastVal = validationLoss(net, val);
+                consolidateForSave(optimizer);
                 if (rank == 0) {
                     System.out.printf(Locale.ROOT, "step %d: val loss %.4f%n", iter, lastVal);
                     if (save != null) {
@@ -244,6 +258,7 @@ public final class GPTDemo implements Callable<Integer> {
         }
         double seconds = (System.nanoTime() - start) / 1e9;
         lastVal = validationLoss(net, val);
+        consolidateForSave(optimizer);
         if (rank == 0) {
             System.out.printf(Locale.ROOT, "step %d: val loss %.4f%n", lastIter, lastVal);
             if (save != null) {
@@ -314,7 +329,7 @@ public final class GPTDemo implements Callable<Integer> {
     }
 
     /** Linear warm-up from lr / 100, then cosine down to --min-lr: nanoGPT's get_lr as PyTorch schedulers. */
-    private LRScheduler warmupThenCosine(AdamW optimizer) {
+    private LRScheduler warmupThenCosine(Optimizer optimizer) {
         if (warmupIters == 0) {
             return new CosineAnnealingLR(optimizer, maxIters, minLr);
         }
@@ -376,13 +391,20 @@ public final class GPTDemo implements Callable<Integer> {
         }
     }
 
-    private void save(GPT2LMHeadModel net, AdamW optimizer, LRScheduler schedule, TokenWindows batches,
+    /** Under ZeRO, gathers the optimizer state on rank 0 (every rank calls it) before rank 0 saves. */
+    private void consolidateForSave(Optimizer optimizer) {
+        if (save != null && optimizer instanceof ZeroRedundancyOptimizer zero) {
+            zero.consolidateStateDict(0);
+        }
+    }
+
+    private void save(GPT2LMHeadModel net, Optimizer optimizer, LRScheduler schedule, TokenWindows batches,
             int iter) {
         new Checkpoint().put("model", net).put("optimizer", optimizer).put("scheduler", schedule)
                 .put("data", new WindowsState(batches)).put("iter", iter).save(save);
     }
 
-    private int restore(GPT2LMHeadModel net, AdamW optimizer, LRScheduler schedule, TokenWindows batches) {
+    private int restore(GPT2LMHeadModel net, Optimizer optimizer, LRScheduler schedule, TokenWindows batches) {
         Checkpoint c = Checkpoint.load(resume);
         for (String key : new String[] {"model", "optimizer", "scheduler", "data", "iter"}) {
             if (!c.has(key)) {

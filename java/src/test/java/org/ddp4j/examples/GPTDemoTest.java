@@ -23,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
  * GPTDemo on 2 ranks over a small byte-level corpus: the ranks end with the same parameters, the
  * loss falls, and 3 steps saved with --stop-after then resumed equal 6 steps in one go, to the bit
  * with dropout (the schedule, AdamW's moments and the data windows come back; dropout's masks are a
- * function of the step and the rank).
+ * function of the step and the rank). With {@code --shard zero1} (ZeroRedundancyOptimizer) the same
+ * runs give the same bits.
  */
 @Timeout(value = 600, unit = TimeUnit.SECONDS) // backstop above LauncherProcess's 240 s bound per run
 class GPTDemoTest {
@@ -72,6 +73,19 @@ class GPTDemoTest {
             assertEquals(straight.get(i).group(5), resumed.get(i).group(5), "parameters after resuming");
             assertEquals(straight.get(i).group(3), resumed.get(i).group(3), "last loss after resuming");
             assertEquals(straight.get(i).group(4), resumed.get(i).group(4), "val loss after resuming");
+        }
+        // ZeRO stage 1 gives DDP + AdamW's bits, and its consolidated state resumes exactly.
+        List<Matcher> zero = demo("--max-iters", "6", "--eval-interval", "3", "--dropout", "0.1", "--shard", "zero1");
+        Path zeroState = dir.resolve("zero-state.safetensors");
+        demo("--max-iters", "6", "--eval-interval", "3", "--dropout", "0.1", "--shard", "zero1", "--save",
+                zeroState.toString(), "--stop-after", "3");
+        List<Matcher> zeroResumed = demo("--max-iters", "6", "--eval-interval", "3", "--dropout", "0.1", "--shard",
+                "zero1", "--resume", zeroState.toString());
+        for (int i = 0; i < 2; i++) {
+            for (List<Matcher> run : List.of(zero, zeroResumed)) {
+                assertEquals(straight.get(i).group(5), run.get(i).group(5), "parameters under --shard zero1");
+                assertEquals(straight.get(i).group(3), run.get(i).group(3), "last loss under --shard zero1");
+            }
         }
         List<Matcher> longer = demo("--max-iters", "150", "--eval-interval", "150");
         // bytes start at ln(256) = 5.5; on this corpus of one sentence 150 steps end near 0.75
