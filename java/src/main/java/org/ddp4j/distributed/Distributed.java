@@ -1,5 +1,6 @@
 package org.ddp4j.distributed;
 
+import org.ddp4j.internal.MemoryPlan;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -105,6 +106,7 @@ public final class Distributed {
             throw new IllegalStateException("the default process group is already initialized (rank "
                     + defaultGroup.rank() + " of " + defaultGroup.size() + "); call destroyProcessGroup() first");
         }
+        MemoryPlan.recordAvailableAtStart(); // before the model exists: the budget each rank plans with
         World world = World.create(backend, initMethod, worldSize, rank, timeout, System.getenv());
         defaultGroup = world.group();
         subgroups = world.subgroups();

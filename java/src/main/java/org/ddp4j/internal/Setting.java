@@ -38,6 +38,9 @@ public enum Setting {
     // Memory and kernels
     CPU_CACHE_LIMIT("DDP4J_CPU_CACHE_LIMIT", "a quarter of RAM",
             "bytes the CPU allocator keeps cached for reuse, K/M/G suffixes allowed (native)"),
+    MEMORY_PER_RANK("DDP4J_MEMORY_PER_RANK", "MemAvailable when the process group started, over the host's ranks",
+            "bytes a rank may plan for, K/M/G suffixes allowed: an optimizer or DistributedDataParallel whose parameters,"
+                    + " gradients and state would not fit is refused with the numbers; 0 turns the check off"),
     CUDA_CACHE_LIMIT("DDP4J_CUDA_CACHE_LIMIT", "none", "bytes the CUDA caching allocator may keep (native)"),
     CONV_DIRECT("DDP4J_CONV_DIRECT", "1", "0: every convolution through im2col + GEMM, never the direct kernel (native)"),
     CPU_BF16_KERNEL("DDP4J_CPU_BF16_KERNEL", "auto",

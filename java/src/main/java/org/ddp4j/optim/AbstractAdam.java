@@ -176,6 +176,17 @@ public abstract sealed class AbstractAdam extends Optimizer permits Adam, AdamW 
         }
     }
 
+    /** exp_avg and exp_avg_sq for each host parameter (and max_exp_avg_sq under amsgrad). */
+    @Override
+    public long plannedStateBytes() {
+        long bytes = 0;
+        for (ParamGroup g : paramGroups()) {
+            long groupBytes = g.params().stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * 4).sum();
+            bytes += groupBytes * (g.flag("amsgrad") ? 3 : 2);
+        }
+        return bytes;
+    }
+
     @Override
     public List<String> stateNames() {
         return List.of(STEP, EXP_AVG, EXP_AVG_SQ, MAX_EXP_AVG_SQ);

@@ -8,6 +8,7 @@ import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.ddp4j.internal.MemoryPlan;
 import org.ddp4j.tensor.Tensor;
 
 /**
@@ -40,6 +41,8 @@ public abstract class Optimizer implements AutoCloseable {
      * @param paramGroups the groups as Maps (see the class comment)
      * @throws IllegalArgumentException on no parameters at all ("SGD got an empty parameter list"),
      *     an unknown or ill-typed key, an invalid option, a non-leaf tensor, or a tensor in two groups
+     * @throws IllegalStateException when the parameters, their gradients and the state this
+     *     optimizer will make exceed what a rank may use (see {@code DDP4J_MEMORY_PER_RANK}), naming the numbers
      */
     protected Optimizer(String name, Map<String, Object> defaults, Collection<? extends Map<String, ?>> paramGroups) {
         this.name = name;
@@ -51,6 +54,22 @@ public abstract class Optimizer implements AutoCloseable {
         if (params.isEmpty()) {
             throw new IllegalArgumentException(name + " got an empty parameter list");
         }
+        long hostBytes = params.stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * p.dtype().bytes()).sum();
+        Map<String, Long> parts = new LinkedHashMap<>();
+        parts.put("parameters", hostBytes);
+        parts.put("gradients", hostBytes);
+        parts.put(name + "'s state", hostBytes == 0 ? 0 : plannedStateBytes());
+        MemoryPlan.check(name, parts, () -> "shard the optimizer state over the ranks with ZeroRedundancyOptimizer"
+                + " (org.ddp4j.distributed.optim), use fewer ranks on each host, or a smaller model");
+    }
+
+    /**
+     * The bytes of state this optimizer will make at its first step, for the memory check at
+     * construction (see {@code DDP4J_MEMORY_PER_RANK}); 0 by default. It reads only the groups,
+     * since it runs before the subclass's fields are set.
+     */
+    public long plannedStateBytes() {
+        return 0;
     }
 
     /** Wraps a plain parameter list as one group: {@code torch.optim.X(params)}. */

@@ -186,6 +186,18 @@ public final class SGD extends Optimizer {
         }
     }
 
+    /** A momentum buffer for each host parameter of a group with momentum. */
+    @Override
+    public long plannedStateBytes() {
+        long bytes = 0;
+        for (ParamGroup g : paramGroups()) {
+            if (g.number("momentum") != 0) {
+                bytes += g.params().stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * 4).sum();
+            }
+        }
+        return bytes;
+    }
+
     @Override
     public List<String> stateNames() {
         return List.of(MOMENTUM_BUFFER);

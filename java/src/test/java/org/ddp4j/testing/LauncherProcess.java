@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -29,10 +30,17 @@ public final class LauncherProcess {
 
     /** Starts a launcher with {@code args}. */
     public static Process start(String... args) throws IOException {
+        return start(Map.of(), args);
+    }
+
+    /** Starts a launcher with {@code args} and {@code env} added to this process's environment. */
+    public static Process start(Map<String, String> env, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp", System.getProperty("java.class.path"), "org.ddp4j.launch.Launcher"));
         command.addAll(List.of(args));
-        return new ProcessBuilder(command).redirectErrorStream(true).start();
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        builder.environment().putAll(env);
+        return builder.start();
     }
 
     /** Waits for a started launcher (at most 240 s, then kills it) and collects its output. */

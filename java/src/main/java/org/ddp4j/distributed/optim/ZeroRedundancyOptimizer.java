@@ -11,6 +11,7 @@ import java.util.function.Function;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.Work;
+import org.ddp4j.internal.MemoryPlan;
 import org.ddp4j.optim.Optimizer;
 import org.ddp4j.optim.OptimizerStateDict;
 import org.ddp4j.optim.ParamGroup;
@@ -109,7 +110,14 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
                     + " ranks): use at most " + params().size() + " ranks, or a plain optimizer");
         }
         this.ownedIndices = owned.stream().mapToInt(Integer::intValue).toArray();
-        this.local = optimizerClass.apply(localGroups);
+        this.local = MemoryPlan.unchecked(() -> optimizerClass.apply(localGroups));
+        long hostBytes = params().stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * p.dtype().bytes()).sum();
+        Map<String, Long> parts = new LinkedHashMap<>();
+        parts.put("parameters", hostBytes);
+        parts.put("gradients", hostBytes);
+        parts.put("this rank's share of " + wrapped.name + "'s state", local.plannedStateBytes());
+        MemoryPlan.check("ZeroRedundancyOptimizer", parts, () -> "the parameters and gradients stay whole on every"
+                + " rank: use more ranks (over more hosts) or a smaller model");
     }
 
     /** The wrapped class's name, defaults, state names and fully resolved groups, from an instance over all parameters. */
@@ -119,8 +127,8 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
                 Function<List<Map<String, Object>>, ? extends Optimizer> optimizerClass) {
             List<Map<String, Object>> given = new ArrayList<>();
             paramGroups.forEach(g -> given.add(new LinkedHashMap<>(g)));
-            // State is made at a parameter's first step, so this instance holds none.
-            try (Optimizer all = optimizerClass.apply(given)) {
+            // State is made at a parameter's first step, so this instance holds none (and plans none).
+            try (Optimizer all = MemoryPlan.unchecked(() -> optimizerClass.apply(given))) {
                 List<Map<String, Object>> groups = new ArrayList<>();
                 for (ParamGroup g : all.paramGroups()) {
                     Map<String, Object> spec = new LinkedHashMap<>(g.options());

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.nn.Module;
@@ -20,6 +21,7 @@ import org.ddp4j.distributed.algorithms.ddpcommhooks.DefaultHooks;
 import org.ddp4j.distributed.algorithms.ddpcommhooks.GradBucket;
 import org.ddp4j.distributed.algorithms.ddpcommhooks.PowerSGD;
 import org.ddp4j.distributed.algorithms.ddpcommhooks.PowerSGDState;
+import org.ddp4j.internal.MemoryPlan;
 
 /**
  * Data-parallel training of a module: PyTorch's {@code torch.nn.parallel.DistributedDataParallel}.
@@ -116,6 +118,8 @@ public class DistributedDataParallel extends Module {
      *     not on the group's device
      * @throws DistributedException if the ranks' parameters differ in shape or bucket cap, or the
      *     broadcast of the initial state fails
+     * @throws IllegalStateException when the parameters and their gradients alone exceed what a rank
+     *     may use (see {@code DDP4J_MEMORY_PER_RANK}), naming the numbers
      */
     public DistributedDataParallel(Module module, ProcessGroup group, long bucketCapBytes) {
         this.module = registerModule("module", module);
@@ -136,9 +140,20 @@ public class DistributedDataParallel extends Module {
         for (Tensor b : module.namedBuffers().values()) {
             checkDevice("buffer", b, group);
         }
+        long hostBytes = params.stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * 4).sum();
+        MemoryPlan.check("DistributedDataParallel", parts("parameters", hostBytes, "gradients (the buckets)", hostBytes),
+                () -> "every rank keeps the whole model and its gradients: use fewer ranks on each host, or a smaller model");
         ParameterLayout.verifyAcrossRanks(group, module, params, bucketCapBytes);
         broadcastState(module.stateDict().values(), 0);
         reducer = new Reducer(params, group, bucketCapBytes);
+    }
+
+    /** Names and byte counts in order, for {@link MemoryPlan#check}. */
+    private static Map<String, Long> parts(String first, long firstBytes, String second, long secondBytes) {
+        Map<String, Long> out = new LinkedHashMap<>();
+        out.put(first, firstBytes);
+        out.put(second, secondBytes);
+        return out;
     }
 
     /**
