@@ -54,19 +54,23 @@ public abstract class Optimizer implements AutoCloseable {
         if (params.isEmpty()) {
             throw new IllegalArgumentException(name + " got an empty parameter list");
         }
-        long hostBytes = params.stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * p.dtype().bytes()).sum();
-        Map<String, Long> parts = new LinkedHashMap<>();
-        parts.put("parameters", hostBytes);
-        parts.put("gradients", hostBytes);
-        parts.put(name + "'s state", hostBytes == 0 ? 0 : plannedStateBytes());
-        MemoryPlan.check(name, parts, () -> "shard the optimizer state over the ranks with ZeroRedundancyOptimizer"
-                + " (org.ddp4j.distributed.optim), use fewer ranks on each host, or a smaller model");
+        long stateBytes = plannedStateBytes();
+        if (stateBytes >= 0) {
+            long hostBytes = params.stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * p.dtype().bytes())
+                    .sum();
+            Map<String, Long> parts = new LinkedHashMap<>();
+            parts.put("parameters", hostBytes);
+            parts.put("gradients", hostBytes);
+            parts.put(name + "'s state", stateBytes);
+            MemoryPlan.check(name, parts, () -> "shard the optimizer state over the ranks with ZeroRedundancyOptimizer"
+                    + " (org.ddp4j.distributed.optim), use fewer ranks on each host, or a smaller model");
+        }
     }
 
     /**
-     * The bytes of state this optimizer will make at its first step, for the memory check at
-     * construction (see {@code DDP4J_MEMORY_PER_RANK}); 0 by default. It reads only the groups,
-     * since it runs before the subclass's fields are set.
+     * The host bytes of state this optimizer will make at its first step, for the memory check at
+     * construction (see {@code DDP4J_MEMORY_PER_RANK}); 0 by default, -1 for a wrapper that checks
+     * itself once built. It reads only the groups, since it runs before the subclass's fields are set.
      */
     public long plannedStateBytes() {
         return 0;

@@ -230,6 +230,12 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
         }
     }
 
+    /** This rank's share of the state (the local optimizer's); -1 while constructing (the constructor checks then). */
+    @Override
+    public long plannedStateBytes() {
+        return local == null ? -1 : local.plannedStateBytes();
+    }
+
     /** Never called: {@link #step()} steps the local optimizer. */
     @Override
     protected void stepGroup(ParamGroup group, int firstIndex) {

@@ -21,6 +21,7 @@ import org.ddp4j.nn.utils.ClipGradNorm;
 import org.ddp4j.optim.AdamW;
 import org.ddp4j.optim.Optimizer;
 import org.ddp4j.optim.OptimizerStateDict;
+import org.ddp4j.optim.SGD;
 import org.ddp4j.optim.StepLR;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
@@ -103,6 +104,37 @@ class ZeroRedundancyOptimizerTest {
             assertEquals(entries.keySet(), actual.state().get(index).keySet(), "state names of parameter " + index);
             entries.forEach((name, t) -> assertArrayEquals(t.toFloatArray(), actual.state().get(index).get(name).toFloatArray(),
                     name + " of parameter " + index));
+        });
+    }
+
+    private static SGD sgd(List<? extends Map<String, ?>> groups) {
+        return new SGD(groups, SGD.Options.defaults().lr(0.1).momentum(0.9).nesterov(true).weightDecay(0.01));
+    }
+
+    @Test
+    void wrapsSgdWithMomentumToo() throws Exception {
+        Ranks.withGroups(2, TIMEOUT, (rank, group) -> {
+            try (Net plainNet = new Net(); Net zeroNet = new Net();
+                    DistributedDataParallel plain = new DistributedDataParallel(plainNet, group,
+                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                    DistributedDataParallel zero = new DistributedDataParallel(zeroNet, group,
+                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                    SGD sgd = sgd(plainNet.groups());
+                    ZeroRedundancyOptimizer zeroOpt = new ZeroRedundancyOptimizer(zeroNet.groups(),
+                            ZeroRedundancyOptimizerTest::sgd, group)) {
+                StepLR plainSchedule = new StepLR(sgd, 2, 0.5);
+                StepLR zeroSchedule = new StepLR(zeroOpt, 2, 0.5);
+                for (int step = 0; step < STEPS; step++) {
+                    train(plain, sgd, plainSchedule, rank, step);
+                    train(zero, zeroOpt, zeroSchedule, rank, step);
+                    assertArrayEquals(flat(plainNet), flat(zeroNet), "parameters after step " + step + " on rank " + rank);
+                }
+                zeroOpt.consolidateStateDict(1);
+                if (rank == 1) {
+                    assertSameState(sgd.stateDict(), zeroOpt.stateDict());
+                }
+                return null;
+            }
         });
     }
 
