@@ -85,12 +85,21 @@ public final class Checkpoint {
     /** A module's state dict (parameters and buffers). Mirrors {@code {"model": model.state_dict()}}. */
     public Checkpoint put(String key, Module module) {
         Objects.requireNonNull(module, "module");
-        return add(key, Kind.MODULE, module.stateDict(), Map.of());
+        return putStateDict(key, module.stateDict());
+    }
+
+    /** A module's state dict given as a map (e.g. gathered from shards); {@link #restore(String, Module)} loads it. */
+    public Checkpoint putStateDict(String key, Map<String, Tensor> moduleStateDict) {
+        return add(key, Kind.MODULE, moduleStateDict, Map.of());
     }
 
     /** An optimizer's state dict. */
     public Checkpoint put(String key, Optimizer optimizer) {
-        OptimizerStateDict state = optimizer.stateDict();
+        return put(key, optimizer.stateDict());
+    }
+
+    /** An optimizer's state dict given as one (e.g. gathered from shards); {@link #restore(String, Optimizer)} loads it. */
+    public Checkpoint put(String key, OptimizerStateDict state) {
         Map<String, Object> values = new LinkedHashMap<>();
         values.put(OptimizerStateDict.OPTIMIZER_KEY, state.optimizer());
         values.put(OptimizerStateDict.PARAM_GROUPS_KEY, state.paramGroups());

@@ -323,7 +323,10 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
             pendingLoad = new LinkedHashMap<>();
         }
         Map<String, Tensor> copies = new LinkedHashMap<>();
-        saved.forEach((key, t) -> copies.put(key, t.to(params().get(index).device()).keep()));
+        saved.forEach((key, t) -> {
+            Tensor moved = t.to(params().get(index).device()); // t itself when already there: copy it
+            copies.put(key, (moved == t ? t.copy() : moved).keep());
+        });
         pendingLoad.put(index, copies);
     }
 

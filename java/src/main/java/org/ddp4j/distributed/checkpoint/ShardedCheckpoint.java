@@ -1,0 +1,300 @@
+package org.ddp4j.distributed.checkpoint;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Predicate;
+import java.util.stream.Stream;
+import org.ddp4j.distributed.ProcessGroup;
+import org.ddp4j.distributed.optim.ZeroRedundancyOptimizer;
+import org.ddp4j.nn.Module;
+import org.ddp4j.optim.OptimizerStateDict;
+import org.ddp4j.optim.ParamGroup;
+import org.ddp4j.serialization.AtomicFiles;
+import org.ddp4j.serialization.Checkpoint;
+import org.ddp4j.serialization.SafeTensors;
+import org.ddp4j.tensor.DType;
+import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
+
+/**
+ * A training state saved by every rank at once, each writing what it owns, and loadable at any
+ * world size. Mirrors {@code torch.distributed.checkpoint.save / load} for a model trained with
+ * {@link ZeroRedundancyOptimizer}: each rank writes the parameters it owns and their optimizer
+ * state (rank 0 also the buffers) to its own safetensors file, so no rank gathers the whole state.
+ *
+ * <p>Layout of the checkpoint folder: {@code metadata.json} (format, version, the world size
+ * that wrote it, the optimizer's class and param groups, and the folder of the current shards)
+ * and {@code v-<id>/shard-<rank>.safetensors}, tensors named {@code model/<name>} and
+ * {@code optimizer/state.<index>.<name>}. A save writes a new {@code v-<id>} folder and then
+ * replaces {@code metadata.json} atomically, so a save that fails on any rank, or is killed,
+ * leaves the previous checkpoint whole and loadable; the folders of earlier saves are deleted
+ * after the switch. Every rank must see the folder (one host, or a shared file system).
+ */
+public final class ShardedCheckpoint {
+    /** The metadata's format name and version. */
+    public static final String FORMAT = "ddp4j.sharded_checkpoint";
+    public static final int VERSION = 1;
+    private static final String METADATA = "metadata.json";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private ShardedCheckpoint() {}
+
+    /**
+     * Writes the model and the optimizer's state into {@code dir}, each rank its own part. A
+     * collective: every rank of {@code group} calls it with the same folder.
+     *
+     * @throws IllegalStateException when the save failed on any rank (every rank throws, naming the
+     *     ranks and this rank's cause); the previous checkpoint in {@code dir} is left as it was
+     */
+    public static void save(Path dir, Module model, ZeroRedundancyOptimizer optimizer, ProcessGroup group) {
+        int rank = group.rank();
+        String version = "v-" + HexFormat.of().toHexDigits(agreedId(group));
+        Path folder = dir.resolve(version);
+        String cause = null;
+        try (var scope = Tensors.scope()) {
+            Files.createDirectories(folder);
+            SafeTensors.saveFile(ownTensors(model, optimizer, rank), folder.resolve(shardName(rank)));
+        } catch (RuntimeException | IOException e) {
+            cause = e.toString();
+        }
+        List<Integer> failed = failedRanks(group, cause == null);
+        if (failed.isEmpty() && rank == 0) {
+            try {
+                writeMetadata(dir, version, group.size(), optimizer);
+                deleteOtherVersions(dir, version);
+            } catch (RuntimeException e) {
+                cause = e.toString();
+            }
+        }
+        failed = failedRanks(group, cause == null);
+        if (!failed.isEmpty()) {
+            if (rank == 0) {
+                deleteQuietly(folder);
+            }
+            throw new IllegalStateException("ShardedCheckpoint.save to " + dir + " failed on rank" + (failed.size() > 1
+                    ? "s " : " ") + failed + (cause != null ? " (here: " + cause + ")" : "") + "; the previous"
+                    + " checkpoint in " + dir + ", if any, is untouched and still loads");
+        }
+    }
+
+    /** A random id rank 0 draws and broadcasts, so every rank writes into the same new folder. */
+    private static long agreedId(ProcessGroup group) {
+        try (var scope = Tensors.scope()) {
+            Tensor id = Tensor.ofLongs(new long[] {ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE}, 1)
+                    .to(group.device());
+            group.broadcast(id, 0).await();
+            return id.toLongArray()[0];
+        }
+    }
+
+    /** Every rank's verdict: the ranks that failed (an all-gather of one flag each). */
+    private static List<Integer> failedRanks(ProcessGroup group, boolean ok) {
+        try (var scope = Tensors.scope()) {
+            Tensor mine = Tensor.full(ok ? 1 : 0, DType.FLOAT32, group.device(), 1);
+            Tensor all = Tensor.full(0, DType.FLOAT32, group.device(), group.size());
+            group.allGatherIntoTensor(all, mine).await();
+            float[] flags = all.toFloatArray();
+            List<Integer> failed = new ArrayList<>();
+            for (int r = 0; r < flags.length; r++) {
+                if (flags[r] != 1) {
+                    failed.add(r);
+                }
+            }
+            return failed;
+        }
+    }
+
+    private static String shardName(int rank) {
+        return "shard-" + rank + ".safetensors";
+    }
+
+    /** The parameters this rank owns and their optimizer state; on rank 0 also the buffers and parameters no optimizer holds. */
+    private static Map<String, Tensor> ownTensors(Module model, ZeroRedundancyOptimizer optimizer, int rank) {
+        Map<String, Tensor> out = new LinkedHashMap<>();
+        List<Tensor> params = optimizer.params();
+        Map<String, Tensor> named = model.namedParameters();
+        for (Map.Entry<String, Tensor> e : model.stateDict().entrySet()) {
+            Tensor t = e.getValue();
+            int owner = named.containsKey(e.getKey()) && indexOf(params, t) >= 0 ? optimizer.ownerOf(t) : 0;
+            if (owner == rank) {
+                out.put("model/" + e.getKey(), t);
+            }
+        }
+        optimizer.localOptimizer().stateDict().state().forEach((localIndex, entries) -> {
+            int index = indexOf(params, optimizer.localOptimizer().params().get(localIndex));
+            entries.forEach((name, t) -> out.put("optimizer/state." + index + "." + name, t));
+        });
+        return out;
+    }
+
+    private static int indexOf(List<Tensor> params, Tensor t) {
+        for (int i = 0; i < params.size(); i++) {
+            if (params.get(i) == t) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private static void writeMetadata(Path dir, String version, int world, ZeroRedundancyOptimizer optimizer) {
+        List<Map<String, Object>> groups = new ArrayList<>();
+        int next = 0;
+        for (ParamGroup g : optimizer.paramGroups()) {
+            Map<String, Object> dict = new LinkedHashMap<>(g.options());
+            List<Integer> indices = new ArrayList<>();
+            for (int j = 0; j < g.params().size(); j++) {
+                indices.add(next++);
+            }
+            dict.put("params", indices);
+            groups.add(dict);
+        }
+        Map<String, Object> metadata = new LinkedHashMap<>();
+        metadata.put("format", FORMAT);
+        metadata.put("version", VERSION);
+        metadata.put("shards", version);
+        metadata.put("world_size", world);
+        metadata.put("optimizer", optimizer.localOptimizer().stateDict().optimizer());
+        metadata.put("param_groups", groups);
+        byte[] bytes;
+        try {
+            bytes = JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(metadata);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        AtomicFiles.write(dir.resolve(METADATA), channel -> channel.write(ByteBuffer.wrap(bytes)));
+    }
+
+    private static void deleteOtherVersions(Path dir, String keep) {
+        try (Stream<Path> entries = Files.list(dir)) {
+            entries.filter(p -> p.getFileName().toString().startsWith("v-") && !p.getFileName().toString().equals(keep))
+                    .forEach(ShardedCheckpoint::deleteQuietly);
+        } catch (IOException e) {
+            // what is left is unused: the metadata names the current shards
+        }
+    }
+
+    private static void deleteQuietly(Path path) {
+        try (Stream<Path> walk = Files.walk(path)) {
+            walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException | UncheckedIOException e) {
+            // best effort: an unused folder
+        }
+    }
+
+    /** What metadata.json holds. */
+    private record Metadata(Path shards, int worldSize, String optimizer, List<Map<String, Object>> paramGroups) {}
+
+    private static Metadata readMetadata(Path dir) {
+        Path file = dir.resolve(METADATA);
+        Map<String, Object> m;
+        try {
+            m = JSON.readValue(Files.readString(file, StandardCharsets.UTF_8), new TypeReference<LinkedHashMap<String, Object>>() {});
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the sharded checkpoint " + dir + ": " + file + " is missing or not"
+                    + " JSON (" + e.getMessage() + "); a folder ShardedCheckpoint.save wrote has it", e);
+        }
+        if (!FORMAT.equals(m.get("format")) || !(m.get("version") instanceof Integer v) || v != VERSION
+                || !(m.get("shards") instanceof String shards) || !(m.get("world_size") instanceof Integer world)
+                || !(m.get("optimizer") instanceof String name) || !(m.get("param_groups") instanceof List<?> groups)) {
+            throw new IllegalArgumentException(file + " is not the metadata of a " + FORMAT + " version " + VERSION
+                    + " (format " + m.get("format") + ", version " + m.get("version") + ")");
+        }
+        @SuppressWarnings("unchecked")
+        List<Map<String, Object>> paramGroups = (List<Map<String, Object>>) groups;
+        return new Metadata(dir.resolve(shards), world, name, paramGroups);
+    }
+
+    /** Every tensor of the checkpoint whose name {@code keep} accepts, by name (new tensors outside any scope). */
+    private static Map<String, Tensor> readTensors(Metadata metadata, Predicate<String> keep) {
+        Map<String, Tensor> out = new LinkedHashMap<>();
+        for (int r = 0; r < metadata.worldSize(); r++) {
+            try (var scope = Tensors.scope()) {
+                SafeTensors.loadFile(metadata.shards().resolve(shardName(r))).forEach((name, t) -> {
+                    if (keep.test(name)) {
+                        out.put(name, t.keep());
+                    }
+                });
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Loads a checkpoint written by {@link #save} at any world size: the whole model on every
+     * rank, and into {@code optimizer} the state of the parameters this rank owns now. A
+     * collective in spirit (every rank calls it), though it sends nothing.
+     *
+     * @throws java.io.UncheckedIOException naming the file when the metadata or a shard is missing or unreadable
+     * @throws IllegalArgumentException when the checkpoint does not fit the model or the optimizer
+     *     (the model's or the optimizer's own message)
+     */
+    public static void load(Path dir, Module model, ZeroRedundancyOptimizer optimizer, ProcessGroup group) {
+        Metadata metadata = readMetadata(dir);
+        List<Tensor> params = optimizer.params();
+        Map<String, Tensor> tensors = readTensors(metadata, name -> name.startsWith("model/")
+                || (name.startsWith("optimizer/state.") && ownedHere(name, params, optimizer, group.rank())));
+        try {
+            Map<String, Tensor> modelState = new LinkedHashMap<>();
+            Map<Integer, Map<String, Tensor>> state = new LinkedHashMap<>();
+            split(tensors, modelState, state);
+            model.loadStateDict(modelState);
+            optimizer.loadStateDict(new OptimizerStateDict(metadata.optimizer(), state, metadata.paramGroups()));
+        } finally {
+            tensors.values().forEach(Tensor::close);
+        }
+    }
+
+    private static boolean ownedHere(String name, List<Tensor> params, ZeroRedundancyOptimizer optimizer, int rank) {
+        int index = Integer.parseInt(name.split("\\.")[1]);
+        return index < params.size() && optimizer.ownerOf(params.get(index)) == rank;
+    }
+
+    /** Routes model/NAME and optimizer/state.INDEX.NAME into the two state dicts. */
+    private static void split(Map<String, Tensor> tensors, Map<String, Tensor> model, Map<Integer, Map<String, Tensor>> state) {
+        tensors.forEach((name, t) -> {
+            if (name.startsWith("model/")) {
+                model.put(name.substring("model/".length()), t);
+            } else {
+                String[] parts = name.substring("optimizer/state.".length()).split("\\.", 2);
+                state.computeIfAbsent(Integer.parseInt(parts[0]), i -> new LinkedHashMap<>()).put(parts[1], t);
+            }
+        });
+    }
+
+    /**
+     * Writes the checkpoint in {@code dir} as one {@link Checkpoint} file with entries
+     * {@code "model"} and {@code "optimizer"}, loadable without ranks into the model and a plain
+     * optimizer of the wrapped class ({@code Checkpoint.load(file).restore("optimizer", adamW)}).
+     * Mirrors {@code torch.distributed.checkpoint.format_utils.dcp_to_torch_save}.
+     *
+     * @throws java.io.UncheckedIOException naming the file when the metadata or a shard is missing or
+     *     unreadable, or the file cannot be written
+     */
+    public static void consolidate(Path dir, Path file) {
+        Metadata metadata = readMetadata(dir);
+        Map<String, Tensor> tensors = readTensors(metadata, name -> true);
+        try {
+            Map<String, Tensor> modelState = new LinkedHashMap<>();
+            Map<Integer, Map<String, Tensor>> state = new LinkedHashMap<>();
+            split(tensors, modelState, state);
+            new Checkpoint().putStateDict("model", modelState)
+                    .put("optimizer", new OptimizerStateDict(metadata.optimizer(), state, metadata.paramGroups()))
+                    .save(file);
+        } finally {
+            tensors.values().forEach(Tensor::close);
+        }
+    }
+}
