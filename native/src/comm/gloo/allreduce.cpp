@@ -1,5 +1,6 @@
 // The Gloo group's reductions: all-reduce on the path its size takes (shared memory, the small
 // all-reduce, Gloo's ring), and reduce and reduce-scatter built on it. See process_group.h.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -155,6 +156,30 @@ std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(const Tensor& output, con
   return reduce_scatter_blocks(output, inputs, output.numel() * size(), op);
 }
 
+namespace {
+
+/** Where rank r's block starts: in the one input tensor (r * block bytes), or the r-th of the list. */
+const void* block_pointer(const std::vector<Tensor>& blocks, int r, size_t block_bytes) {
+  if (blocks.size() == 1) return static_cast<const char*>(blocks[0].raw_data()) + static_cast<size_t>(r) * block_bytes;
+  return blocks[static_cast<size_t>(r)].raw_data();
+}
+
+/** Whether `output` shares a byte with any block but this rank's own (which the shared-memory path allows). */
+bool aliases_another_block(const Tensor& output, const std::vector<Tensor>& blocks, int rank) {
+  const auto* lo = static_cast<const char*>(output.raw_data());
+  const auto* hi = lo + output.nbytes();
+  const int world = blocks.size() == 1 ? static_cast<int>(blocks[0].nbytes() / std::max<size_t>(output.nbytes(), 1))
+                                       : static_cast<int>(blocks.size());
+  for (int r = 0; r < world; r++) {
+    const auto* b = static_cast<const char*>(block_pointer(blocks, r, output.nbytes()));
+    const bool overlaps = b < hi && lo < b + output.nbytes();
+    if (overlaps && !(r == rank && b == lo)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::shared_ptr<Work> GlooProcessGroup::reduce_scatter_blocks(const Tensor& output, const std::vector<Tensor>& blocks,
                                                               int64_t elements, ReduceOp op) {
   Fingerprint fp;
@@ -162,6 +187,19 @@ std::shared_ptr<Work> GlooProcessGroup::reduce_scatter_blocks(const Tensor& outp
   fp.arg = static_cast<uint32_t>(op);
   fp.dtype = static_cast<uint32_t>(output.dtype());
   fp.numel = static_cast<uint64_t>(elements);
+  if (shm_only() && !aliases_another_block(output, blocks, rank())) {
+    // One host: each rank reduces its own block from the others' pieces in the segment.
+    std::shared_ptr<HostCollectives> host = host_;
+    Tensor out = output;
+    const int world = size();
+    std::vector<Tensor> keep(blocks);
+    keep.push_back(output);
+    return enqueue(fp, std::move(keep), [host, out, blocks, world, op](uint32_t, const Fingerprint& f) {
+      std::vector<const void*> pointers(static_cast<size_t>(world));
+      for (int r = 0; r < world; r++) pointers[static_cast<size_t>(r)] = block_pointer(blocks, r, out.nbytes());
+      host->reduce_scatter(pointers, out.raw_data(), static_cast<size_t>(out.numel()), out.dtype(), op, &f);
+    }, Check::kAlong, shm_inline(out.nbytes() * static_cast<size_t>(world)));
+  }
   // All-reduce a copy of the whole input and keep this rank's block: the copy also makes an
   // output that aliases an input safe.
   Tensor scratch = Tensor::empty({elements}, output.dtype());

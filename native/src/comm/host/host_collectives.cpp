@@ -73,6 +73,13 @@ void HostCollectives::allgather(const void* in, void* out, size_t bytes, const F
   shm_->allgather(in, out, bytes, fp);
 }
 
+void HostCollectives::reduce_scatter(const std::vector<const void*>& blocks, void* out, size_t count, DType dtype,
+                                     ReduceOp op, const Fingerprint* fp) {
+  std::vector<const void*> by_local(blocks.size());
+  for (size_t r = 0; r < blocks.size(); r++) by_local[static_cast<size_t>(local_index_[r])] = blocks[r];
+  shm_->reduce_scatter(by_local.data(), out, count, dtype, op, fp);
+}
+
 void HostCollectives::barrier(const Fingerprint* fp) { shm_->barrier(fp); }
 
 void HostCollectives::abort(const std::string& reason) {

@@ -105,6 +105,12 @@ class HostCollectives {
   void broadcast(const Tensor& t, int root, uint32_t tag, const Fingerprint* fp = nullptr);
   /** single_host() only: `bytes` per rank, group rank r's block at r * bytes of `out`. */
   void allgather(const void* in, void* out, size_t bytes, const Fingerprint* fp = nullptr);
+  /**
+   * single_host() only: group rank r's `out` (`count` elements) becomes the reduction of every
+   * rank's blocks[r]; `out` may be this rank's own block. AVG divides by the world size.
+   */
+  void reduce_scatter(const std::vector<const void*>& blocks, void* out, size_t count, DType dtype, ReduceOp op,
+                      const Fingerprint* fp = nullptr);
   /** single_host() only. */
   void barrier(const Fingerprint* fp = nullptr);
   /** Closes the leaders' connections so that other hosts' leaders fail now, not at their timeout. */

@@ -31,7 +31,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr size_t kAbortBytes = 4096;
 constexpr size_t kLineBytes = 256;  // whole cache-line pairs: adjacent-line prefetch must not couple ranks
-constexpr uint32_t kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4, kReduce = 5;
+constexpr uint32_t kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kBarrier = 4, kReduce = 5, kReduceScatter = 6;
 
 /** The op a rank put into one of its slots; peers compare it with their own. */
 struct Desc {
@@ -188,6 +188,9 @@ std::string ShmTransport::describe(const Op& op) const {
     case kBroadcast:
       return detail::concat("broadcast of ", op.count, " bytes from rank ", global_ranks_[op.arg]);
     case kAllGather: return detail::concat("allGather of ", op.count, " bytes per rank");
+    case kReduceScatter:
+      return detail::concat("reduceScatter(", reduce_op_name(static_cast<ReduceOp>(op.arg & 0xff)), ") of ", op.count,
+                            " ", dtype_name(static_cast<DType>(op.arg >> 8)), " elements per rank");
     default: return "barrier";
   }
 }
@@ -388,9 +391,10 @@ void ShmTransport::check_desc(int peer, int slot, const Op& op) {
   }
   if (d.step == step_ && d.kind == op.kind && d.arg == op.arg && d.count == op.count) return;
   Op theirs{d.kind, d.arg, d.count, op.deadline};
-  const bool known = d.kind >= kAllReduce && d.kind <= kReduce &&
+  const bool known = d.kind >= kAllReduce && d.kind <= kReduceScatter &&
                      (d.kind != kBroadcast || d.arg < static_cast<uint32_t>(local_size_)) &&
-                     (d.kind != kAllReduce || ((d.arg >> 8) <= 1 && (d.arg & 0xff) < kNumReduceOps)) &&
+                     ((d.kind != kAllReduce && d.kind != kReduceScatter) ||
+                      ((d.arg >> 8) <= 1 && (d.arg & 0xff) < kNumReduceOps)) &&
                      (d.kind != kReduce || (((d.arg >> 8) & 0xff) <= 1 && (d.arg & 0xff) < kNumReduceOps &&
                                             (d.arg >> 16) < static_cast<uint32_t>(local_size_)));
   fail(op, ErrorKind::Distributed,
@@ -519,6 +523,52 @@ void ShmTransport::reduce_chunked(const Op& op, const void* input, void* output,
     slot_free_[s] = b + 1;
     step_++;
   }
+}
+
+// ---- reduce-scatter -----------------------------------------------------------------------------
+
+// Per step: publish a piece of every other rank's block (piece r of my slot holds my contribution
+// to rank r), then reduce my own piece of every rank in rank order straight into my output.
+void ShmTransport::reduce_scatter(const void* const* blocks, void* output, size_t count, DType dtype, ReduceOp rop,
+                                  const Fingerprint* caller) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DDP4J_CHECK_ARG(reducible(dtype), "reduceScatter: unknown dtype ", static_cast<int>(dtype));
+  const Op op{kReduceScatter, (static_cast<uint32_t>(dtype) << 8) | static_cast<uint32_t>(rop), count,
+              Clock::now() + options_.timeout, caller};
+  DDP4J_CHECK_ARG(rop != ReduceOp::AVG || dtype != DType::Int64, describe(op),
+                  ": ReduceOp.AVG needs a floating dtype (float32, bfloat16, float16)");
+  check_usable(op);
+  const int n = local_size_, me = local_rank_;
+  const size_t es = dtype_size(dtype);
+  char* out = static_cast<char*>(output);
+  if (n == 1) {
+    if (blocks[0] != output && count > 0) std::memmove(output, blocks[0], count * es);
+    return;
+  }
+  // Each rank's piece of a slot: whole cache lines, so no two pieces share one.
+  const size_t piece = std::max<size_t>(64 / es, (chunk_bytes_ / static_cast<size_t>(n)) / 64 * 64 / es);
+  const void* srcs[ShmSegment::kMaxLocalRanks];
+  size_t c0 = 0;
+  do {
+    const size_t m = std::min(piece, count - c0);
+    const int s = static_cast<int>(step_ & 1);
+    char* mine = slot_data(me, s);
+    begin_step(op, s);
+    for (int r = 0; r < n; r++) {
+      if (r != me && m > 0) copy_bytes(mine + r * piece * es, static_cast<const char*>(blocks[r]) + c0 * es, m * es);
+    }
+    post();
+    const uint32_t a = posted_;
+    wait_all(a, op);
+    for (int r = 0; r < n; r++) {
+      if (r != me) check_desc(r, s, op);
+      srcs[r] = r == me ? static_cast<const char*>(blocks[me]) + c0 * es : slot_data(r, s) + me * piece * es;
+    }
+    if (m > 0) reduce_sources(out + c0 * es, srcs, n, m, dtype, rop);
+    slot_free_[s] = a + 1;  // my reads of the peers' slots end before my next post
+    step_++;
+    c0 += m;
+  } while (c0 < count);
 }
 
 // ---- broadcast, allgather, barrier --------------------------------------------------------------

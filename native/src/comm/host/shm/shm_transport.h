@@ -203,6 +203,17 @@ class ShmTransport {
   void reduce(const void* input, void* output, size_t count, DType dtype, ReduceOp op, int root,
               const Fingerprint* caller = nullptr);
 
+  /**
+   * Reduces block r of every local rank into local rank r's `output` (`count` elements): blocks[r]
+   * points at this rank's contribution to rank r (local_size pointers; PyTorch's reduce_scatter
+   * with its input list, or reduce_scatter_tensor with pointers into one buffer). Each step sends
+   * each rank chunk_bytes / local_size of every other rank's block, and each rank reduces its own
+   * block in rank order, so the bits do not depend on the store kind or the timing. `output` may
+   * be this rank's own block (blocks[local rank]) but no other. AVG divides by the local size.
+   */
+  void reduce_scatter(const void* const* blocks, void* output, size_t count, DType dtype, ReduceOp op,
+                      const Fingerprint* caller = nullptr);
+
   /** Copies local rank `root`'s `bytes` bytes at `data` into every other local rank's `data`. */
   void broadcast(void* data, size_t bytes, int root, const Fingerprint* caller = nullptr);
 
