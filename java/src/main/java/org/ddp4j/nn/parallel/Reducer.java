@@ -192,7 +192,13 @@ final class Reducer implements AutoCloseable {
      * caps and makes their gradients slices of them; existing gradient values are kept.
      */
     private void buildBuckets(List<Integer> order) {
-        List<GradientBucket> old = new ArrayList<>(buckets);
+        // An old bucket is freed as soon as its last gradient has moved: a rebuild then needs about
+        // one bucket more than the gradients, not a second copy of them all (GPT-2 large: 3 GB a rank).
+        Map<Tensor, GradientBucket> oldBucketOf = new IdentityHashMap<>(bucketOf);
+        Map<GradientBucket, Integer> notMoved = new IdentityHashMap<>();
+        for (GradientBucket b : buckets) {
+            notMoved.put(b, b.parameters.size());
+        }
         buckets.clear();
         bucketOf.clear();
         List<Tensor> current = new ArrayList<>();
@@ -206,15 +212,25 @@ final class Reducer implements AutoCloseable {
             currentBytes += p.numel() * 4;
             if (currentBytes >= cap) {
                 addBucket(current);
+                freeEmptied(current, oldBucketOf, notMoved);
                 current = new ArrayList<>();
                 currentBytes = 0;
             }
         }
         if (!current.isEmpty()) {
             addBucket(current);
+            freeEmptied(current, oldBucketOf, notMoved);
         }
-        for (GradientBucket b : old) {
-            b.close(); // the gradients moved to the new buckets
+    }
+
+    /** Closes the old buckets whose every gradient has now moved to a new bucket. */
+    private static void freeEmptied(List<Tensor> moved, Map<Tensor, GradientBucket> oldBucketOf,
+            Map<GradientBucket, Integer> notMoved) {
+        for (Tensor p : moved) {
+            GradientBucket old = oldBucketOf.get(p);
+            if (old != null && notMoved.merge(old, -1, Integer::sum) == 0) {
+                old.close();
+            }
         }
     }
 
