@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import org.ddp4j.internal.AdamNatives;
 import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
 
 /**
  * What {@link Adam} and {@link AdamW} share: one {@link Options} shape, the per-parameter state
@@ -181,7 +182,7 @@ public abstract sealed class AbstractAdam extends Optimizer permits Adam, AdamW 
     public long plannedStateBytes() {
         long bytes = 0;
         for (ParamGroup g : paramGroups()) {
-            long groupBytes = g.params().stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * 4).sum();
+            long groupBytes = Tensors.hostBytes(g.params());
             bytes += groupBytes * (g.flag("amsgrad") ? 3 : 2);
         }
         return bytes;

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import org.ddp4j.internal.MemoryPlan;
 import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
 
 /**
  * Updates parameters from their gradients, group by group. Mirrors {@code torch.optim.Optimizer}:
@@ -56,8 +57,7 @@ public abstract class Optimizer implements AutoCloseable {
         }
         long stateBytes = plannedStateBytes();
         if (stateBytes >= 0) {
-            long hostBytes = params.stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * p.dtype().bytes())
-                    .sum();
+            long hostBytes = Tensors.hostBytes(params);
             Map<String, Long> parts = new LinkedHashMap<>();
             parts.put("parameters", hostBytes);
             parts.put("gradients", hostBytes);

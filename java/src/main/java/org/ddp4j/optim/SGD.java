@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import org.ddp4j.internal.SgdNatives;
 import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
 
 /**
  * Stochastic gradient descent, optionally with momentum, dampening, weight decay and Nesterov
@@ -192,7 +193,7 @@ public final class SGD extends Optimizer {
         long bytes = 0;
         for (ParamGroup g : paramGroups()) {
             if (g.number("momentum") != 0) {
-                bytes += g.params().stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * 4).sum();
+                bytes += Tensors.hostBytes(g.params());
             }
         }
         return bytes;

@@ -1,5 +1,6 @@
 package org.ddp4j.tensor;
 
+import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
 import org.ddp4j.internal.TensorNatives;
@@ -9,6 +10,20 @@ public final class Tensors {
     private static final ThreadLocal<boolean[]> GRAD_ENABLED = ThreadLocal.withInitial(() -> new boolean[] {true});
 
     private Tensors() {}
+
+    /**
+     * The bytes the tensors among {@code tensors} that live in host memory hold (numel × dtype
+     * size; tensors on a GPU count 0): what a memory plan of the host adds up.
+     */
+    public static long hostBytes(Collection<Tensor> tensors) {
+        long total = 0;
+        for (Tensor t : tensors) {
+            if (!t.device().isCuda()) {
+                total += t.numel() * t.dtype().bytes();
+            }
+        }
+        return total;
+    }
 
     /**
      * Opens a scope that frees every tensor created on this thread until it closes:

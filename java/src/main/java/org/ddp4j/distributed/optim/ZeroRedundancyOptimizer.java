@@ -111,7 +111,7 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
         }
         this.ownedIndices = owned.stream().mapToInt(Integer::intValue).toArray();
         this.local = MemoryPlan.unchecked(() -> optimizerClass.apply(localGroups));
-        long hostBytes = params().stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * p.dtype().bytes()).sum();
+        long hostBytes = Tensors.hostBytes(params());
         Map<String, Long> parts = new LinkedHashMap<>();
         parts.put("parameters", hostBytes);
         parts.put("gradients", hostBytes);

@@ -140,7 +140,7 @@ public class DistributedDataParallel extends Module {
         for (Tensor b : module.namedBuffers().values()) {
             checkDevice("buffer", b, group);
         }
-        long hostBytes = params.stream().filter(p -> !p.device().isCuda()).mapToLong(p -> p.numel() * 4).sum();
+        long hostBytes = Tensors.hostBytes(params);
         MemoryPlan.check("DistributedDataParallel", parts("parameters", hostBytes, "gradients (the buckets)", hostBytes),
                 () -> "every rank keeps the whole model and its gradients: use fewer ranks on each host, or a smaller model");
         ParameterLayout.verifyAcrossRanks(group, module, params, bucketCapBytes);
