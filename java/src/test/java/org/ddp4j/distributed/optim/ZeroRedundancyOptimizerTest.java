@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.ddp4j.amp.GradScaler;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.ProcessGroupGloo;
 import org.ddp4j.distributed.store.HashStore;
@@ -133,6 +134,47 @@ class ZeroRedundancyOptimizerTest {
                 if (rank == 1) {
                     assertSameState(sgd.stateDict(), zeroOpt.stateDict());
                 }
+                return null;
+            }
+        });
+    }
+
+    /** One step through a GradScaler; at step 2 the loss is scaled to infinity, so both skip it. */
+    private static void trainScaled(DistributedDataParallel model, Optimizer opt, GradScaler scaler, int rank, int step) {
+        try (var scope = Tensors.scope()) {
+            opt.zeroGrad();
+            Generator data = new Generator(1000L * step + rank);
+            Tensor x = Tensor.of(data.uniform(4 * 6, -1f, 1f), 4, 6);
+            Tensor loss = model.forward(x).pow(2).mean();
+            scaler.scale(step == 2 ? loss.mul(Float.MAX_VALUE) : loss).backward();
+            scaler.step(opt);
+            scaler.update();
+        }
+    }
+
+    @Test
+    void aGradScalerStepsItAsTheWrappedOptimizer() throws Exception {
+        Ranks.withGroups(2, TIMEOUT, (rank, group) -> {
+            try (Net plainNet = new Net(); Net zeroNet = new Net();
+                    DistributedDataParallel plain = new DistributedDataParallel(plainNet, group,
+                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                    DistributedDataParallel zero = new DistributedDataParallel(zeroNet, group,
+                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+                    AdamW adam = adamW(plainNet.groups());
+                    ZeroRedundancyOptimizer zeroOpt = new ZeroRedundancyOptimizer(zeroNet.groups(),
+                            ZeroRedundancyOptimizerTest::adamW, group)) {
+                GradScaler plainScaler = new GradScaler();
+                GradScaler zeroScaler = new GradScaler();
+                for (int step = 0; step < 4; step++) {
+                    float[] before = flat(zeroNet);
+                    trainScaled(plain, adam, plainScaler, rank, step);
+                    trainScaled(zero, zeroOpt, zeroScaler, rank, step);
+                    assertArrayEquals(flat(plainNet), flat(zeroNet), "parameters after step " + step + " on rank " + rank);
+                    if (step == 2) {
+                        assertArrayEquals(before, flat(zeroNet), "the step with infinite gradients is skipped");
+                    }
+                }
+                assertEquals(plainScaler.getScale(), zeroScaler.getScale());
                 return null;
             }
         });
