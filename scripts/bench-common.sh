@@ -1,5 +1,6 @@
-# bench-common.sh: what the side-by-side benchmark scripts share; source it after setting `root`,
-# `out` (the raw-output folder), `gemm` (1: measure the GEMM limit), `bench_jar` and a `die` function.
+# bench-common.sh: what the side-by-side benchmark scripts share; source it after setting `root` and
+# a `die` function (measure_gemm also reads `out`, the raw-output folder, `gemm`, 1: measure the
+# GEMM limit, and `bench_jar` when it runs).
 
 # A TCP port nobody listens on right now.
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -27,4 +28,24 @@ torch_python() {
   fi
   "$python" -c 'import torch, numpy' 2>/dev/null || die "$python has no torch and numpy: set PYTHON= or make build/torch-venv"
   echo "$python"
+}
+
+# GPTDemo's model options for a --model name, gpt2 (124M) or small, into the array `shape`.
+gpt_shape() {
+  case "$1" in
+    gpt2) shape=(--n-layer 12 --n-head 12 --n-embd 768) ;;
+    small) shape=(--n-layer 6 --n-head 6 --n-embd 384) ;;
+    *) die "--model must be gpt2 or small, got $1" ;;
+  esac
+}
+
+# Builds ddp4j unless SKIP_SETUP=1, and writes Debian's fortunes through GPT-2's BPE once; sets `data`.
+gpt_prepare() {
+  if [[ "${SKIP_SETUP:-0}" != 1 ]]; then
+    "$root/scripts/setup.sh" >/dev/null 2>&1 || die "scripts/setup.sh failed; run it to see why"
+  fi
+  data="$root/java/target/fortunes-gpt2"
+  if [[ ! -f "$data/meta.json" ]]; then
+    java -cp "$root/java/target/classes:$root/java/target/lib/*" org.ddp4j.text.PrepareText --out "$data" >&2
+  fi
 }

@@ -38,26 +38,14 @@ while (($#)); do
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
-case "$model" in
-  gpt2) shape=(--n-layer 12 --n-head 12 --n-embd 768) ;;
-  small) shape=(--n-layer 6 --n-head 6 --n-embd 384) ;;
-  *) die "--model must be gpt2 or small, got $model" ;;
-esac
-((warmup < steps)) || die "--warmup-steps ($warmup) must be below --steps ($steps)"
-((rounds >= 1)) || die "--rounds must be at least 1, got $rounds"
-if [[ "${SKIP_SETUP:-0}" != 1 ]]; then
-  "$root/scripts/setup.sh" >/dev/null 2>&1 || die "scripts/setup.sh failed; run it to see why"
-fi
-data="$root/java/target/fortunes-gpt2"
-if [[ ! -f "$data/meta.json" ]]; then
-  java -cp "$root/java/target/classes:$root/java/target/lib/*" org.ddp4j.text.PrepareText --out "$data" >&2
-fi
-export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
-out="$(mktemp -d)"
-gemm=0
-bench_jar=""
 # shellcheck source=scripts/bench-common.sh
 source "$root/scripts/bench-common.sh"
+gpt_shape "$model"
+((warmup < steps)) || die "--warmup-steps ($warmup) must be below --steps ($steps)"
+((rounds >= 1)) || die "--rounds must be at least 1, got $rounds"
+gpt_prepare
+export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
+out="$(mktemp -d)"
 echo "ddp-overhead.sh: raw outputs in $out" >&2
 args=(--data "$data" "${shape[@]}" --block-size "$block" --batch-size "$batch" --max-iters "$steps" --warmup-iters 1
   --eval-interval $((steps + 1)) --eval-iters 1 --log-interval 1 --sample-tokens 0 --autocast none "${bucket[@]}")

@@ -53,25 +53,15 @@ while (($#)); do
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
-case "$model" in
-  gpt2) shape=(--n-layer 12 --n-head 12 --n-embd 768) ;;
-  small) shape=(--n-layer 6 --n-head 6 --n-embd 384) ;;
-  *) die "--model must be gpt2 or small, got $model" ;;
-esac
-((warmup < steps)) || die "--warmup-steps ($warmup) must be below --steps ($steps)"
-if [[ "${SKIP_SETUP:-0}" != 1 ]]; then
-  "$root/scripts/setup.sh" >/dev/null 2>&1 || die "scripts/setup.sh failed; run it to see why"
-fi
-bench_jar="$root/benchmarks/target/benchmarks.jar"
-((gemm == 0)) || [[ -f "$bench_jar" ]] || die "no $bench_jar: run scripts/setup.sh (or pass --no-gemm)"
-data="$root/java/target/fortunes-gpt2"
-if [[ ! -f "$data/meta.json" ]]; then
-  java -cp "$root/java/target/classes:$root/java/target/lib/*" org.ddp4j.text.PrepareText --out "$data" >&2
-fi
-export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
-out="$(mktemp -d)"
 # shellcheck source=scripts/bench-common.sh
 source "$root/scripts/bench-common.sh"
+gpt_shape "$model"
+((warmup < steps)) || die "--warmup-steps ($warmup) must be below --steps ($steps)"
+gpt_prepare
+bench_jar="$root/benchmarks/target/benchmarks.jar"
+((gemm == 0)) || [[ -f "$bench_jar" ]] || die "no $bench_jar: run scripts/setup.sh (or pass --no-gemm)"
+export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
+out="$(mktemp -d)"
 python=python3
 [[ ",$only," == *,torch,* ]] && python="$(torch_python)"
 echo "gpt-bench.sh: raw outputs in $out; PyTorch from $python" >&2

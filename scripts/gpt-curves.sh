@@ -32,13 +32,7 @@ done
 # shellcheck source=scripts/bench-common.sh
 source "$root/scripts/bench-common.sh"
 python="$(torch_python)"
-if [[ "${SKIP_SETUP:-0}" != 1 ]]; then
-  "$root/scripts/setup.sh" >/dev/null 2>&1 || die "scripts/setup.sh failed; run it to see why"
-fi
-data="$root/java/target/fortunes-gpt2"
-if [[ ! -f "$data/meta.json" ]]; then
-  java -cp "$root/java/target/classes:$root/java/target/lib/*" org.ddp4j.text.PrepareText --out "$data" >&2
-fi
+gpt_prepare
 mkdir -p "$dir"
 out="$(mktemp -d)"
 echo "gpt-curves.sh: raw outputs in $out; PyTorch from $python" >&2

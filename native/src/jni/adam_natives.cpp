@@ -24,12 +24,6 @@ kernels::AdamOptions options_of(jdouble lr, jdouble beta1, jdouble beta2, jdoubl
   return o;
 }
 
-std::vector<jlong> longs_of(JNIEnv* env, jlongArray array) {
-  std::vector<jlong> out(static_cast<std::size_t>(env->GetArrayLength(array)));
-  env->GetLongArrayRegion(array, 0, static_cast<jsize>(out.size()), out.data());
-  return out;
-}
-
 }  // namespace
 
 extern "C" {
@@ -57,16 +51,17 @@ JNIEXPORT void JNICALL Java_org_ddp4j_internal_AdamNatives_adamSteps(JNIEnv* env
                                                                       jboolean amsgrad, jboolean decoupled) {
   guarded(env, [&] {
     const kernels::AdamOptions o = options_of(lr, beta1, beta2, eps, weightDecay, amsgrad, decoupled);
-    const std::vector<jlong> p = longs_of(env, params), g = longs_of(env, grads), m = longs_of(env, expAvgs),
-                             v = longs_of(env, expAvgSqs), s = longs_of(env, steps);
-    const std::vector<jlong> vmax = maxExpAvgSqs == nullptr ? std::vector<jlong>() : longs_of(env, maxExpAvgSqs);
+    std::vector<Tensor> p = tensors_of(env, params), g = tensors_of(env, grads), m = tensors_of(env, expAvgs),
+                        v = tensors_of(env, expAvgSqs);
+    DDP4J_CHECK_ARG(!amsgrad || maxExpAvgSqs != nullptr, "adam: amsgrad needs the group's max_exp_avg_sq handles");
+    std::vector<Tensor> vmax = amsgrad ? tensors_of(env, maxExpAvgSqs) : std::vector<Tensor>();
+    const Shape s = shape_of(env, steps);  // a long[] of step numbers, read as shape_of reads any long[]
     const std::size_t n = p.size();
     DDP4J_CHECK_ARG(g.size() == n && m.size() == n && v.size() == n && s.size() == n && (!amsgrad || vmax.size() == n),
                     "adam: the group's arrays of handles differ in length");
     std::vector<kernels::AdamTensors> group;
     for (std::size_t i = 0; i < n; i++) {
-      group.push_back({&mutable_tensor_of(p[i]), &tensor_of(g[i]), &mutable_tensor_of(m[i]), &mutable_tensor_of(v[i]),
-                       amsgrad ? &mutable_tensor_of(vmax[i]) : nullptr, s[i]});
+      group.push_back({&p[i], &g[i], &m[i], &v[i], amsgrad ? &vmax[i] : nullptr, s[i]});
     }
     ops::adam_steps_(group, o);
   });

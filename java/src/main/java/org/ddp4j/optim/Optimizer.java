@@ -325,7 +325,15 @@ public abstract class Optimizer implements AutoCloseable {
                 out.put(i, saved);
             }
         }
-        List<Map<String, Object>> groupDicts = new ArrayList<>();
+        return new OptimizerStateDict(name, out, paramGroupDicts());
+    }
+
+    /**
+     * Each group's options and {@code params}, the list of its parameter indices (new maps):
+     * {@code state_dict()["param_groups"]}, without building the state.
+     */
+    public final List<Map<String, Object>> paramGroupDicts() {
+        List<Map<String, Object>> out = new ArrayList<>();
         int next = 0;
         for (ParamGroup g : groups) {
             Map<String, Object> dict = new LinkedHashMap<>(g.options());
@@ -334,9 +342,14 @@ public abstract class Optimizer implements AutoCloseable {
                 indices.add(next++);
             }
             dict.put("params", indices);
-            groupDicts.add(dict);
+            out.add(dict);
         }
-        return new OptimizerStateDict(name, out, groupDicts);
+        return out;
+    }
+
+    /** The optimizer's class name as state dicts store it, e.g. "AdamW". Mirrors {@code type(optimizer).__name__}. */
+    public final String name() {
+        return name;
     }
 
     /**

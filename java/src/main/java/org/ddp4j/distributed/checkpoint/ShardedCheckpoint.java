@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HexFormat;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,7 +22,6 @@ import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.optim.ZeroRedundancyOptimizer;
 import org.ddp4j.nn.Module;
 import org.ddp4j.optim.OptimizerStateDict;
-import org.ddp4j.optim.ParamGroup;
 import org.ddp4j.serialization.AtomicFiles;
 import org.ddp4j.serialization.Checkpoint;
 import org.ddp4j.serialization.SafeTensors;
@@ -123,51 +123,27 @@ public final class ShardedCheckpoint {
 
     /** The parameters this rank owns and their optimizer state; on rank 0 also the buffers and parameters no optimizer holds. */
     private static Map<String, Tensor> ownTensors(Module model, ZeroRedundancyOptimizer optimizer, int rank) {
+        Map<Tensor, Boolean> optimized = new IdentityHashMap<>();
+        optimizer.params().forEach(p -> optimized.put(p, true));
         Map<String, Tensor> out = new LinkedHashMap<>();
-        List<Tensor> params = optimizer.params();
-        Map<String, Tensor> named = model.namedParameters();
-        for (Map.Entry<String, Tensor> e : model.stateDict().entrySet()) {
-            Tensor t = e.getValue();
-            int owner = named.containsKey(e.getKey()) && indexOf(params, t) >= 0 ? optimizer.ownerOf(t) : 0;
-            if (owner == rank) {
-                out.put("model/" + e.getKey(), t);
+        model.stateDict().forEach((name, t) -> {
+            if ((optimized.containsKey(t) ? optimizer.ownerOf(t) : 0) == rank) {
+                out.put("model/" + name, t);
             }
-        }
-        optimizer.localOptimizer().stateDict().state().forEach((localIndex, entries) -> {
-            int index = indexOf(params, optimizer.localOptimizer().params().get(localIndex));
-            entries.forEach((name, t) -> out.put("optimizer/state." + index + "." + name, t));
         });
+        optimizer.ownedState().forEach((index, entries) ->
+                entries.forEach((name, t) -> out.put("optimizer/state." + index + "." + name, t)));
         return out;
     }
 
-    private static int indexOf(List<Tensor> params, Tensor t) {
-        for (int i = 0; i < params.size(); i++) {
-            if (params.get(i) == t) {
-                return i;
-            }
-        }
-        return -1;
-    }
-
     private static void writeMetadata(Path dir, String version, int world, ZeroRedundancyOptimizer optimizer) {
-        List<Map<String, Object>> groups = new ArrayList<>();
-        int next = 0;
-        for (ParamGroup g : optimizer.paramGroups()) {
-            Map<String, Object> dict = new LinkedHashMap<>(g.options());
-            List<Integer> indices = new ArrayList<>();
-            for (int j = 0; j < g.params().size(); j++) {
-                indices.add(next++);
-            }
-            dict.put("params", indices);
-            groups.add(dict);
-        }
         Map<String, Object> metadata = new LinkedHashMap<>();
         metadata.put("format", FORMAT);
         metadata.put("version", VERSION);
         metadata.put("shards", version);
         metadata.put("world_size", world);
-        metadata.put("optimizer", optimizer.localOptimizer().stateDict().optimizer());
-        metadata.put("param_groups", groups);
+        metadata.put("optimizer", optimizer.name());
+        metadata.put("param_groups", optimizer.paramGroupDicts());
         byte[] bytes;
         try {
             bytes = JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(metadata);

@@ -135,8 +135,7 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
                     spec.put("params", g.params());
                     groups.add(spec);
                 }
-                return new Wrapped(all.stateDict().optimizer(), all.paramGroups().get(0).options(), groups,
-                        all.stateNames());
+                return new Wrapped(all.name(), all.paramGroups().get(0).options(), groups, all.stateNames());
             }
         }
     }
@@ -179,12 +178,11 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
      * @throws IllegalArgumentException when {@code param} is not one of this optimizer's parameters
      */
     public int ownerOf(Tensor param) {
-        for (int i = 0; i < params().size(); i++) {
-            if (params().get(i) == param) {
-                return owners[i];
-            }
+        int i = indexOf(param);
+        if (i < 0) {
+            throw new IllegalArgumentException("ZeroRedundancyOptimizer: " + param.describe() + " is not one of its parameters");
         }
-        throw new IllegalArgumentException("ZeroRedundancyOptimizer: " + param.describe() + " is not one of its parameters");
+        return owners[i];
     }
 
     /** The optimizer over this rank's own parameters. Mirrors {@code ZeroRedundancyOptimizer.optim}. */
@@ -277,7 +275,7 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
         dropConsolidated();
         Map<Integer, Map<String, Tensor>> gathered = new LinkedHashMap<>();
         try (var scope = Tensors.scope()) {
-            Map<Integer, Map<String, Tensor>> mine = ownState();
+            Map<Integer, Map<String, Tensor>> mine = ownedState();
             for (int i = 0; i < owners.length; i++) {
                 Map<String, Tensor> entries = StateBroadcast.broadcast(group, owners[i],
                         owners[i] == rank ? mine.getOrDefault(i, Map.of()) : null, rank == to);
@@ -289,8 +287,13 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
         consolidated = rank == to ? gathered : null;
     }
 
-    /** This rank's local state, keyed by parameter index here (live tensors). */
-    private Map<Integer, Map<String, Tensor>> ownState() {
+    /**
+     * The state of the parameters this rank owns, keyed by their index here (over all groups, as
+     * {@link #stateDict()} keys it): the local optimizer's state dict entries, live tensors (Adam's
+     * {@code step} a new scalar in the current scope).
+     */
+    public Map<Integer, Map<String, Tensor>> ownedState() {
+        applyPendingLoad();
         Map<Integer, Map<String, Tensor>> out = new LinkedHashMap<>();
         local.stateDict().state().forEach((localIndex, entries) -> out.put(ownedIndices[localIndex], entries));
         return out;
@@ -340,21 +343,17 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
         }
         Map<Integer, Map<String, Tensor>> state = new LinkedHashMap<>();
         pendingLoad.forEach((index, entries) -> state.put(localIndexOf.get(index), entries));
-        List<Map<String, Object>> groups = new ArrayList<>();
-        int next = 0;
-        for (int gi = 0; gi < paramGroups().size(); gi++) {
-            Map<String, Object> dict = new LinkedHashMap<>(paramGroups().get(gi).options());
-            List<Integer> indices = new ArrayList<>();
-            for (int j = 0; j < local.paramGroups().get(gi).params().size(); j++) {
-                indices.add(next++);
-            }
-            dict.put("params", indices);
-            groups.add(dict);
-        }
         Map<Integer, Map<String, Tensor>> loaded = pendingLoad;
         pendingLoad = null;
+        // The local groups' parameter indices with the options just loaded here.
+        List<Map<String, Object>> groups = local.paramGroupDicts();
+        for (int gi = 0; gi < groups.size(); gi++) {
+            Map<String, Object> dict = new LinkedHashMap<>(paramGroups().get(gi).options());
+            dict.put("params", groups.get(gi).get("params"));
+            groups.set(gi, dict);
+        }
         try {
-            local.loadStateDict(new OptimizerStateDict(local.stateDict().optimizer(), state, groups));
+            local.loadStateDict(new OptimizerStateDict(local.name(), state, groups));
         } finally {
             loaded.values().forEach(entries -> entries.values().forEach(Tensor::close));
         }

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -23,6 +22,7 @@ import org.ddp4j.serialization.Checkpoint;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.testing.ParameterValues;
 import org.ddp4j.testing.Ranks;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -73,20 +73,6 @@ class ShardedCheckpointTest {
         }
     }
 
-    private static float[] flat(Module m) {
-        List<Float> out = new ArrayList<>();
-        m.parameters().forEach(p -> {
-            for (float v : p.toFloatArray()) {
-                out.add(v);
-            }
-        });
-        float[] a = new float[out.size()];
-        for (int i = 0; i < a.length; i++) {
-            a[i] = out.get(i);
-        }
-        return a;
-    }
-
     @Test
     void savedAtThreeRanksLoadsAtTwoAndTrainsOnLikeTheConsolidatedFile() throws Exception {
         Path checkpoint = dir.resolve("ckpt");
@@ -119,13 +105,13 @@ class ShardedCheckpointTest {
                                 ShardedCheckpointTest::adamW, group)) {
                     c.restore("optimizer", adam);
                     ShardedCheckpoint.load(checkpoint, zeroNet, zeroOpt, group);
-                    assertArrayEquals(flat(plainNet), flat(zeroNet), "parameters as loaded");
+                    assertArrayEquals(ParameterValues.of(plainNet), ParameterValues.of(zeroNet), "parameters as loaded");
                     try (DistributedDataParallel zero = new DistributedDataParallel(zeroNet, group,
                             DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES)) {
                         for (int step = 3; step < 5; step++) {
                             train(plain, adam, rank, step);
                             train(zero, zeroOpt, rank, step);
-                            assertArrayEquals(flat(plainNet), flat(zeroNet), "parameters after step " + step);
+                            assertArrayEquals(ParameterValues.of(plainNet), ParameterValues.of(zeroNet), "parameters after step " + step);
                         }
                     }
                 }
@@ -145,7 +131,7 @@ class ShardedCheckpointTest {
                             group)) {
                 train(model, opt, rank, 0);
                 ShardedCheckpoint.save(checkpoint, net, opt, group);
-                float[] atSave = flat(net);
+                float[] atSave = ParameterValues.of(net);
                 train(model, opt, rank, 1);
                 if (rank == 1) { // a state tensor this rank would write is gone: its write fails
                     opt.localOptimizer().stateDict().state().values().iterator().next().get("exp_avg").close();
@@ -163,7 +149,7 @@ class ShardedCheckpointTest {
             Path single = dir.resolve("single.safetensors");
             ShardedCheckpoint.consolidate(checkpoint, single);
             Checkpoint.load(single).restore("model", net);
-            assertArrayEquals(saved.get(0), flat(net), "the first save's parameters");
+            assertArrayEquals(saved.get(0), ParameterValues.of(net), "the first save's parameters");
         }
     }
 }

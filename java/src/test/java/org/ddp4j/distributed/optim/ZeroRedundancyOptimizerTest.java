@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,6 +26,7 @@ import org.ddp4j.optim.StepLR;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.testing.ParameterValues;
 import org.ddp4j.testing.Ranks;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -83,18 +83,51 @@ class ZeroRedundancyOptimizerTest {
         }
     }
 
-    private static float[] flat(Module m) {
-        List<Float> out = new ArrayList<>();
-        for (Tensor p : m.parameters()) {
-            for (float v : p.toFloatArray()) {
-                out.add(v);
+    /** Makes the optimizer under test from parameter groups: AdamW or SGD here. */
+    interface OptimizerClass {
+        Optimizer make(List<? extends Map<String, ?>> groups);
+    }
+
+    /**
+     * One rank's DDP + an optimizer beside DDP + ZeroRedundancyOptimizer over the same class, from
+     * the same weights (or the weights given), trained side by side.
+     */
+    static final class SideBySide implements AutoCloseable {
+        final Net plainNet = new Net();
+        final Net zeroNet = new Net();
+        final DistributedDataParallel plain;
+        final DistributedDataParallel zero;
+        final Optimizer plainOpt;
+        final ZeroRedundancyOptimizer zeroOpt;
+
+        SideBySide(ProcessGroup group, OptimizerClass optimizerClass, Map<String, Tensor> weights) {
+            if (weights != null) {
+                plainNet.loadStateDict(weights);
+                zeroNet.loadStateDict(weights);
             }
+            plain = new DistributedDataParallel(plainNet, group, DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+            zero = new DistributedDataParallel(zeroNet, group, DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
+            plainOpt = optimizerClass.make(plainNet.groups());
+            zeroOpt = new ZeroRedundancyOptimizer(zeroNet.groups(), optimizerClass::make, group);
         }
-        float[] a = new float[out.size()];
-        for (int i = 0; i < a.length; i++) {
-            a[i] = out.get(i);
+
+        SideBySide(ProcessGroup group, OptimizerClass optimizerClass) {
+            this(group, optimizerClass, null);
         }
-        return a;
+
+        void assertSameParameters(String what) {
+            assertArrayEquals(ParameterValues.of(plainNet), ParameterValues.of(zeroNet), what);
+        }
+
+        @Override
+        public void close() {
+            zeroOpt.close();
+            plainOpt.close();
+            zero.close();
+            plain.close();
+            zeroNet.close();
+            plainNet.close();
+        }
     }
 
     private static void assertSameState(OptimizerStateDict expected, OptimizerStateDict actual) {
@@ -115,24 +148,17 @@ class ZeroRedundancyOptimizerTest {
     @Test
     void wrapsSgdWithMomentumToo() throws Exception {
         Ranks.withGroups(2, TIMEOUT, (rank, group) -> {
-            try (Net plainNet = new Net(); Net zeroNet = new Net();
-                    DistributedDataParallel plain = new DistributedDataParallel(plainNet, group,
-                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
-                    DistributedDataParallel zero = new DistributedDataParallel(zeroNet, group,
-                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
-                    SGD sgd = sgd(plainNet.groups());
-                    ZeroRedundancyOptimizer zeroOpt = new ZeroRedundancyOptimizer(zeroNet.groups(),
-                            ZeroRedundancyOptimizerTest::sgd, group)) {
-                StepLR plainSchedule = new StepLR(sgd, 2, 0.5);
-                StepLR zeroSchedule = new StepLR(zeroOpt, 2, 0.5);
+            try (SideBySide s = new SideBySide(group, ZeroRedundancyOptimizerTest::sgd)) {
+                StepLR plainSchedule = new StepLR(s.plainOpt, 2, 0.5);
+                StepLR zeroSchedule = new StepLR(s.zeroOpt, 2, 0.5);
                 for (int step = 0; step < STEPS; step++) {
-                    train(plain, sgd, plainSchedule, rank, step);
-                    train(zero, zeroOpt, zeroSchedule, rank, step);
-                    assertArrayEquals(flat(plainNet), flat(zeroNet), "parameters after step " + step + " on rank " + rank);
+                    train(s.plain, s.plainOpt, plainSchedule, rank, step);
+                    train(s.zero, s.zeroOpt, zeroSchedule, rank, step);
+                    s.assertSameParameters("parameters after step " + step + " on rank " + rank);
                 }
-                zeroOpt.consolidateStateDict(1);
+                s.zeroOpt.consolidateStateDict(1);
                 if (rank == 1) {
-                    assertSameState(sgd.stateDict(), zeroOpt.stateDict());
+                    assertSameState(s.plainOpt.stateDict(), s.zeroOpt.stateDict());
                 }
                 return null;
             }
@@ -155,23 +181,16 @@ class ZeroRedundancyOptimizerTest {
     @Test
     void aGradScalerStepsItAsTheWrappedOptimizer() throws Exception {
         Ranks.withGroups(2, TIMEOUT, (rank, group) -> {
-            try (Net plainNet = new Net(); Net zeroNet = new Net();
-                    DistributedDataParallel plain = new DistributedDataParallel(plainNet, group,
-                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
-                    DistributedDataParallel zero = new DistributedDataParallel(zeroNet, group,
-                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
-                    AdamW adam = adamW(plainNet.groups());
-                    ZeroRedundancyOptimizer zeroOpt = new ZeroRedundancyOptimizer(zeroNet.groups(),
-                            ZeroRedundancyOptimizerTest::adamW, group)) {
+            try (SideBySide s = new SideBySide(group, ZeroRedundancyOptimizerTest::adamW)) {
                 GradScaler plainScaler = new GradScaler();
                 GradScaler zeroScaler = new GradScaler();
                 for (int step = 0; step < 4; step++) {
-                    float[] before = flat(zeroNet);
-                    trainScaled(plain, adam, plainScaler, rank, step);
-                    trainScaled(zero, zeroOpt, zeroScaler, rank, step);
-                    assertArrayEquals(flat(plainNet), flat(zeroNet), "parameters after step " + step + " on rank " + rank);
+                    float[] before = ParameterValues.of(s.zeroNet);
+                    trainScaled(s.plain, s.plainOpt, plainScaler, rank, step);
+                    trainScaled(s.zero, s.zeroOpt, zeroScaler, rank, step);
+                    s.assertSameParameters("parameters after step " + step + " on rank " + rank);
                     if (step == 2) {
-                        assertArrayEquals(before, flat(zeroNet), "the step with infinite gradients is skipped");
+                        assertArrayEquals(before, ParameterValues.of(s.zeroNet), "the step with infinite gradients is skipped");
                     }
                 }
                 assertEquals(plainScaler.getScale(), zeroScaler.getScale());
@@ -184,32 +203,25 @@ class ZeroRedundancyOptimizerTest {
     @ValueSource(ints = {2, 3})
     void stepsEqualTheWrappedOptimizerBitForBit(int world) throws Exception {
         Ranks.withGroups(world, TIMEOUT, (rank, group) -> {
-            try (Net plainNet = new Net(); Net zeroNet = new Net();
-                    DistributedDataParallel plain = new DistributedDataParallel(plainNet, group,
-                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
-                    DistributedDataParallel zero = new DistributedDataParallel(zeroNet, group,
-                            DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
-                    AdamW adam = adamW(plainNet.groups());
-                    ZeroRedundancyOptimizer zeroOpt = new ZeroRedundancyOptimizer(zeroNet.groups(),
-                            ZeroRedundancyOptimizerTest::adamW, group)) {
-                StepLR plainSchedule = new StepLR(adam, 2, 0.5);
-                StepLR zeroSchedule = new StepLR(zeroOpt, 2, 0.5);
+            try (SideBySide s = new SideBySide(group, ZeroRedundancyOptimizerTest::adamW)) {
+                StepLR plainSchedule = new StepLR(s.plainOpt, 2, 0.5);
+                StepLR zeroSchedule = new StepLR(s.zeroOpt, 2, 0.5);
                 for (int step = 0; step < STEPS; step++) {
-                    train(plain, adam, plainSchedule, rank, step);
-                    train(zero, zeroOpt, zeroSchedule, rank, step);
-                    assertArrayEquals(flat(plainNet), flat(zeroNet), "parameters after step " + step + " on rank " + rank);
+                    train(s.plain, s.plainOpt, plainSchedule, rank, step);
+                    train(s.zero, s.zeroOpt, zeroSchedule, rank, step);
+                    s.assertSameParameters("parameters after step " + step + " on rank " + rank);
                 }
                 // This rank keeps the state of the parameters it owns, and only theirs.
-                OptimizerStateDict local = zeroOpt.localOptimizer().stateDict();
-                long owned = zeroNet.parameters().stream().filter(p -> zeroOpt.ownerOf(p) == rank).count();
+                OptimizerStateDict local = s.zeroOpt.localOptimizer().stateDict();
+                long owned = s.zeroNet.parameters().stream().filter(p -> s.zeroOpt.ownerOf(p) == rank).count();
                 assertEquals(owned, local.state().size());
-                assertTrue(owned < zeroNet.parameters().size(), "rank " + rank + " owns every parameter");
+                assertTrue(owned < s.zeroNet.parameters().size(), "rank " + rank + " owns every parameter");
                 // The consolidated state is AdamW's, on rank 0 alone.
-                zeroOpt.consolidateStateDict(0);
+                s.zeroOpt.consolidateStateDict(0);
                 if (rank == 0) {
-                    assertSameState(adam.stateDict(), zeroOpt.stateDict());
+                    assertSameState(s.plainOpt.stateDict(), s.zeroOpt.stateDict());
                 } else {
-                    IllegalStateException e = assertThrows(IllegalStateException.class, zeroOpt::stateDict);
+                    IllegalStateException e = assertThrows(IllegalStateException.class, s.zeroOpt::stateDict);
                     assertTrue(e.getMessage().contains("consolidateStateDict(" + rank + ") on every rank"), e.getMessage());
                 }
                 return null;
@@ -253,29 +265,19 @@ class ZeroRedundancyOptimizerTest {
         Map<String, Tensor> params = (Map<String, Tensor>) saved.get(0)[1];
         // 2 ranks resume: ZeRO and plain AdamW load the same state and take 2 more steps.
         Ranks.withGroups(2, TIMEOUT, (rank, group) -> {
-            try (Net plainNet = new Net(); Net zeroNet = new Net()) {
-                plainNet.loadStateDict(params);
-                zeroNet.loadStateDict(params);
-                try (DistributedDataParallel plain = new DistributedDataParallel(plainNet, group,
-                                DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
-                        DistributedDataParallel zero = new DistributedDataParallel(zeroNet, group,
-                                DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES);
-                        AdamW adam = adamW(plainNet.groups());
-                        ZeroRedundancyOptimizer zeroOpt = new ZeroRedundancyOptimizer(zeroNet.groups(),
-                                ZeroRedundancyOptimizerTest::adamW, group)) {
-                    adam.loadStateDict(state);
-                    zeroOpt.loadStateDict(state);
-                    StepLR plainSchedule = new StepLR(adam, 2, 0.5);
-                    StepLR zeroSchedule = new StepLR(zeroOpt, 2, 0.5);
-                    for (int step = 3; step < 5; step++) {
-                        train(plain, adam, plainSchedule, rank, step);
-                        train(zero, zeroOpt, zeroSchedule, rank, step);
-                        assertArrayEquals(flat(plainNet), flat(zeroNet), "parameters after step " + step);
-                    }
-                    zeroOpt.consolidateStateDict(1);
-                    if (rank == 1) {
-                        assertSameState(adam.stateDict(), zeroOpt.stateDict());
-                    }
+            try (SideBySide s = new SideBySide(group, ZeroRedundancyOptimizerTest::adamW, params)) {
+                s.plainOpt.loadStateDict(state);
+                s.zeroOpt.loadStateDict(state);
+                StepLR plainSchedule = new StepLR(s.plainOpt, 2, 0.5);
+                StepLR zeroSchedule = new StepLR(s.zeroOpt, 2, 0.5);
+                for (int step = 3; step < 5; step++) {
+                    train(s.plain, s.plainOpt, plainSchedule, rank, step);
+                    train(s.zero, s.zeroOpt, zeroSchedule, rank, step);
+                    s.assertSameParameters("parameters after step " + step);
+                }
+                s.zeroOpt.consolidateStateDict(1);
+                if (rank == 1) {
+                    assertSameState(s.plainOpt.stateDict(), s.zeroOpt.stateDict());
                 }
                 return null;
             }
