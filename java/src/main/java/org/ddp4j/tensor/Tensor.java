@@ -301,7 +301,10 @@ public final class Tensor implements AutoCloseable {
     public long nativeHandle() {
         long h = handle.get();
         if (h == 0 && recompute != null && !handle.isClosed()) {
-            handle.restore(recompute.getAsLong());
+            long recomputed = recompute.getAsLong();
+            if (recomputed != 0) {
+                handle.restore(recomputed);
+            }
             h = handle.get();
         }
         if (h == 0 && freedAfterBackward) {
@@ -368,7 +371,9 @@ public final class Tensor implements AutoCloseable {
      * Declares how to compute this tensor's values again, bit for bit, from tensors that stay alive
      * anyway (for an op's output: the inputs its backward keeps), so that {@link #release()} may
      * free the storage at once. For op implementations (ddp4j's batch norms use it); the supplier
-     * returns a new native handle of this tensor's shape, dtype and device. Returns this.
+     * returns a new native handle of this tensor's shape, dtype and device, or 0 when it has given
+     * this tensor storage itself ({@link #allocateStorage()}, as fully_shard's all-gather does).
+     * Returns this.
      */
     public Tensor recomputableBy(LongSupplier recompute) {
         this.recompute = Objects.requireNonNull(recompute, "recomputableBy: recompute is null");
@@ -426,6 +431,44 @@ public final class Tensor implements AutoCloseable {
             freedAfterBackward = true;
             close();
         }
+    }
+
+    /**
+     * Frees this tensor's storage and keeps the tensor: shape, dtype, gradient and the places that
+     * hold it (a module, the autograd graph) stay. The next read calls the {@link #recomputableBy}
+     * supplier, which must give it storage again. Mirrors {@code untyped_storage().resize_(0)},
+     * how FSDP frees a parameter between its uses; fully_shard uses it.
+     *
+     * @throws IllegalStateException if the tensor has no supplier to restore it (it would read as closed)
+     */
+    public void freeStorage() {
+        if (recompute == null) {
+            throw new IllegalStateException("freeStorage(): " + describe() + " has no recomputableBy supplier to give it "
+                    + "storage again; close() it instead");
+        }
+        handle.release();
+    }
+
+    /**
+     * Gives a tensor whose storage {@link #freeStorage() was freed} new storage of its shape and
+     * dtype, values undefined (the caller writes them). Mirrors
+     * {@code untyped_storage().resize_(nbytes)}. Does nothing when it has storage.
+     *
+     * @throws IllegalStateException if the tensor is closed
+     */
+    public void allocateStorage() {
+        if (handle.isClosed()) {
+            throw new IllegalStateException("allocateStorage(): " + describe() + " is closed");
+        }
+        if (handle.get() == 0) {
+            handle.restore(TensorNatives.empty(shape, dtype.ordinal(), device.type().ordinal(), device.index(),
+                    NativeResults.buffer()));
+        }
+    }
+
+    /** Whether the tensor holds storage now (false after {@link #freeStorage()} or {@link #close()}). */
+    public boolean hasStorage() {
+        return handle.get() != 0;
     }
 
     /** Takes this tensor out of the scope that created it, so it outlives the scope. Returns this. */

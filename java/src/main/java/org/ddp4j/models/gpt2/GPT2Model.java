@@ -84,6 +84,11 @@ public class GPT2Model extends Module {
         return wte;
     }
 
+    /** The transformer blocks ({@code transformer.h}), e.g. to apply fully_shard to each. */
+    public ModuleList<GPT2Block> h() {
+        return h;
+    }
+
     /** The position embedding. */
     public Embedding wpe() {
         return wpe;

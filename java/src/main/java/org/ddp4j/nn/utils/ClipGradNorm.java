@@ -1,7 +1,11 @@
 package org.ddp4j.nn.utils;
 
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.WeakHashMap;
 import org.ddp4j.tensor.Tensor;
 
 /**
@@ -50,21 +54,28 @@ public final class ClipGradNorm {
                     + " got " + normType);
         }
         List<Tensor> grads = new ArrayList<>();
+        Map<ShardCombiner, List<Tensor>> shardedGrads = new IdentityHashMap<>();
         for (Tensor p : parameters) {
             if (p.grad() != null) {
-                grads.add(p.grad());
+                ShardCombiner combiner = SHARDS.get(p);
+                if (combiner == null) {
+                    grads.add(p.grad());
+                } else {
+                    shardedGrads.computeIfAbsent(combiner, c -> new ArrayList<>()).add(p.grad());
+                }
             }
         }
-        if (grads.isEmpty()) {
+        if (grads.isEmpty() && shardedGrads.isEmpty()) {
             return 0;
         }
         boolean inf = Double.isInfinite(normType);
-        double total = 0;
-        for (Tensor g : grads) {
-            // Each gradient's norm is rounded to float32 before they are combined, as torch.stack(norms) does.
-            float norm = (float) norm(g.toFloatArray(), normType);
-            total = inf ? Math.max(total, norm) : total + Math.pow(norm, normType);
+        double total = combine(grads, normType);
+        for (Map.Entry<ShardCombiner, List<Tensor>> e : shardedGrads.entrySet()) {
+            double local = combine(e.getValue(), normType);
+            double all = e.getKey().combine(local, inf);
+            total = inf ? Math.max(total, all) : total + all;
         }
+        grads.addAll(shardedGrads.values().stream().flatMap(List::stream).toList());
         float totalNorm = (float) (inf ? total : Math.pow(total, 1 / normType));
         if (errorIfNonfinite && !Float.isFinite(totalNorm)) {
             throw new IllegalArgumentException("The total norm of order " + normType + " for gradients from `parameters` is"
@@ -78,6 +89,50 @@ public final class ClipGradNorm {
             }
         }
         return totalNorm;
+    }
+
+    /** Combines a rank's partial result across the ranks that hold the other shards. */
+    public interface ShardCombiner {
+        /**
+         * @param local this rank's sum of |norm|^p over its shards (or their largest norm when max is set)
+         * @param max combine by maximum (the infinity norm) instead of by sum
+         * @return the value over all ranks; every rank must get the same
+         */
+        double combine(double local, boolean max);
+    }
+
+    /** Shards of sharded parameters (fully_shard's), each with the combiner of its group of ranks. */
+    private static final Map<Tensor, ShardCombiner> SHARDS = Collections.synchronizedMap(new WeakHashMap<>());
+
+    /**
+     * Declares {@code shards} to be one rank's pieces of parameters split across ranks, so that
+     * clipping them clips by the norm over all ranks, as PyTorch's {@code clip_grad_norm_} does
+     * for DTensor gradients: each rank's partial sum goes through {@code combiner} (an all-reduce).
+     * For sharding wrappers (fully_shard calls it); then every rank must clip the same list.
+     */
+    public static void registerShards(List<Tensor> shards, ShardCombiner combiner) {
+        for (Tensor t : shards) {
+            SHARDS.put(t, combiner);
+        }
+    }
+
+    /** Forgets shards registered by {@link #registerShards} (their wrapper is closed). */
+    public static void unregisterShards(List<Tensor> shards) {
+        for (Tensor t : shards) {
+            SHARDS.remove(t);
+        }
+    }
+
+    /** The sum of each gradient's norm^p (or their largest norm for p = infinity). */
+    private static double combine(List<Tensor> grads, double normType) {
+        boolean inf = Double.isInfinite(normType);
+        double total = 0;
+        for (Tensor g : grads) {
+            // Each gradient's norm is rounded to float32 before they are combined, as torch.stack(norms) does.
+            float norm = (float) norm(g.toFloatArray(), normType);
+            total = inf ? Math.max(total, norm) : total + Math.pow(norm, normType);
+        }
+        return total;
     }
 
     private static double norm(float[] values, double normType) {
