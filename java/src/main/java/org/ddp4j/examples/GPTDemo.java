@@ -130,11 +130,15 @@ public final class GPTDemo implements Callable<Integer> {
                     + " time-limited slot; --resume continues it.")
     Integer stopAfter;
 
-    /** How the optimizer state is kept: on every rank (DDP alone), or sharded (ZeRO stage 1). */
-    enum Shard { none, zero1 }
+    /**
+     * What each rank keeps whole: everything (DDP alone), all but the optimizer state (ZeRO stage 1), or
+     * nothing (fully_shard: parameters, gradients and optimizer state in shards).
+     */
+    enum Shard { none, zero1, full }
 
     @Option(names = "--shard", description = "none: every rank keeps AdamW's state; zero1: each rank keeps its share"
-            + " (ZeroRedundancyOptimizer) (default: ${DEFAULT-VALUE}).")
+            + " (ZeroRedundancyOptimizer); full: fully_shard each block and the model, so each rank keeps its share of"
+            + " the parameters, gradients and state (default: ${DEFAULT-VALUE}).")
     Shard shard = Shard.none;
 
     @Option(names = "--bucket-cap-mb", description = "DDP's gradient bucket size in MiB, PyTorch's bucket_cap_mb (default: ${DEFAULT-VALUE}).")
@@ -173,13 +177,14 @@ public final class GPTDemo implements Callable<Integer> {
 
         Generator generator = new Generator(seed); // the weights (rank 0's are broadcast), then dropout's masks
         GPT2LMHeadModel net = initFrom != null ? loadPretrained(config, generator) : new GPT2LMHeadModel(config, generator);
-        DistributedDataParallel model = new DistributedDataParallel(net,
-                DistributedDataParallelOptions.defaults().bucketCapMb(bucketCapMb));
+        ParallelModel model = shard == Shard.full ? ParallelModel.fullyShard(net, net.transformer().h())
+                : ParallelModel.ddp(net, new DistributedDataParallel(net,
+                        DistributedDataParallelOptions.defaults().bucketCapMb(bucketCapMb)));
         AdamW.Options adamW = AdamW.Options.defaults().lr(lr).betas(0.9, beta2);
+        List<Map<String, Object>> groups = GPT2LMHeadModel.parameterGroups(model.trainedParameters(), weightDecay);
         Optimizer optimizer = shard == Shard.zero1
-                ? new ZeroRedundancyOptimizer(net.parameterGroups(weightDecay), groups -> new AdamW(groups, adamW),
-                        Distributed.defaultGroup())
-                : new AdamW(net.parameterGroups(weightDecay), adamW);
+                ? new ZeroRedundancyOptimizer(groups, g -> new AdamW(g, adamW), Distributed.defaultGroup())
+                : new AdamW(groups, adamW);
         LRScheduler schedule = warmupThenCosine(optimizer);
         TokenWindows trainBatches = new TokenWindows(train, blockSize, batchSize, seed, rank);
         int firstIter = 0;
@@ -209,7 +214,7 @@ public final class GPTDemo implements Callable<Integer> {
         int intervalFirst = firstIter;
         for (int iter = firstIter; iter < lastIter; iter++) {
             if (iter % evalInterval == 0 && iter > firstIter) {
-                lastVal = validationLoss(net, val);
+                lastVal = validationLoss(model, net, val);
                 consolidateForSave(optimizer);
                 if (rank == 0) {
                     System.out.printf(Locale.ROOT, "step %d: val loss %.4f%n", iter, lastVal);
@@ -238,7 +243,7 @@ public final class GPTDemo implements Callable<Integer> {
                     }
                 }
                 if (gradClip > 0) {
-                    ClipGradNorm.clipGradNorm(net.parameters(), gradClip);
+                    ClipGradNorm.clipGradNorm(model.trainedParameters(), gradClip);
                 }
                 optimizer.step();
                 schedule.step();
@@ -257,7 +262,7 @@ public final class GPTDemo implements Callable<Integer> {
             }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        lastVal = validationLoss(net, val);
+        lastVal = validationLoss(model, net, val);
         consolidateForSave(optimizer);
         if (rank == 0) {
             System.out.printf(Locale.ROOT, "step %d: val loss %.4f%n", lastIter, lastVal);
@@ -266,12 +271,15 @@ public final class GPTDemo implements Callable<Integer> {
                 System.out.println("Saved the train state to " + save);
             }
         }
+        double peakRssMiB = PeakMemory.residentMiB();
+        // The digest reads every parameter and rank 0 samples alone: no collective may run inside.
+        model.gatherAll();
         long steps = lastIter - firstIter;
         double tokensPerSecond = seconds > 0 ? steps * tokensPerStep / seconds : 0;
         System.out.printf(Locale.ROOT, "summary rank=%d world=%d steps=%d seconds=%.3f tokens_per_s=%.1f loss=%.6f"
                 + " val_loss=%.6f mfu=%.4f gemm_gflops=%.1f peak_rss_mb=%.1f parameters_crc32=%s%n", rank, world, steps,
                 seconds, tokensPerSecond, lastLoss, lastVal, tokensPerSecond * flopsPerToken / (gemmGflops * 1e9),
-                gemmGflops, PeakMemory.residentMiB(), StateDigest.of(net));
+                gemmGflops, peakRssMiB, StateDigest.of(net));
         if (rank == 0 && sampleTokens > 0) {
             System.out.println("sample:");
             System.out.println(sample(net, tokenizer));
@@ -299,6 +307,11 @@ public final class GPTDemo implements Callable<Integer> {
         }
         if (stopAfter != null && (stopAfter <= 0 || save == null)) {
             throw new IllegalArgumentException("--stop-after needs a positive step count and --save FILE to continue from");
+        }
+        if (shard == Shard.full && (save != null || resume != null)) {
+            throw new IllegalArgumentException("--shard full does not write or read --save/--resume train states (each"
+                    + " rank holds a shard: ShardedCheckpoint saves them in a program of your own); use --shard zero1 or none"
+                    + " to save");
         }
         if (autocast == AutocastChoice.fp16) {
             throw new IllegalArgumentException("--autocast fp16 needs a GradScaler this demo does not run; use bf16 (as"
@@ -341,7 +354,7 @@ public final class GPTDemo implements Callable<Integer> {
      * Mean loss over --eval-iters validation batches on every rank, averaged over the ranks (each
      * rank draws its own windows, the same ones at every evaluation, so the figures compare).
      */
-    private double validationLoss(GPT2LMHeadModel net, TokenFile val) {
+    private double validationLoss(ParallelModel model, GPT2LMHeadModel net, TokenFile val) {
         TokenWindows windows = new TokenWindows(val, blockSize, batchSize, seed + 1, Distributed.getRank());
         boolean wasTraining = net.isTraining();
         net.eval();
@@ -349,7 +362,7 @@ public final class GPTDemo implements Callable<Integer> {
         try (var noGrad = Tensors.noGrad()) {
             for (int i = 0; i < evalIters; i++) {
                 try (Batch batch = windows.next(); var scope = Tensors.scope(); var ac = autocast.scope(Device.CPU)) {
-                    sum += net.loss(batch.inputs(), batch.labels()).item();
+                    sum += model.evaluate(() -> net.loss(batch.inputs(), batch.labels())).item();
                 }
             }
         }

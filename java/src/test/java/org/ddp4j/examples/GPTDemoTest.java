@@ -24,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  * loss falls, and 3 steps saved with --stop-after then resumed equal 6 steps in one go, to the bit
  * with dropout (the schedule, AdamW's moments and the data windows come back; dropout's masks are a
  * function of the step and the rank). With {@code --shard zero1} (ZeroRedundancyOptimizer) the same
- * runs give the same bits.
+ * runs give the same bits; with {@code --shard full} (fully_shard) the same losses.
  */
 @Timeout(value = 600, unit = TimeUnit.SECONDS) // backstop above LauncherProcess's 240 s bound per run
 class GPTDemoTest {
@@ -85,6 +85,17 @@ class GPTDemoTest {
             for (List<Matcher> run : List.of(zero, zeroResumed)) {
                 assertEquals(straight.get(i).group(5), run.get(i).group(5), "parameters under --shard zero1");
                 assertEquals(straight.get(i).group(3), run.get(i).group(3), "last loss under --shard zero1");
+            }
+        }
+        // fully_shard trains the same model: the same losses up to the order of float32 sums, and
+        // both ranks end with the same (gathered) parameters.
+        List<Matcher> full = demo("--max-iters", "6", "--eval-interval", "3", "--dropout", "0.1", "--shard", "full");
+        assertEquals(full.get(0).group(5), full.get(1).group(5), "both ranks' parameters under --shard full");
+        for (int i = 0; i < 2; i++) {
+            for (int g : new int[] {3, 4}) {
+                double expected = Double.parseDouble(straight.get(i).group(g));
+                assertEquals(expected, Double.parseDouble(full.get(i).group(g)), 1e-4 * Math.abs(expected),
+                        "loss under --shard full: " + full.get(i).group());
             }
         }
         List<Matcher> longer = demo("--max-iters", "150", "--eval-interval", "150");

@@ -76,9 +76,17 @@ public class GPT2LMHeadModel extends Module {
      * @return two groups, {@code params} and {@code weight_decay} each, in parameter order
      */
     public List<Map<String, Object>> parameterGroups(double weightDecay) {
+        return parameterGroups(parameters(), weightDecay);
+    }
+
+    /**
+     * {@link #parameterGroups(double)} over any list of parameters: e.g. fully_shard's shards of this
+     * model ({@code fsdp.parameters()}), which keep their parameters' dimensions.
+     */
+    public static List<Map<String, Object>> parameterGroups(List<Tensor> parameters, double weightDecay) {
         List<Tensor> decay = new ArrayList<>();
         List<Tensor> noDecay = new ArrayList<>();
-        for (Tensor p : parameters()) {
+        for (Tensor p : parameters) {
             (p.dim() >= 2 ? decay : noDecay).add(p);
         }
         return List.of(Map.of("params", decay, "weight_decay", weightDecay), Map.of("params", noDecay, "weight_decay", 0.0));
