@@ -183,6 +183,31 @@ public final class FSDPModule extends Module {
     }
 
     /**
+     * Where this rank's shard of a parameter sits in the whole parameter (PyTorch's DTensor
+     * placement {@code Shard(0)}): rows {@code [rowOffset, rowOffset + realRows)} of a tensor of
+     * {@code fullShape}; the shard's rows past realRows (up to rowsPerShard) are zero padding.
+     */
+    public record ShardPlacement(long[] fullShape, long rowsPerShard, long rowOffset, long realRows) {}
+
+    /**
+     * The placement of {@code shard}, one of {@link #parameters()}.
+     *
+     * @throws IllegalArgumentException if it is not a shard of this module
+     */
+    public ShardPlacement placement(Tensor shard) {
+        for (FSDPParamGroup unit : units) {
+            for (FSDPParamGroup.ShardedParam p : unit.params()) {
+                if (p.shard() == shard) {
+                    int rank = group.rank();
+                    return new ShardPlacement(p.unsharded().shape(), p.rowsPerShard(), rank * p.rowsPerShard(),
+                            p.realRows(rank));
+                }
+            }
+        }
+        throw new IllegalArgumentException("placement: " + shard.describe() + " is not a shard of this FSDPModule");
+    }
+
+    /**
      * This rank's shards by the module's parameter names: {@code [ceil(dim0 / worldSize), ...]}
      * float32 leaves, the rows past the parameter's end zero (PyTorch's local tensor leaves out
      * that padding). Mirrors {@code named_parameters()} of an FSDP module (DTensors there).
