@@ -276,6 +276,63 @@ class FullyShardTest {
         });
     }
 
+    /** Four Linear layers, each to be a unit; records which layers hold storage after each layer's forward. */
+    static final class Stack extends Module {
+        final List<org.ddp4j.nn.Linear> layers = new ArrayList<>();
+        final List<String> trace = new ArrayList<>();
+
+        Stack() {
+            Generator g = new Generator(2);
+            for (int i = 0; i < 4; i++) {
+                layers.add(registerModule("l" + i, new org.ddp4j.nn.Linear(8, 8, true, g)));
+            }
+        }
+
+        String held() {
+            StringBuilder b = new StringBuilder();
+            for (org.ddp4j.nn.Linear l : layers) {
+                b.append(l.weight().hasStorage() ? '1' : '0');
+            }
+            return b.toString();
+        }
+
+        @Override
+        public Tensor forward(Tensor x) {
+            for (org.ddp4j.nn.Linear l : layers) {
+                x = Functional.relu(l.forward(x));
+                trace.add(held());
+            }
+            return x;
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void aUnitIsGatheredWhenReachedAndFreedAfter(boolean reshardAfterForward) throws Exception {
+        Ranks.withGroups(2, TIMEOUT, (rank, group) -> {
+            try (Stack net = new Stack()) {
+                FullyShardOptions options = FullyShardOptions.defaults().processGroup(group)
+                        .reshardAfterForward(reshardAfterForward);
+                for (org.ddp4j.nn.Linear l : net.layers) {
+                    FullyShard.fullyShard(l, options);
+                }
+                FSDPModule fsdp = FullyShard.fullyShard(net, options);
+                assertEquals("0000", net.held(), "sharded: no layer holds its full weight");
+                try (var scope = Tensors.scope()) {
+                    Tensor loss = fsdp.forward(Tensor.ones(2, 8)).sum();
+                    assertEquals(reshardAfterForward ? List.of("1000", "0100", "0010", "0001")
+                            : List.of("1000", "1100", "1110", "1111"), net.trace, "held after each layer's forward");
+                    assertEquals(reshardAfterForward ? "0000" : "1111", net.held(), "held after the forward");
+                    loss.backward();
+                    assertEquals("0000", net.held(), "held after the backward");
+                    assertTrue(fsdp.parameters().stream().allMatch(p -> p.grad() != null), "every shard has its gradient");
+                }
+                fsdp.close();
+                return null;
+            }
+        });
+    }
+
     @Test
     void refusesToShardTwice() throws Exception {
         Ranks.withGroups(2, TIMEOUT, (rank, group) -> {
