@@ -32,7 +32,8 @@ What differs from GPTDemo:
     no ReduceOp.AVG); the result is the same average.
   * The summary line ends with peak_rss_mb=P (peak resident memory of this process, from
     resource.getrusage) where GPTDemo prints parameters_crc32=C.
-  * --init-from, --save, --resume and --stop-after are not implemented; --autocast takes none|bf16.
+  * --init-from, --save, --resume and --stop-after are not implemented; --autocast takes none|bf16;
+    --shard takes none|full (no zero1), and --shard full prints no sample.
   * The header line's autocast reads "bf16" without ddp4j's kernel name.
 """
 
@@ -97,6 +98,9 @@ def parse_args(argv=None):
     p.add_argument("--top-k", type=int, default=200,
                    help="Sample among the k likeliest tokens (default: %(default)s; 0: all).")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads per rank (default: %(default)s).")
+    p.add_argument("--shard", choices=["none", "full"], default="none",
+                   help="none: DistributedDataParallel; full: fully_shard (FSDP2) on each block, then the model, as "
+                        "GPTDemo --shard full (default: %(default)s).")
     args = p.parse_args(argv)
     check_options(p, args)
     return args
@@ -298,7 +302,16 @@ def main():
 
     torch.manual_seed(args.seed)  # the weights, then dropout's masks: the same on every rank
     net = GPT2LMHeadModel(vocab_size, args.block_size, args.n_embd, args.n_layer, args.n_head, args.dropout)
-    model = nn.parallel.DistributedDataParallel(net) if distributed else net
+    fsdp = distributed and args.shard == "full"
+    if fsdp:
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        mesh = init_device_mesh("cpu", (world,))
+        for block in net.transformer.h:
+            fully_shard(block, mesh=mesh)
+        model = fully_shard(net, mesh=mesh)
+    else:
+        model = nn.parallel.DistributedDataParallel(net) if distributed else net
 
     decay = [p for p in net.parameters() if p.dim() >= 2]
     no_decay = [p for p in net.parameters() if p.dim() < 2]
@@ -358,7 +371,11 @@ def main():
         loss = 0.0
         for micro in range(args.grad_accum):
             x, y = train_batches.next()
-            sync = model.no_sync() if distributed and micro < args.grad_accum - 1 else contextlib.nullcontext()
+            if fsdp:
+                model.set_requires_gradient_sync(micro == args.grad_accum - 1)
+                sync = contextlib.nullcontext()
+            else:
+                sync = model.no_sync() if distributed and micro < args.grad_accum - 1 else contextlib.nullcontext()
             with sync:
                 with autocast():
                     logits = model(x)
@@ -389,7 +406,7 @@ def main():
     print(f"summary rank={rank} world={world} steps={args.max_iters} seconds={seconds:.3f} tokens_per_s={tps:.1f} "
           f"loss={last_loss:.6f} val_loss={last_val:.6f} mfu={tps * flops_per_token / (gflops * 1e9):.4f} "
           f"gemm_gflops={gflops:.1f} peak_rss_mb={peak_rss_mb:.1f}", flush=True)
-    if rank == 0 and args.sample_tokens > 0:
+    if rank == 0 and args.sample_tokens > 0 and not fsdp:  # FSDP's forward is a collective: no rank-0-only sampling
         first = eot if eot >= 0 else ord("\n")
         ids = net.generate(torch.tensor([[first]], dtype=torch.long), args.sample_tokens, args.temperature,
                            args.top_k, torch.Generator().manual_seed(args.seed + 2))

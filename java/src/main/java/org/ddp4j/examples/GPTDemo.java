@@ -180,6 +180,9 @@ public final class GPTDemo implements Callable<Integer> {
         ParallelModel model = shard == Shard.full ? ParallelModel.fullyShard(net, net.transformer().h())
                 : ParallelModel.ddp(net, new DistributedDataParallel(net,
                         DistributedDataParallelOptions.defaults().bucketCapMb(bucketCapMb)));
+        // The initialisation's Java arrays (a whole embedding's values at a time) are garbage now: a
+        // full collection lets the heap shrink before training needs the memory.
+        System.gc();
         AdamW.Options adamW = AdamW.Options.defaults().lr(lr).betas(0.9, beta2);
         List<Map<String, Object>> groups = GPT2LMHeadModel.parameterGroups(model.trainedParameters(), weightDecay);
         Optimizer optimizer = shard == Shard.zero1

@@ -46,7 +46,6 @@ public final class FSDPModule extends Module {
     private boolean inForward;
     private boolean backwardCallbackQueued;
     private boolean requiresGradientSync = true;
-    private ClipGradNorm.ShardCombiner combiner;
 
     FSDPModule(Module module, List<FSDPModule> nested, List<Tensor> ownParameters, FullyShardOptions options) {
         this.module = module;
@@ -298,17 +297,23 @@ public final class FSDPModule extends Module {
         return ClipGradNorm.clipGradNorm(parameters(), maxNorm);
     }
 
-    /** The combiner {@link ClipGradNorm} uses for this root's shards: one all-reduce of the partial norm. */
+    /** The combiner {@link ClipGradNorm} uses for this module's shards. */
     ClipGradNorm.ShardCombiner normCombiner() {
-        if (combiner == null) {
-            combiner = (local, max) -> {
-                try (Tensor t = Tensor.of(new float[] {(float) local}, 1).keep()) {
-                    group.allReduce(t, max ? ReduceOp.MAX : ReduceOp.SUM).await();
-                    return t.item();
-                }
-            };
+        return new NormOverGroup(group);
+    }
+
+    /**
+     * One all-reduce of a partial norm over the group; equal for one group, so all the units of
+     * a model (sharded over one group) combine in one all-reduce.
+     */
+    private record NormOverGroup(ProcessGroup group) implements ClipGradNorm.ShardCombiner {
+        @Override
+        public double combine(double local, boolean max) {
+            try (Tensor t = Tensor.of(new float[] {(float) local}, 1).keep()) {
+                group.allReduce(t, max ? ReduceOp.MAX : ReduceOp.SUM).await();
+                return t.item();
+            }
         }
-        return combiner;
     }
 
     @Override

@@ -240,10 +240,10 @@ final class FSDPParamGroup {
      */
     void postBackward() {
         ready.clear();
+        reshard(); // every gradient is in: the gathered values are not read again, and the reduction needs the room
         if (owner.root().requiresGradientSync()) {
             reduceScatterGradients();
         }
-        reshard();
     }
 
     private void reduceScatterGradients() {

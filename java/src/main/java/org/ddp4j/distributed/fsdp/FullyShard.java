@@ -11,6 +11,7 @@ import org.ddp4j.internal.MemoryPlan;
 import org.ddp4j.nn.Module;
 import org.ddp4j.nn.utils.ClipGradNorm;
 import org.ddp4j.tensor.Tensor;
+import org.ddp4j.tensor.Tensors;
 
 /**
  * {@code torch.distributed.fsdp.fully_shard} (FSDP2): shards a module's parameters over the ranks
@@ -84,6 +85,8 @@ public final class FullyShard {
             shards.add(p.shard());
         }
         ClipGradNorm.registerShards(shards, fsdp.normCombiner());
+        // The full parameters just freed would stay mapped in the allocator's cache.
+        Tensors.emptyCache();
         return fsdp;
     }
 

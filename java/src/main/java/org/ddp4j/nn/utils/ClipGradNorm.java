@@ -2,7 +2,7 @@ package org.ddp4j.nn.utils;
 
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
@@ -54,7 +54,8 @@ public final class ClipGradNorm {
                     + " got " + normType);
         }
         List<Tensor> grads = new ArrayList<>();
-        Map<ShardCombiner, List<Tensor>> shardedGrads = new IdentityHashMap<>();
+        // In parameter order, so the partial sums always add up in one order (the same bits every run).
+        Map<ShardCombiner, List<Tensor>> shardedGrads = new LinkedHashMap<>();
         for (Tensor p : parameters) {
             if (p.grad() != null) {
                 ShardCombiner combiner = SHARDS.get(p);
@@ -91,7 +92,10 @@ public final class ClipGradNorm {
         return totalNorm;
     }
 
-    /** Combines a rank's partial result across the ranks that hold the other shards. */
+    /**
+     * Combines a rank's partial result across the ranks that hold the other shards. Shards whose
+     * combiners are equal ({@code equals}) are summed locally first and combined once.
+     */
     public interface ShardCombiner {
         /**
          * @param local this rank's sum of |norm|^p over its shards (or their largest norm when max is set)
@@ -129,26 +133,39 @@ public final class ClipGradNorm {
         double total = 0;
         for (Tensor g : grads) {
             // Each gradient's norm is rounded to float32 before they are combined, as torch.stack(norms) does.
-            float norm = (float) norm(g.toFloatArray(), normType);
+            float norm = (float) norm(g, normType);
             total = inf ? Math.max(total, norm) : total + Math.pow(norm, normType);
         }
         return total;
     }
 
-    private static double norm(float[] values, double normType) {
+    /** Elements read into the Java heap at a time: a 124M model's gradients would otherwise pass through it whole every step. */
+    private static final long CHUNK = 1 << 20;
+
+    /** The p-norm of g, accumulated in double in element order, CHUNK elements at a time. */
+    private static double norm(Tensor g, double normType) {
+        boolean inf = Double.isInfinite(normType);
         double acc = 0;
-        if (Double.isInfinite(normType)) {
-            for (float v : values) {
-                acc = Math.max(acc, Math.abs(v));
-                if (Float.isNaN(v)) {
-                    return Double.NaN;
+        for (long at = 0; at < g.numel(); at += CHUNK) {
+            float[] values;
+            if (at == 0 && g.numel() <= CHUNK) {
+                values = g.toFloatArray();
+            } else {
+                try (Tensor chunk = g.flatSlice(at, Math.min(CHUNK, g.numel() - at))) {
+                    values = chunk.toFloatArray();
                 }
             }
-            return acc;
+            for (float v : values) {
+                if (inf) {
+                    if (Float.isNaN(v)) {
+                        return Double.NaN;
+                    }
+                    acc = Math.max(acc, Math.abs(v));
+                } else {
+                    acc += normType == 2 ? (double) v * v : Math.pow(Math.abs(v), normType);
+                }
+            }
         }
-        for (float v : values) {
-            acc += normType == 2 ? (double) v * v : Math.pow(Math.abs(v), normType);
-        }
-        return normType == 2 ? Math.sqrt(acc) : Math.pow(acc, 1 / normType);
+        return inf ? acc : normType == 2 ? Math.sqrt(acc) : Math.pow(acc, 1 / normType);
     }
 }
