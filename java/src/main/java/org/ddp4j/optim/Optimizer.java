@@ -63,7 +63,8 @@ public abstract class Optimizer implements AutoCloseable {
             parts.put("gradients", hostBytes);
             parts.put(name + "'s state", stateBytes);
             MemoryPlan.check(name, parts, () -> "shard the optimizer state over the ranks with ZeroRedundancyOptimizer"
-                    + " (org.ddp4j.distributed.optim), use fewer ranks on each host, or a smaller model");
+                    + " (org.ddp4j.distributed.optim), or the parameters, gradients and state with fully_shard"
+                    + " (org.ddp4j.distributed.fsdp), use fewer ranks on each host, or a smaller model");
         }
     }
 

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The memory check in a real 2-rank job: with a budget between what ZeRO-1 and what DDP + AdamW
  * need, GPTDemo with AdamW is refused before its first step, naming the numbers and
- * ZeroRedundancyOptimizer, and the same job with {@code --shard zero1} trains.
+ * ZeroRedundancyOptimizer, and the same job with {@code --shard zero1} trains; below what ZeRO-1 needs,
+ * ZeRO is refused naming fully_shard, and {@code --shard full} trains.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class MemoryPlanJobTest {
@@ -60,6 +61,19 @@ class MemoryPlanJobTest {
                 withPort(concat(args, List.of("--shard", "zero1")))));
         assertEquals(0, sharded.exitCode(), sharded.text());
         assertTrue(sharded.text().contains("summary rank=0"), sharded.text());
+
+        // Below ZeRO-1's 3 x params, fully_shard (shards, their gradients and AdamW's state over them:
+        // about 2 x params, and the largest unit gathered) still fits.
+        Map<String, String> tighter = Map.of("DDP4J_MEMORY_PER_RANK", Long.toString(MemoryPlan.RUNTIME_BYTES + params * 5 / 2));
+        LauncherProcess.Result zeroRefused = LauncherProcess.finish(LauncherProcess.start(tighter,
+                withPort(concat(args, List.of("--shard", "zero1")))));
+        assertNotEquals(0, zeroRefused.exitCode(), zeroRefused.text());
+        assertTrue(zeroRefused.text().contains("ZeroRedundancyOptimizer needs at least ")
+                && zeroRefused.text().contains("fully_shard"), zeroRefused.text());
+        LauncherProcess.Result full = LauncherProcess.finish(LauncherProcess.start(tighter,
+                withPort(concat(args, List.of("--shard", "full")))));
+        assertEquals(0, full.exitCode(), full.text());
+        assertTrue(full.text().contains("summary rank=0"), full.text());
     }
 
     private static String[] withPort(List<String> args) throws Exception {

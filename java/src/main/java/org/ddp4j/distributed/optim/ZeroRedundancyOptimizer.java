@@ -117,7 +117,8 @@ public final class ZeroRedundancyOptimizer extends Optimizer {
         parts.put("gradients", hostBytes);
         parts.put("this rank's share of " + wrapped.name + "'s state", local.plannedStateBytes());
         MemoryPlan.check("ZeroRedundancyOptimizer", parts, () -> "the parameters and gradients stay whole on every"
-                + " rank: use more ranks (over more hosts) or a smaller model");
+                + " rank: shard them too with fully_shard (org.ddp4j.distributed.fsdp), use more ranks (over more hosts)"
+                + " or a smaller model");
     }
 
     /** The wrapped class's name, defaults, state names and fully resolved groups, from an instance over all parameters. */
