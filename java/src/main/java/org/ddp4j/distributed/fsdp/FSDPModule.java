@@ -32,6 +32,10 @@ import org.ddp4j.tensor.Tensors;
  * freed. At the end of the backward every unit is freed. Gathers happen in the order the program
  * reads the parameters, the same on every rank.
  *
+ * <p>Read the wrapped module's own parameters only inside a forward or backward, or after
+ * {@link #unshard()} on every rank: a read on one rank alone (a print on rank 0) all-gathers there
+ * alone and fails when the group's timeout ends. The shards ({@link #parameters()}) read freely.
+ *
  * <p>Not thread-safe; one training thread per rank, as everything in ddp4j.
  */
 public final class FSDPModule extends Module {
