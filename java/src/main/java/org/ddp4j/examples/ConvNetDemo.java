@@ -67,7 +67,7 @@ public class ConvNetDemo implements Callable<Integer> {
             description = "Learning-rate schedule (default: ${DEFAULT-VALUE}): step multiplies the lr by --gamma every epoch"
                     + " (StepLR(step_size=1), as PyTorch's MNIST example); cosine anneals it to 0 over --epochs"
                     + " (CosineAnnealingLR(T_max=epochs)); onecycle, stepped every batch, raises it from lr/25 to --lr"
-                    + " over the first 30% of the steps and anneals it to lr/25e4 by the last, cycling the momentum"
+                    + " over the first 30%% of the steps and anneals it to lr/25e4 by the last, cycling the momentum"
                     + " 0.95-0.85-0.95 in place of --momentum (OneCycleLR(max_lr=lr, total_steps=epochs*batches)).")
     SchedulerChoice schedulerChoice = SchedulerChoice.none;
 

@@ -72,8 +72,8 @@ final class Agent {
             TcpStore tcp = new TcpStore(cfg.masterAddr(), cfg.masterPort(), cfg.nodeRank() == 0, cfg.rdzvTimeout());
             if (cfg.masterPort() == 0) {
                 cfg = cfg.withMasterPort(tcp.port());
-                Notices.info(cfg.err(), "the store listens on " + cfg.endpoint() + " (a free port, as no --master-port"
-                        + " was given; the workers get it as MASTER_PORT)");
+                Notices.info(cfg.err(), "the store listens on " + cfg.endpoint() + " (a free port: --master-port 0 or"
+                        + " none; the workers get it as MASTER_PORT)");
             }
             root = new DeadlineStore(tcp, cfg.keepAliveTimeout(), cfg.endpoint());
         } catch (RuntimeException e) {

@@ -515,6 +515,11 @@ class LauncherTest {
         } finally {
             pool.shutdownNow();
         }
+        Run zero = launch(baseEnv(), "--master-port", "0", "--nproc-per-node", "1", WORKER, "env",
+                Files.createDirectories(dir.resolve("z")).toString());
+        assertEquals(0, zero.code(), zero.err());
+        assertTrue(zero.err().contains("(a free port: --master-port 0 or none;"), "an explicit 0 is not 'no port given':\n"
+                + zero.err());
         Run r = launch(baseEnv(), "--nnodes", "2", "--master-port", "0", WORKER);
         assertEquals(2, r.code());
         assertTrue(r.err().contains("--master-port 0 (a port the launcher picks) works on a single node only"), r.err());
