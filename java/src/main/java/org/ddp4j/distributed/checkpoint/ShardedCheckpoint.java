@@ -210,8 +210,10 @@ public final class ShardedCheckpoint {
         }
         long[] shape = t.shape();
         shape[0] = placement.realRows();
+        // A 0-dim parameter's shard is its one value as [1]: written with the parameter's own shape.
+        long[] saved = placement.fullShape().length == 0 ? new long[0] : shape;
         try (Tensor rows = t.flatSlice(0, shape)) {
-            return Tensor.zeros(t.dtype(), shape).copyFrom(rows);
+            return Tensor.zeros(t.dtype(), saved).copyFrom(rows);
         }
     }
 

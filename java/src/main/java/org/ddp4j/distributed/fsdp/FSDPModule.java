@@ -50,6 +50,8 @@ public final class FSDPModule extends Module {
     private boolean inForward;
     private boolean backwardCallbackQueued;
     private boolean requiresGradientSync = true;
+    /** Whether the last backward kept its gradients unreduced for the next one (sync off). */
+    private boolean accumulating;
 
     FSDPModule(Module module, List<FSDPModule> nested, List<Tensor> ownParameters, FullyShardOptions options) {
         this.module = module;
@@ -103,6 +105,13 @@ public final class FSDPModule extends Module {
         if (root != this) {
             return forward.get();
         }
+        // Values gathered before (a read between backward and step, an earlier forward without a
+        // backward) may predate the optimizer's step, and a backward that threw left its state: start clean.
+        backwardCallbackQueued = false;
+        for (FSDPParamGroup unit : units) {
+            unit.reshard();
+            unit.resetBackward(accumulating);
+        }
         inForward = true;
         Tensor out;
         try {
@@ -111,8 +120,8 @@ public final class FSDPModule extends Module {
             inForward = false;
         }
         for (FSDPParamGroup unit : units) {
-            // Without a backward to come, nothing needs the root's parameters either.
-            if (unit != own ? unit.reshardAfterForward : !Tensors.isGradEnabled()) {
+            // Without a backward to come, no unit's parameters are needed again.
+            if (!Tensors.isGradEnabled() || (unit != own && unit.reshardAfterForward)) {
                 unit.reshard();
             }
         }
@@ -142,6 +151,7 @@ public final class FSDPModule extends Module {
     /** Reduces the units some of whose parameters got no gradient, then frees every unit. */
     private void finishBackward() {
         backwardCallbackQueued = false;
+        accumulating = !requiresGradientSync;
         for (int i = units.size() - 1; i >= 0; i--) {
             if (units.get(i).hasPendingGradients()) {
                 units.get(i).postBackward();
@@ -281,7 +291,9 @@ public final class FSDPModule extends Module {
      */
     @Override
     public IncompatibleKeys loadStateDict(Map<String, Tensor> state, boolean strict) {
-        unshard();
+        // Gathered in float32, so that what a non-strict load leaves alone is written back unrounded.
+        reshard();
+        units.forEach(unit -> unit.unshard(DType.FLOAT32));
         try {
             IncompatibleKeys keys = module.loadStateDict(state, strict);
             units.forEach(FSDPParamGroup::writeBackShards);
@@ -320,6 +332,18 @@ public final class FSDPModule extends Module {
         }
     }
 
+    /**
+     * Resets the shards' gradients and drops the gradients accumulated with gradient sync off
+     * (which live on the gathered parameters until a synchronised backward reduces them).
+     * {@code optimizer.zeroGrad()} resets the shards' only. Mirrors {@code zero_grad(set_to_none)}.
+     */
+    @Override
+    public void zeroGrad(boolean setToNone) {
+        super.zeroGrad(setToNone);
+        units.forEach(FSDPParamGroup::clearUnshardedGradients);
+        root().accumulating = false;
+    }
+
     @Override
     public Module train(boolean mode) {
         super.train(mode);
@@ -348,7 +372,9 @@ public final class FSDPModule extends Module {
         ClipGradNorm.unregisterShards(shards);
         units.forEach(FSDPParamGroup::close);
         module.close();
-        FullyShard.forget(module);
+        for (FSDPParamGroup unit : units) {
+            FullyShard.forget(unit.owner());
+        }
     }
 
     List<FSDPParamGroup> units() {

@@ -95,7 +95,7 @@ final class FSDPParamGroup {
                     dst.copyFrom(src);
                 }
             }
-            shard.requiresGrad(true);
+            shard.requiresGrad(p.unsharded().requiresGrad()); // a frozen parameter's shard stays frozen
             ShardedParam sp = new ShardedParam(p.unsharded(), shard, p.rows(), p.rowsPerShard(), p.rowNumel(), p.offset());
             params.set(i, sp);
             byUnsharded.put(sp.unsharded(), sp);
@@ -130,6 +130,11 @@ final class FSDPParamGroup {
             group.broadcast(flat, 0).await();
             Tensors.unflattenFrom(flat, tensors);
         }
+    }
+
+    /** The FSDPModule this unit belongs to. */
+    FSDPModule owner() {
+        return owner;
     }
 
     /** Elements of this rank's shards packed together. */
@@ -223,8 +228,34 @@ final class FSDPParamGroup {
     private void gradientReady(Tensor unshardedTensor) {
         owner.root().backwardStarted();
         ready.put(unshardedTensor, Boolean.TRUE);
-        if (ready.size() == params.size()) {
+        if (ready.size() == trainableCount()) {
             postBackward();
+        }
+    }
+
+    private int trainableCount() {
+        int n = 0;
+        for (ShardedParam p : params) {
+            n += p.unsharded().requiresGrad() ? 1 : 0;
+        }
+        return n;
+    }
+
+    /**
+     * Forgets a backward that did not finish (it threw): the gradients that had arrived, and the
+     * unsharded gradients unless they are an accumulation the caller meant to keep.
+     */
+    void resetBackward(boolean keepUnshardedGradients) {
+        ready.clear();
+        if (!keepUnshardedGradients) {
+            clearUnshardedGradients();
+        }
+    }
+
+    /** Drops the gradients accumulated on the gathered parameters (sync off) without reducing them. */
+    void clearUnshardedGradients() {
+        for (ShardedParam p : params) {
+            p.unsharded().clearGrad();
         }
     }
 
@@ -246,6 +277,12 @@ final class FSDPParamGroup {
         }
     }
 
+    /**
+     * One reduce-scatter of the unit's gradients. Each rank's block carries, after its gradient
+     * rows, one flag per parameter: 1 where this rank had a gradient. Summed, a flag says whether
+     * any rank had one, so a parameter that got a gradient on some rank gets the average on every
+     * rank, and one no rank used (or a frozen one) keeps no gradient, as without sharding.
+     */
     private void reduceScatterGradients() {
         boolean any = false;
         for (ShardedParam p : params) {
@@ -254,19 +291,24 @@ final class FSDPParamGroup {
         if (!any) {
             return;
         }
-        try (Tensor input = Tensor.zeros(reduceDtype, world * packedNumel).keep();
-                Tensor output = Tensor.zeros(reduceDtype, packedNumel).keep()) {
-            for (ShardedParam p : params) {
+        long block = packedNumel + params.size();
+        try (Tensor input = Tensor.zeros(reduceDtype, world * block).keep();
+                Tensor output = Tensor.zeros(reduceDtype, block).keep()) {
+            for (int i = 0; i < params.size(); i++) {
+                ShardedParam p = params.get(i);
                 Tensor g = p.unsharded().grad();
                 if (g == null) {
                     continue;
                 }
                 for (int r = 0; r < world; r++) {
+                    try (Tensor flag = input.flatSlice(r * block + packedNumel + i, 1)) {
+                        flag.fill(1);
+                    }
                     long real = p.realRows(r);
                     if (real == 0) {
                         continue;
                     }
-                    try (Tensor dst = input.flatSlice(r * packedNumel + p.offset(), real * p.rowNumel());
+                    try (Tensor dst = input.flatSlice(r * block + p.offset(), real * p.rowNumel());
                             Tensor src = g.flatSlice(r * p.shardNumel(), real * p.rowNumel())) {
                         dst.copyFrom(src);
                     }
@@ -274,7 +316,14 @@ final class FSDPParamGroup {
                 p.unsharded().clearGrad();
             }
             group.reduceScatterTensor(output, input, ReduceOp.AVG).await();
+            float[] used;
+            try (Tensor flags = output.flatSlice(packedNumel, params.size())) {
+                used = flags.toFloatArray();
+            }
             for (int i = 0; i < params.size(); i++) {
+                if (used[i] == 0) {
+                    continue;
+                }
                 ShardedParam p = params.get(i);
                 Tensor view = shardGradViews.get(i);
                 Tensor shard = p.shard();

@@ -1,5 +1,6 @@
 package org.ddp4j.distributed.fsdp;
 
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -34,7 +35,13 @@ import org.ddp4j.tensor.Tensors;
  * {@code lm_head} both sit in the root).
  */
 public final class FullyShard {
-    private static final Map<Module, FSDPModule> SHARDED = Collections.synchronizedMap(new WeakHashMap<>());
+    /**
+     * Each sharded module's handle, and each sharded parameter's. Weak both ways: a module keeps its
+     * handle alive through its parameters (their gather supplier holds the unit), so neither map
+     * keeps a model the program dropped.
+     */
+    private static final Map<Module, WeakReference<FSDPModule>> SHARDED = Collections.synchronizedMap(new WeakHashMap<>());
+    private static final Map<Tensor, WeakReference<FSDPModule>> OWNER = Collections.synchronizedMap(new WeakHashMap<>());
 
     private FullyShard() {}
 
@@ -55,7 +62,7 @@ public final class FullyShard {
      *     budget, see DDP4J_MEMORY_PER_RANK) the shards and the largest gathered unit do not fit
      */
     public static FSDPModule fullyShard(Module module, FullyShardOptions options) {
-        if (SHARDED.containsKey(module)) {
+        if (of(module) != null) {
             throw new IllegalArgumentException("fullyShard: " + module.getClass().getSimpleName() + " is sharded already");
         }
         List<FSDPModule> nested = new ArrayList<>();
@@ -65,7 +72,15 @@ public final class FullyShard {
             n.module().namedParameters().values().forEach(t -> taken.put(t, Boolean.TRUE));
         }
         List<Tensor> own = new ArrayList<>();
-        for (Tensor t : module.namedParameters().values()) {
+        for (Map.Entry<String, Tensor> named : module.namedParameters().entrySet()) {
+            Tensor t = named.getValue();
+            FSDPModule owner = ownerOf(t);
+            if (!taken.containsKey(t) && owner != null) {
+                throw new IllegalArgumentException("fullyShard: parameter " + named.getKey() + " of "
+                        + module.getClass().getSimpleName() + " is in the unit of " + owner.module().getClass().getSimpleName()
+                        + " already (a module that contains this one, or a parameter tied across units): apply fullyShard"
+                        + " to inner modules before outer ones, and keep tied parameters inside one unit");
+            }
             if (!taken.containsKey(t)) {
                 if (t.device().isCuda()) {
                     throw new IllegalArgumentException("fullyShard: parameter " + t.describe() + " is on a GPU; ddp4j's "
@@ -76,10 +91,10 @@ public final class FullyShard {
         }
         checkMemory(nested, own, options);
         FSDPModule fsdp = new FSDPModule(module, nested, own, options);
-        for (FSDPModule n : nested) {
-            SHARDED.put(n.module(), n);
+        SHARDED.put(module, new WeakReference<>(fsdp));
+        for (Tensor t : own) {
+            OWNER.put(t, new WeakReference<>(fsdp));
         }
-        SHARDED.put(module, fsdp);
         List<Tensor> shards = new ArrayList<>();
         for (FSDPParamGroup.ShardedParam p : fsdp.units().get(fsdp.units().size() - 1).params()) {
             shards.add(p.shard());
@@ -93,7 +108,7 @@ public final class FullyShard {
     /** The outermost sharded modules below module (not module itself), in tree order. */
     private static void findNested(Module module, List<FSDPModule> out) {
         for (Module child : module.namedChildren().values()) {
-            FSDPModule sharded = SHARDED.get(child);
+            FSDPModule sharded = of(child);
             if (sharded != null && sharded.isRoot()) {
                 out.add(sharded);
             } else if (sharded == null) {
@@ -104,11 +119,21 @@ public final class FullyShard {
 
     /** The handle fullyShard returned for module, or null when it is not sharded. */
     public static FSDPModule of(Module module) {
-        return SHARDED.get(module);
+        WeakReference<FSDPModule> ref = SHARDED.get(module);
+        return ref == null ? null : ref.get();
     }
 
-    static void forget(Module module) {
-        SHARDED.remove(module);
+    private static FSDPModule ownerOf(Tensor parameter) {
+        WeakReference<FSDPModule> ref = OWNER.get(parameter);
+        return ref == null ? null : ref.get();
+    }
+
+    /** Forgets a closed handle: its module and parameters may be sharded again. */
+    static void forget(FSDPModule fsdp) {
+        SHARDED.remove(fsdp.module());
+        synchronized (OWNER) {
+            OWNER.values().removeIf(ref -> ref.get() == fsdp);
+        }
     }
 
     /** Plans the shards of every unit and the largest unit gathered before anything is sharded. */

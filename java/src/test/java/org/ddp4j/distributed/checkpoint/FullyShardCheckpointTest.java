@@ -29,7 +29,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * ShardedCheckpoint with fully_shard: saved at 3 ranks (fc2's 2 rows leave rank 2 without any),
+ * ShardedCheckpoint with fully_shard: saved at 3 ranks (fc2's 2 rows leave rank 2 without any, and
+ * the 0-dim scale has one row, on rank 0),
  * loaded at 2 into a model sharded differently: the parameters equal the consolidated file's to
  * the bit, and training goes on as DDP + AdamW restored from that file (1e-6).
  */
@@ -42,23 +43,26 @@ class FullyShardCheckpointTest {
     static final class Net extends Module {
         final Linear fc1;
         final Linear fc2;
+        final Tensor scale;
 
         Net(long seed) {
             Generator g = new Generator(seed);
             fc1 = registerModule("fc1", new Linear(5, 12, true, g));
             fc2 = registerModule("fc2", new Linear(12, 2, true, g));
+            scale = registerParameter("scale", Tensor.of(new float[] {1f + seed / 10f}));
         }
 
         @Override
         public Tensor forward(Tensor x) {
-            return fc2.forward(Functional.relu(fc1.forward(x)));
+            return fc2.forward(Functional.relu(fc1.forward(x))).mul(scale);
         }
     }
 
     /** Weights decay, biases do not; the same order for the whole model and for its shards. */
     private static AdamW adamW(Map<String, Tensor> params) {
         List<Map<String, ?>> groups = List.of(Map.of("params", List.of(params.get("fc1.weight"), params.get("fc2.weight"))),
-                Map.of("params", List.of(params.get("fc1.bias"), params.get("fc2.bias")), "weight_decay", 0.0));
+                Map.of("params", List.of(params.get("fc1.bias"), params.get("fc2.bias"), params.get("scale")),
+                        "weight_decay", 0.0));
         return new AdamW(groups, AdamW.Options.defaults().lr(0.05).weightDecay(0.1));
     }
 
