@@ -77,6 +77,11 @@ public final class DataLoader implements Iterable<Batch>, AutoCloseable {
                 throw new IllegalArgumentException("DataLoader: prefetchFactor must be at least 1 batch per worker, got "
                         + prefetchFactor);
             }
+            if ((long) numWorkers * prefetchFactor > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("DataLoader: numWorkers x prefetchFactor = " + numWorkers + " x "
+                        + prefetchFactor + " batches in flight is more than an int counts (" + Integer.MAX_VALUE + "): use"
+                        + " a few workers per core and PyTorch's prefetchFactor 2");
+            }
             Objects.requireNonNull(timeout, "timeout");
             if (timeout.isNegative() || timeout.isZero()) {
                 throw new IllegalArgumentException("DataLoader: timeout must be positive, got " + timeout);
@@ -104,7 +109,8 @@ public final class DataLoader implements Iterable<Batch>, AutoCloseable {
      * @param sampler the visiting order (e.g. a DistributedSampler); the dataset order when null
      * @param dropLast drop a last batch smaller than batchSize
      * @param options worker threads and prefetching
-     * @throws IllegalArgumentException if batchSize < 1
+     * @throws IllegalArgumentException if batchSize < 1, or a timeout other than the default is set
+     *     without workers (as PyTorch, which takes {@code timeout} only with {@code num_workers > 0})
      */
     public DataLoader(Dataset dataset, int batchSize, Sampler sampler, boolean dropLast, Options options) {
         if (batchSize < 1) {
@@ -115,6 +121,13 @@ public final class DataLoader implements Iterable<Batch>, AutoCloseable {
         this.sampler = sampler == null ? new SequentialSampler(dataset.size()) : sampler;
         this.dropLast = dropLast;
         this.options = Objects.requireNonNull(options, "options");
+        if (options.numWorkers() == 0 && !options.timeout().equals(DEFAULT_TIMEOUT)) {
+            // As PyTorch's, which accepts a timeout only with workers: nothing can stop a read that
+            // hangs on the thread that iterates.
+            throw new IllegalArgumentException("DataLoader: a timeout (" + options.timeout() + ") needs workers: with"
+                    + " numWorkers 0 each batch is read on the iterating thread, where a read that hangs cannot be"
+                    + " stopped; set numWorkers(1) or more, or leave the timeout at its default");
+        }
     }
 
     /** No workers: each batch made on the iterating thread. */

@@ -188,5 +188,19 @@ class DataLoaderWorkersTest {
         assertTrue(e.getMessage().contains("numWorkers must be 0"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> DataLoader.Options.defaults().prefetchFactor(0));
         assertTrue(e.getMessage().contains("prefetchFactor must be at least 1"), e.getMessage());
+        // Round 3: 2^31 batches in flight overflowed into an internal NullPointerException.
+        e = assertThrows(IllegalArgumentException.class,
+                () -> DataLoader.Options.defaults().numWorkers(Integer.MAX_VALUE).prefetchFactor(2));
+        assertTrue(e.getMessage().contains("numWorkers x prefetchFactor = 2147483647 x 2"), e.getMessage());
+    }
+
+    @Test
+    void aTimeoutWithoutWorkersIsRefusedNotIgnored() {
+        Dataset data = new TensorDataset(org.ddp4j.tensor.Tensor.zeros(4, 2).keep());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new DataLoader(data, 2, null,
+                false, DataLoader.Options.defaults().timeout(Duration.ofSeconds(1))));
+        assertTrue(e.getMessage().contains("a timeout (PT1S) needs workers"), e.getMessage());
+        new DataLoader(data, 2, null, false, DataLoader.Options.defaults().timeout(Duration.ofSeconds(1)).numWorkers(1))
+                .close();
     }
 }
