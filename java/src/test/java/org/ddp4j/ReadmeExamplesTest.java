@@ -67,7 +67,8 @@ class ReadmeExamplesTest {
             Map.entry("Dataset rows = PartitionDataset.open();", "long seed, int rank, DistributedDataParallel ddp,"
                     + " CrossEntropyLoss criterion, SGD opt"),
             Map.entry("List<WorkerResult> ranks = new SparkDistributor(2)", "JavaRDD<LabeledExample> rows"),
-            Map.entry("var optimizer = new ZeroRedundancyOptimizer(net.parameters(),", "org.ddp4j.nn.Module net"));
+            Map.entry("var optimizer = new ZeroRedundancyOptimizer(net.parameters(),", "org.ddp4j.nn.Module net"),
+            Map.entry("for (GPT2Block block : net.transformer().h()) {", "GPT2LMHeadModel net, Tensor x, Tensor y"));
 
     /** A block that declares a public top-level class is a whole source file. */
     private static final java.util.regex.Pattern TOP_LEVEL_CLASS =
