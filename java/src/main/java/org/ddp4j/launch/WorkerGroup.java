@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
+import org.ddp4j.distributed.DumpSignal;
 import org.ddp4j.multiprocessing.OutputPump;
 import org.ddp4j.multiprocessing.Processes;
 import org.slf4j.Logger;
@@ -169,6 +170,7 @@ final class WorkerGroup {
             ProcessBuilder pb = new ProcessBuilder(argv);
             pb.environment().clear();
             pb.environment().putAll(envForLocalRank.apply(local));
+            DumpSignal.moveSuspendSignal(pb.environment()); // so that SIGUSR2 asks for a dump, not a JVM crash
             Process p;
             try {
                 p = pb.start();

@@ -7,6 +7,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.Arrays;
+import org.ddp4j.distributed.DumpSignal;
 import org.ddp4j.multiprocessing.Lifeline;
 
 /**
@@ -48,6 +49,7 @@ public final class WorkerMain {
             System.err.println("WorkerMain: missing the main class to run (the launcher passes it)");
             System.exit(2);
         }
+        DumpSignal.installIfSafe();
         String rank = System.getenv("RANK");
         Lifeline.watch(new FileInputStream(FileDescriptor.in), "ddp4j worker" + (rank == null ? "" : " rank " + rank),
                 System.getProperty(PARENT_PROPERTY, "launcher"), ORPHAN_EXIT_CODE);

@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.DumpSignal;
 import org.ddp4j.internal.Setting;
 
 /**
@@ -167,6 +168,7 @@ public final class Spawn {
             childEnv.put("LOCAL_RANK", Integer.toString(index));
             childEnv.put("LOCAL_WORLD_SIZE", Integer.toString(nprocs));
             childEnv.putAll(env);
+            DumpSignal.moveSuspendSignal(childEnv); // so that SIGUSR2 asks for a dump, not a JVM crash
             Process p;
             try {
                 p = pb.start(); // stdin stays a pipe from us: the worker's lifeline

@@ -3,6 +3,7 @@ package org.ddp4j.multiprocessing;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.Arrays;
+import org.ddp4j.distributed.DumpSignal;
 
 /**
  * The main class of a worker JVM started by {@link Spawn} (internal: not meant to be run by hand).
@@ -28,6 +29,7 @@ public final class SpawnWorker {
                     + " (arguments: className methodName index rank args...)");
             System.exit(2);
         }
+        DumpSignal.installIfSafe();
         int index = Integer.parseInt(argv[2]);
         int rank = Integer.parseInt(argv[3]);
         Lifeline.watch(System.in, "spawned worker rank " + rank, "parent process", PARENT_GONE_EXIT);

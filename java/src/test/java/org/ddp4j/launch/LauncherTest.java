@@ -493,6 +493,31 @@ class LauncherTest {
         }
     }
 
+    /** Round 3: kill -USR2 of a worker crashed its JVM (HotSpot's suspend/resume signal); now it asks for a dump. */
+    @Test
+    void sigusr2AsksAWorkerForADumpAndDoesNotCrashIt() throws Exception {
+        java.nio.file.Path work = Files.createDirectories(dir.resolve("usr2"));
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            Future<Run> job = pool.submit(() -> launch(baseEnv(), "--nproc-per-node", "1", WORKER, "sleep", work.toString()));
+            java.nio.file.Path pidFile = work.resolve("pid-0");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!Files.exists(pidFile) && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+            }
+            long pid = Long.parseLong(Files.readString(pidFile).strip());
+            assertEquals(0, new ProcessBuilder("kill", "-USR2", Long.toString(pid)).start().waitFor());
+            Thread.sleep(1500);
+            assertTrue(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "the worker survived SIGUSR2");
+            new ProcessBuilder("kill", "-TERM", Long.toString(pid)).start().waitFor();
+            Run r = finish(job, 0);
+            assertTrue(r.err().contains("SIGUSR2: this process has no process group yet"), r.err());
+            assertTrue(!r.err().contains("hs_err") && !r.err().contains("SIGABRT"), r.err());
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     @Test
     void twoSingleNodeJobsWithoutAPortPickTheirOwnAndDoNotCollide() throws Exception {
         java.nio.file.Path dirA = Files.createDirectories(dir.resolve("a"));
