@@ -35,8 +35,9 @@ import org.ddp4j.tensor.Tensors;
 /**
  * A training state saved by every rank at once, each writing what it owns, and loadable at any
  * world size. Mirrors {@code torch.distributed.checkpoint.save / load} for a model trained with
- * {@link ZeroRedundancyOptimizer}: each rank writes the parameters it owns and their optimizer
- * state (rank 0 also the buffers) to its own safetensors file, so no rank gathers the whole state.
+ * {@link ZeroRedundancyOptimizer} (each rank writes the parameters it owns and their optimizer
+ * state, rank 0 also the buffers) or with fully_shard (each rank writes its rows of every parameter
+ * and state tensor), each rank to its own safetensors file, so no rank gathers the whole state.
  *
  * <p>Layout of the checkpoint folder: {@code metadata.json} (format, version, the world size
  * that wrote it, the optimizer's class and param groups, and the folder of the current shards)
@@ -350,8 +351,8 @@ public final class ShardedCheckpoint {
      * Loads a checkpoint written by {@link #save(Path, FSDPModule, Optimizer)} at any world size:
      * each parameter's rows from every rank that wrote them are joined and this model's ranks take
      * their new rows, of the parameters and of the optimizer state alike. Every rank reads the
-     * whole checkpoint (one tensor at a time is whole in memory besides the files' contents). A
-     * collective: every rank of the model's group calls it.
+     * whole checkpoint into memory (the model's full parameters and optimizer state, once), then
+     * keeps its rows. A collective: every rank of the model's group calls it.
      *
      * @throws java.io.UncheckedIOException naming the file when the metadata or a shard is missing or unreadable
      * @throws IllegalArgumentException when the checkpoint was written by ZeRO, or does not fit the
