@@ -184,15 +184,24 @@ public final class FSDPModule extends Module {
         units.forEach(FSDPParamGroup::reshard);
     }
 
-    private FSDPParamGroup.ShardedParam sharded(Tensor moduleParameter) {
+    /** The unit's record of a module parameter, or null when it is none (a buffer). */
+    private FSDPParamGroup.ShardedParam find(Tensor moduleTensor) {
         for (FSDPParamGroup unit : units) {
-            FSDPParamGroup.ShardedParam p = unit.paramOf(moduleParameter);
+            FSDPParamGroup.ShardedParam p = unit.paramOf(moduleTensor);
             if (p != null) {
                 return p;
             }
         }
-        throw new IllegalStateException("fullyShard: parameter " + moduleParameter.describe() + " of "
-                + module.getClass().getSimpleName() + " is in no unit (was it added after fullyShard?)");
+        return null;
+    }
+
+    private FSDPParamGroup.ShardedParam sharded(Tensor moduleParameter) {
+        FSDPParamGroup.ShardedParam p = find(moduleParameter);
+        if (p == null) {
+            throw new IllegalStateException("fullyShard: parameter " + moduleParameter.describe() + " of "
+                    + module.getClass().getSimpleName() + " is in no unit (was it added after fullyShard?)");
+        }
+        return p;
     }
 
     /**
@@ -249,17 +258,17 @@ public final class FSDPModule extends Module {
     @Override
     public Map<String, Tensor> stateDict() {
         Map<String, Tensor> out = new LinkedHashMap<>();
-        module.stateDict().forEach((name, t) -> out.put(name, isParameterOfModule(t) ? sharded(t).shard() : t));
+        module.stateDict().forEach((name, t) -> {
+            FSDPParamGroup.ShardedParam p = find(t);
+            out.put(name, p != null ? p.shard() : t);
+        });
         return out;
     }
 
-    private boolean isParameterOfModule(Tensor t) {
-        for (FSDPParamGroup unit : units) {
-            if (unit.paramOf(t) != null) {
-                return true;
-            }
-        }
-        return false;
+    /** Every unit gathered in float32: the master values, not the compute dtype's rounding of them. */
+    private void gatherMasters() {
+        reshard();
+        units.forEach(unit -> unit.unshard(DType.FLOAT32));
     }
 
     /**
@@ -269,9 +278,7 @@ public final class FSDPModule extends Module {
      * options=StateDictOptions(full_state_dict=True))}.
      */
     public Map<String, Tensor> fullStateDict() {
-        // Gathered in float32: the master values, not the compute dtype's rounding of them.
-        reshard();
-        units.forEach(unit -> unit.unshard(DType.FLOAT32));
+        gatherMasters();
         try {
             Map<String, Tensor> out = new LinkedHashMap<>();
             module.stateDict().forEach((name, t) -> out.put(name, Tensor.zeros(t.dtype(), t.shape()).keep().copyFrom(t)));
@@ -291,9 +298,7 @@ public final class FSDPModule extends Module {
      */
     @Override
     public IncompatibleKeys loadStateDict(Map<String, Tensor> state, boolean strict) {
-        // Gathered in float32, so that what a non-strict load leaves alone is written back unrounded.
-        reshard();
-        units.forEach(unit -> unit.unshard(DType.FLOAT32));
+        gatherMasters(); // so that what a non-strict load leaves alone is written back unrounded
         try {
             IncompatibleKeys keys = module.loadStateDict(state, strict);
             units.forEach(FSDPParamGroup::writeBackShards);

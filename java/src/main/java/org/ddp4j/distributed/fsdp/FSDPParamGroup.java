@@ -88,15 +88,9 @@ final class FSDPParamGroup {
         for (int i = 0; i < params.size(); i++) {
             ShardedParam p = params.get(i);
             Tensor shard = Tensor.zeros(shardShape(p.unsharded(), p.rowsPerShard())).keep();
-            long real = p.realRows(rank);
-            if (real > 0) {
-                try (Tensor dst = shard.flatSlice(0, real * p.rowNumel());
-                        Tensor src = p.unsharded().flatSlice(rank * p.shardNumel(), real * p.rowNumel())) {
-                    dst.copyFrom(src);
-                }
-            }
             shard.requiresGrad(p.unsharded().requiresGrad()); // a frozen parameter's shard stays frozen
             ShardedParam sp = new ShardedParam(p.unsharded(), shard, p.rows(), p.rowsPerShard(), p.rowNumel(), p.offset());
+            copyOwnRowsToShard(sp);
             params.set(i, sp);
             byUnsharded.put(sp.unsharded(), sp);
             shardGradViews.add(shardGrads.flatSlice(sp.offset(), shard.shape()).keep());
@@ -187,10 +181,7 @@ final class FSDPParamGroup {
                     if (real == 0) {
                         continue;
                     }
-                    try (Tensor dst = p.unsharded().flatSlice(r * p.shardNumel(), real * p.rowNumel());
-                            Tensor src = gathered.flatSlice(r * packedNumel + p.offset(), real * p.rowNumel())) {
-                        dst.copyFrom(src);
-                    }
+                    copy(gathered, r * packedNumel + p.offset(), p.unsharded(), r * p.shardNumel(), real * p.rowNumel());
                 }
             }
         }
@@ -308,10 +299,7 @@ final class FSDPParamGroup {
                     if (real == 0) {
                         continue;
                     }
-                    try (Tensor dst = input.flatSlice(r * block + p.offset(), real * p.rowNumel());
-                            Tensor src = g.flatSlice(r * p.shardNumel(), real * p.rowNumel())) {
-                        dst.copyFrom(src);
-                    }
+                    copy(g, r * p.shardNumel(), input, r * block + p.offset(), real * p.rowNumel());
                 }
                 p.unsharded().clearGrad();
             }
@@ -345,14 +333,21 @@ final class FSDPParamGroup {
 
     /** Copies the gathered parameters' rows back into the shards (after a state dict was loaded into them). */
     void writeBackShards() {
-        for (ShardedParam p : params) {
-            long real = p.realRows(rank);
-            if (real > 0) {
-                try (Tensor dst = p.shard().flatSlice(0, real * p.rowNumel());
-                        Tensor src = p.unsharded().flatSlice(rank * p.shardNumel(), real * p.rowNumel())) {
-                    dst.copyFrom(src);
-                }
-            }
+        params.forEach(this::copyOwnRowsToShard);
+    }
+
+    /** This rank's rows of the gathered parameter into its shard. */
+    private void copyOwnRowsToShard(ShardedParam p) {
+        long real = p.realRows(rank);
+        if (real > 0) {
+            copy(p.unsharded(), rank * p.shardNumel(), p.shard(), 0, real * p.rowNumel());
+        }
+    }
+
+    /** Copies n elements of src's flat data from srcAt into dst's from dstAt (converting dtypes). */
+    private static void copy(Tensor src, long srcAt, Tensor dst, long dstAt, long n) {
+        try (Tensor to = dst.flatSlice(dstAt, n); Tensor from = src.flatSlice(srcAt, n)) {
+            to.copyFrom(from);
         }
     }
 

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.distributed.fsdp.FSDPModule;
@@ -81,21 +80,6 @@ class FullyShardCheckpointTest {
         }
     }
 
-    private static float[] fullValues(FSDPModule fsdp, Net net) {
-        Map<String, Tensor> full = fsdp.fullStateDict();
-        List<float[]> parts = new ArrayList<>();
-        net.namedParameters().keySet().forEach(name -> parts.add(full.get(name).toFloatArray()));
-        full.values().forEach(Tensor::close);
-        int n = parts.stream().mapToInt(p -> p.length).sum();
-        float[] out = new float[n];
-        int at = 0;
-        for (float[] p : parts) {
-            System.arraycopy(p, 0, out, at, p.length);
-            at += p.length;
-        }
-        return out;
-    }
-
     @Test
     void savedAtThreeRanksLoadsAtTwoAndTrainsOnLikeTheConsolidatedFile() throws Exception {
         Path checkpoint = dir.resolve("ckpt");
@@ -123,11 +107,11 @@ class FullyShardCheckpointTest {
                         AdamW shardedAdam = adamW(fsdp.namedParameters())) {
                     c.restore("optimizer", adam);
                     ShardedCheckpoint.load(checkpoint, fsdp, shardedAdam);
-                    assertArrayEquals(ParameterValues.of(plainNet), fullValues(fsdp, fsdpNet), "parameters as loaded");
+                    assertArrayEquals(ParameterValues.of(plainNet), ParameterValues.gathered(fsdp), "parameters as loaded");
                     for (int step = 3; step < 5; step++) {
                         train(plain, adam, rank, step);
                         train(fsdp, shardedAdam, rank, step);
-                        Assertions2.assertClose(ParameterValues.of(plainNet), fullValues(fsdp, fsdpNet), 1e-6, 1e-6,
+                        Assertions2.assertClose(ParameterValues.of(plainNet), ParameterValues.gathered(fsdp), 1e-6, 1e-6,
                                 "parameters after step " + step + " on rank " + rank);
                     }
                 }

@@ -8,8 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.distributed.ProcessGroup;
@@ -22,6 +20,7 @@ import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.testing.ParameterValues;
 import org.ddp4j.testing.Ranks;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -82,20 +81,6 @@ class FullyShardMisuseTest {
         return fsdp.forward(Tensor.of(data.uniform(4 * 6, -1f, 1f), 4, 6)).pow(2).mean();
     }
 
-    static float[] full(FSDPModule fsdp) {
-        Map<String, Tensor> state = fsdp.fullStateDict();
-        List<float[]> parts = new ArrayList<>();
-        state.values().forEach(t -> parts.add(t.toFloatArray()));
-        state.values().forEach(Tensor::close);
-        float[] out = new float[parts.stream().mapToInt(p -> p.length).sum()];
-        int at = 0;
-        for (float[] p : parts) {
-            System.arraycopy(p, 0, out, at, p.length);
-            at += p.length;
-        }
-        return out;
-    }
-
     /** Three AdamW steps; {@code meddle} runs between each backward and step. */
     static float[] train(ProcessGroup group, int rank, Runnable[] meddle, Toy toy) {
         FSDPModule fsdp = shard(toy, group, FullyShardOptions.defaults());
@@ -108,7 +93,7 @@ class FullyShardMisuseTest {
                     opt.step();
                 }
             }
-            return full(fsdp);
+            return ParameterValues.gathered(fsdp);
         } finally {
             fsdp.close();
         }
@@ -175,7 +160,7 @@ class FullyShardMisuseTest {
                         opt.step();
                     }
                 }
-                actual = full(fsdp);
+                actual = ParameterValues.gathered(fsdp);
             }
             fsdp.close();
             assertArrayEquals(expected, actual, "the steps after a failed backward are those of a run without it");
@@ -233,7 +218,7 @@ class FullyShardMisuseTest {
                     loss(fsdp, rank, 0).backward();
                     opt.step();
                 }
-                runs[run] = full(fsdp);
+                runs[run] = ParameterValues.gathered(fsdp);
                 fsdp.close();
             }
             assertArrayEquals(runs[0], runs[1], "the dropped micro-batch left no trace");
