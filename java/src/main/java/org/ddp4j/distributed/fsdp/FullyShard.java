@@ -74,20 +74,21 @@ public final class FullyShard {
         List<Tensor> own = new ArrayList<>();
         for (Map.Entry<String, Tensor> named : module.namedParameters().entrySet()) {
             Tensor t = named.getValue();
+            if (taken.containsKey(t)) {
+                continue; // a nested unit's
+            }
             FSDPModule owner = ownerOf(t);
-            if (!taken.containsKey(t) && owner != null) {
+            if (owner != null) {
                 throw new IllegalArgumentException("fullyShard: parameter " + named.getKey() + " of "
                         + module.getClass().getSimpleName() + " is in the unit of " + owner.module().getClass().getSimpleName()
                         + " already (a module that contains this one, or a parameter tied across units): apply fullyShard"
                         + " to inner modules before outer ones, and keep tied parameters inside one unit");
             }
-            if (!taken.containsKey(t)) {
-                if (t.device().isCuda()) {
-                    throw new IllegalArgumentException("fullyShard: parameter " + t.describe() + " is on a GPU; ddp4j's "
-                            + "fully_shard shards CPU modules (use DistributedDataParallel with NCCL on GPUs)");
-                }
-                own.add(t);
+            if (t.device().isCuda()) {
+                throw new IllegalArgumentException("fullyShard: parameter " + t.describe() + " is on a GPU; ddp4j's "
+                        + "fully_shard shards CPU modules (use DistributedDataParallel with NCCL on GPUs)");
             }
+            own.add(t);
         }
         checkMemory(nested, own, options);
         FSDPModule fsdp = new FSDPModule(module, nested, own, options);
