@@ -101,10 +101,13 @@ void test_size_mismatch() {
     try {
       pg.allreduce(t, ReduceOp::SUM)->wait();
     } catch (const Error& e) {
-      threw = e.kind() == ErrorKind::Distributed && std::strstr(e.what(), "12 float32 elements") != nullptr;
+      threw = e.kind() == ErrorKind::Mismatch && e.facts().theirs.present && e.facts().mine.present &&
+              e.facts().mine.numel == static_cast<uint64_t>(rank == 0 ? 10 : 12) &&
+              e.facts().theirs.numel == static_cast<uint64_t>(rank == 0 ? 12 : 10) && e.facts().peer == 1 - rank &&
+              std::strstr(e.what(), "12 float32 elements") != nullptr;
       if (!threw) std::fprintf(stderr, "rank %d: unexpected error: %s\n", rank, e.what());
     }
-    CHECK(threw);  // a size mismatch must fail with a Distributed error naming the sizes
+    CHECK(threw);  // a size mismatch must fail with a Mismatch error naming the sizes, with both calls as facts
     // The group stays usable after a mismatch caught by the check.
     Tensor ok = filled(3, 1.0f);
     pg.allreduce(ok, ReduceOp::SUM)->wait();
@@ -358,7 +361,9 @@ void test_ddp_bucket_against_other(bool other_bucket) {
           pg.allreduce(t, ReduceOp::SUM)->wait();
         }
       } catch (const Error& e) {
-        CHECK(e.kind() == ErrorKind::Distributed);
+        CHECK(e.kind() == ErrorKind::Mismatch);
+        CHECK(e.facts().peer == 1 - rank && e.facts().rank == rank && e.facts().seq == 1);
+        CHECK(e.facts().mine.bucket == (rank == 0 || other_bucket ? (rank == 0 ? 1 : 2) : -1));
         message = e.what();
       }
       if (rank == 0) std::printf("bucket of %lld vs %s: rank 0: %s\n", static_cast<long long>(n),

@@ -339,7 +339,7 @@ void test_kill_during_allreduce(int world, int victim) {
     const double after_ms = (ns - kill_ns) / 1e6;
     std::printf("kill -9 (%d ranks, rank %d killed): rank %d threw %.1f ms after the kill: %s\n", world,
                 globals[victim], globals[r], after_ms, message.c_str());
-    CHECK(kind == static_cast<int>(ErrorKind::Distributed));
+    CHECK(kind == static_cast<int>(ErrorKind::PeerLost));
     CHECK(message.find(victim_name) != std::string::npos);
     CHECK(message.find("died during allReduce(SUM) of 8388608 float32 elements") != std::string::npos);
     CHECK(after_ms < 2000);  // well within the 10 s timeout
@@ -367,6 +367,8 @@ void test_timeout() {
       CHECK(ms >= 490 && ms < 1000);
       CHECK(std::string(e.what()).find("allReduce(SUM) of 1001 float32 elements timed out after") != std::string::npos);
       CHECK(std::string(e.what()).find("rank 1 (pid") != std::string::npos);
+      CHECK(e.facts().peer == 1 && e.facts().peer_pid > 0 && e.facts().timeout_ms > 0);
+      CHECK(e.facts().transport == "shared memory");
     }
     const auto t1 = Clock::now();
     try {
@@ -393,7 +395,7 @@ void test_disagreement() {
       CHECK(false);
     } catch (const Error& e) {
       if (rank == 0) std::printf("disagreement: %s\n", e.what());
-      CHECK(e.kind() == ErrorKind::Distributed);
+      CHECK(e.kind() == ErrorKind::Mismatch);
       CHECK(std::string(e.what()).find("disagree") != std::string::npos ||
             std::string(e.what()).find("abandoned") != std::string::npos);
     }
@@ -436,7 +438,8 @@ void test_fingerprint_mismatch() {
       } catch (const Error& e) {
         const std::string m = e.what();
         if (rank == 0) std::printf("fingerprint mismatch (%zu): %s\n", n, m.c_str());
-        CHECK(e.kind() == ErrorKind::Distributed);
+        CHECK(e.kind() == ErrorKind::Mismatch);
+        CHECK(e.facts().peer == 1 - rank && e.facts().mine.present && e.facts().theirs.present);
         const std::string count = n == 1 ? "1 float32 element" : "5,000 float32 elements";
         const std::string bucket = "allReduce(AVG) of " + count + " (#58, DDP bucket 2 of 3)";
         const std::string plain = "allReduce(AVG) of " + count + " (#58)";

@@ -79,12 +79,35 @@ std::string mismatch_message(const Fingerprint& mine, int rank, const std::strin
                         " called ", describe(theirs),
                         ". Every rank must call the same collectives in the same order, with tensors of the same"
                         " dtype and number of elements; this call's result was not used (the tensor's contents are"
-                        " undefined)",
-                        mine.bucket >= 0 || theirs.bucket >= 0
-                            ? ". If the ranks have different numbers of batches (uneven inputs), wrap the training loop"
-                              " in try (var join = ddp.join()) { ... }: ranks that run out of data then shadow the"
-                              " others' gradient all-reduces"
-                            : "");
+                        " undefined)");
+}
+
+CallFacts call_facts(const Fingerprint& f) {
+  CallFacts c;
+  c.present = f.present();
+  c.seq = f.seq;
+  c.numel = f.numel;
+  c.kind = f.kind;
+  c.arg = f.arg;
+  c.dtype = f.dtype;
+  c.bucket = f.bucket;
+  c.buckets = f.buckets;
+  c.peer = f.peer;
+  if (c.present) c.text = describe(f);
+  return c;
+}
+
+Error mismatch_error(const Fingerprint& mine, int rank, int peer_rank, const std::string& peer,
+                     const Fingerprint& theirs, const char* transport) {
+  ErrorFacts facts;
+  facts.op = describe(mine);
+  facts.transport = transport;
+  facts.rank = rank;
+  facts.peer = peer_rank;
+  facts.seq = mine.seq;
+  facts.mine = call_facts(mine);
+  facts.theirs = call_facts(theirs);
+  return Error(ErrorKind::Mismatch, mismatch_message(mine, rank, peer, theirs), std::move(facts));
 }
 
 std::string transfer_mismatch_message(const Fingerprint& mine, int rank, const Fingerprint& theirs, int peer) {
@@ -95,6 +118,18 @@ std::string transfer_mismatch_message(const Fingerprint& mine, int rank, const F
                         " tensors of the same dtype and number of elements; sends from one rank to another with one tag"
                         " are received in the order they were sent. Nothing was transferred (",
                         sending ? "the receiver's" : "this", " tensor is unchanged)");
+}
+
+Error transfer_mismatch_error(const Fingerprint& mine, int rank, const Fingerprint& theirs, int peer) {
+  ErrorFacts facts;
+  facts.op = describe(mine);
+  facts.transport = "gloo";
+  facts.rank = rank;
+  facts.peer = peer;
+  facts.seq = mine.seq;
+  facts.mine = call_facts(mine);
+  facts.theirs = call_facts(theirs);
+  return Error(ErrorKind::Mismatch, transfer_mismatch_message(mine, rank, theirs, peer), std::move(facts));
 }
 
 }  // namespace ddp4j

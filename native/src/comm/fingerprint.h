@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ddp4j/errors.h"
+
 namespace ddp4j {
 
 /** One rank's description of one collective of a process group; ranks compare theirs field by field (same_call). */
@@ -55,9 +57,24 @@ std::string describe(const Fingerprint& f);
 /**
  * The error a rank reports when a peer's fingerprint differs from its own: its own call and rank
  * first, then "a peer called a different collective", the peer (e.g. "rank 1" or "rank 1 (pid
- * 42)") and the peer's call, then what to do.
+ * 42)") and the peer's call, then what to do. Advice that depends on where the call came from (DDP's
+ * join() for uneven inputs) is the caller's, added in Java from the error's facts.
  */
 std::string mismatch_message(const Fingerprint& mine, int rank, const std::string& peer, const Fingerprint& theirs);
+
+/** The facts of a call for an error (errors.h's CallFacts), its words included. */
+CallFacts call_facts(const Fingerprint& f);
+
+/**
+ * The Error(Mismatch) a rank throws when peer rank `peer_rank` (named `peer` in the message, e.g.
+ * "rank 1 (pid 42)") called `theirs` where this rank called `mine`: mismatch_message with both
+ * calls, the op and the ranks as facts. `transport`: "gloo" or "shared memory".
+ */
+Error mismatch_error(const Fingerprint& mine, int rank, int peer_rank, const std::string& peer,
+                     const Fingerprint& theirs, const char* transport);
+
+/** The Error(Mismatch) of a point-to-point transfer: transfer_mismatch_message with the facts. */
+Error transfer_mismatch_error(const Fingerprint& mine, int rank, const Fingerprint& theirs, int peer);
 
 /**
  * The error both ends of a point-to-point transfer report when their calls do not match

@@ -59,9 +59,13 @@ void Work::wait(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) {
     done_cv_.wait(lock, [this] { return done_; });
   } else if (!done_cv_.wait_for(lock, timeout, [this] { return done_; })) {
-    throw Error(ErrorKind::Timeout, detail::concat(description(), " did not complete within ", duration_str(timeout),
-                                                   " (the wait's timeout); it is still running: a peer may be slow,"
-                                                   " stuck, or calling a different collective"));
+    ErrorFacts facts;
+    facts.op = description();
+    facts.timeout_ms = timeout.count();
+    throw Error(ErrorKind::Timeout,
+                detail::concat(description(), " did not complete within ", duration_str(timeout),
+                               " (the wait's timeout); it is still running: a peer may be slow or stuck"),
+                std::move(facts));
   }
   if (error_) std::rethrow_exception(error_);
 }

@@ -21,6 +21,9 @@ inline constexpr const char* kRuntimeException = "java/lang/RuntimeException";
 inline constexpr const char* kOutOfMemoryError = "java/lang/OutOfMemoryError";
 inline constexpr const char* kDistributedException = "org/ddp4j/distributed/DistributedException";
 inline constexpr const char* kDistributedTimeoutException = "org/ddp4j/distributed/DistributedTimeoutException";
+/** Makes the typed exception of a distributed error from its kind, message and facts (jni_util.cpp). */
+inline constexpr const char* kNativeErrors = "org/ddp4j/distributed/NativeErrors";
+inline constexpr Member kNativeErrorsCreate{"create", "(ILjava/lang/String;[J[Ljava/lang/String;)Ljava/lang/Throwable;"};
 
 // ---- java.lang ----
 inline constexpr const char* kString = "java/lang/String";

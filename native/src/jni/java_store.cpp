@@ -106,7 +106,10 @@ void JavaStore::rethrow_pending(JNIEnv* env, const std::string& call) {
   env->DeleteLocalRef(ex);
   if (message.empty()) message = "unknown Java exception";
   if (!distributed) message = "Store." + call + " failed: " + message;
-  throw Error(timeout ? ErrorKind::Timeout : ErrorKind::Distributed, message);
+  ErrorFacts facts;
+  facts.op = "Store." + call;
+  facts.transport = "store";
+  throw Error(timeout ? ErrorKind::Timeout : ErrorKind::Distributed, message, std::move(facts));
 }
 
 jobjectArray JavaStore::key_array(JNIEnv* env, const std::vector<std::string>& keys) {

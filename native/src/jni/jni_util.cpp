@@ -14,6 +14,8 @@ const char* java_class_for(ErrorKind kind) {
     case ErrorKind::IllegalState: return names::kIllegalStateException;
     case ErrorKind::Distributed: return names::kDistributedException;
     case ErrorKind::Timeout: return names::kDistributedTimeoutException;
+    case ErrorKind::Mismatch: return names::kDistributedException;
+    case ErrorKind::PeerLost: return names::kDistributedException;
     case ErrorKind::OutOfMemory: return names::kOutOfMemoryError;
     default: return names::kRuntimeException;
   }
@@ -21,6 +23,69 @@ const char* java_class_for(ErrorKind kind) {
 }  // namespace
 
 JavaVM* java_vm() { return g_vm; }
+
+namespace {
+/** A distributed error's kind: its Java exception is made by NativeErrors.create from its facts. */
+bool has_facts(ErrorKind kind) {
+  return kind == ErrorKind::Distributed || kind == ErrorKind::Timeout || kind == ErrorKind::Mismatch ||
+         kind == ErrorKind::PeerLost;
+}
+
+void put_call(std::vector<jlong>* numbers, const CallFacts& c) {
+  numbers->insert(numbers->end(), {c.present ? 1 : 0, static_cast<jlong>(c.seq), static_cast<jlong>(c.numel), c.kind,
+                                   c.arg, c.dtype, c.bucket, c.buckets, c.peer});
+}
+
+jstring java_string(JNIEnv* env, const std::string& s) { return env->NewStringUTF(s.c_str()); }
+
+/**
+ * The Java exception for a distributed error: NativeErrors.create(kind, message, numbers, texts),
+ * the numbers and texts laid out as NativeErrors reads them. Null (with a Java error pending or
+ * cleared) when the JVM cannot make it; the caller then throws the plain class.
+ */
+jthrowable distributed_exception(JNIEnv* env, const Error& e) {
+  const ErrorFacts& f = e.facts();
+  std::vector<jlong> numbers{f.rank, f.peer, f.peer_pid, static_cast<jlong>(f.loss), static_cast<jlong>(f.seq),
+                             f.timeout_ms, f.packet_loss ? 1 : 0};
+  put_call(&numbers, f.mine);
+  put_call(&numbers, f.theirs);
+  jclass errors = env->FindClass(names::kNativeErrors);
+  if (errors == nullptr) return nullptr;
+  jmethodID create = env->GetStaticMethodID(errors, names::kNativeErrorsCreate.name, names::kNativeErrorsCreate.signature);
+  jlongArray number_array = env->NewLongArray(static_cast<jsize>(numbers.size()));
+  jclass string_class = env->FindClass(names::kString);
+  if (create == nullptr || number_array == nullptr || string_class == nullptr) return nullptr;
+  env->SetLongArrayRegion(number_array, 0, static_cast<jsize>(numbers.size()), numbers.data());
+  const std::string texts[] = {f.op, f.transport, f.mine.text, f.theirs.text};
+  jobjectArray text_array = env->NewObjectArray(4, string_class, nullptr);
+  if (text_array == nullptr) return nullptr;
+  for (jsize i = 0; i < 4; i++) {
+    jstring t = java_string(env, texts[i]);
+    if (t == nullptr) return nullptr;
+    env->SetObjectArrayElement(text_array, i, t);
+    env->DeleteLocalRef(t);
+  }
+  jstring message = java_string(env, e.what());
+  if (message == nullptr) return nullptr;
+  auto ex = static_cast<jthrowable>(env->CallStaticObjectMethod(errors, create, static_cast<jint>(e.kind()), message,
+                                                                number_array, text_array));
+  if (env->ExceptionCheck()) return nullptr;
+  return ex;
+}
+}  // namespace
+
+void throw_java(JNIEnv* env, const Error& e) {
+  if (env->ExceptionCheck()) return;  // keep the first (Java) exception, e.g. from a Store callback
+  if (has_facts(e.kind())) {
+    jthrowable ex = distributed_exception(env, e);
+    if (ex != nullptr) {
+      env->Throw(ex);
+      return;
+    }
+    env->ExceptionClear();  // the plain class below still carries the message
+  }
+  throw_java(env, e.kind(), e.what());
+}
 
 void throw_java(JNIEnv* env, ErrorKind kind, const char* message) {
   if (env->ExceptionCheck()) return;  // keep the first (Java) exception, e.g. from a Store callback

@@ -25,6 +25,12 @@ JavaVM* java_vm();
 void throw_java(JNIEnv* env, ErrorKind kind, const char* message);
 
 /**
+ * Throws e as a Java exception: a distributed error as the typed exception that
+ * org.ddp4j.distributed.NativeErrors makes from its kind, message and facts; any other as above.
+ */
+void throw_java(JNIEnv* env, const Error& e);
+
+/**
  * The characters of a Java String, as JNI gives them (modified UTF-8: UTF-8 except for NUL and
  * characters outside the BMP). The one way JNI code reads a string. A null string reads as ""
  * (the Java side passes an unset optional string as null or ""). When the JVM cannot give the
@@ -61,7 +67,7 @@ auto guarded(JNIEnv* env, F&& body) -> decltype(body()) {
   try {
     return body();
   } catch (const Error& e) {
-    throw_java(env, e.kind(), e.what());
+    throw_java(env, e);
   } catch (const std::bad_alloc&) {
     throw_java(env, ErrorKind::OutOfMemory, "native allocation failed (std::bad_alloc)");
   } catch (const std::exception& e) {

@@ -13,7 +13,7 @@ void GlooProcessGroup::check_peers(const Fingerprint& mine, int parity) {
     if (r == rank()) continue;
     const Fingerprint theirs = small_->fingerprint(parity, r);
     if (!same_call(mine, theirs)) {
-      throw Error(ErrorKind::Distributed, mismatch_message(mine, rank(), detail::concat("rank ", r), theirs));
+      throw mismatch_error(mine, rank(), r, detail::concat("rank ", r), theirs, "gloo");
     }
   }
 }
@@ -42,8 +42,8 @@ void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
   }
   for (int r = 0; r < n; r++) {
     if (r == rank() || same_call(all[static_cast<size_t>(r)], mine)) continue;
-    throw Error(ErrorKind::Distributed,
-                mismatch_message(mine, rank(), detail::concat("rank ", r), all[static_cast<size_t>(r)]));
+    throw mismatch_error(mine, rank(), r, detail::concat("rank ", r), all[static_cast<size_t>(r)],
+                         shm_only() ? "shared memory" : "gloo");
   }
 }
 

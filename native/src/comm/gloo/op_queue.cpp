@@ -105,7 +105,7 @@ void GlooProcessGroup::run_op(Op& op) {
         close_connections();
       }
     } catch (const std::exception& e) {
-      Error translated = gloo_failure(op.work->description(), strip_location(e.what()));
+      Error translated = gloo_failure(op.work->description(), strip_location(e.what()), op.fp.seq);
       set_broken(translated.what());
       error = std::make_exception_ptr(translated);
       // Gloo leaves the other connections open; close them so that peers blocked on this rank

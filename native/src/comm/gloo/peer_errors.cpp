@@ -235,6 +235,16 @@ Error translate_gloo_error(const std::string& desc, const std::string& gloo_mess
 Error translate_gloo_error(const std::string& desc, const std::string& gloo_message, std::chrono::milliseconds timeout,
                            int rank, const std::vector<std::vector<std::string>>& peer_addresses,
                            const std::vector<PeerConnectionState>& lossy) {
+  ErrorFacts facts;
+  facts.op = desc;
+  facts.transport = "gloo";
+  facts.rank = rank;
+  // With one peer, that peer is the one waited for or lost, whatever Gloo's message says.
+  const int only_peer = peer_addresses.size() == 2 ? 1 - rank : -1;
+  if (is_gloo_timeout(gloo_message)) {
+    facts.timeout_ms = timeout.count();
+    facts.peer = only_peer;
+  }
   if (is_gloo_timeout(gloo_message) && !lossy.empty()) {
     // The peer may well be alive and calling the same collective: its packets are being lost.
     std::string evidence;
@@ -245,43 +255,54 @@ Error translate_gloo_error(const std::string& desc, const std::string& gloo_mess
                                  " byte(s) unacknowledged)");
     }
     const PeerConnectionState& first = lossy.front();
+    facts.peer = first.peer;
+    facts.packet_loss = true;
     return Error(ErrorKind::Timeout,
                  detail::concat(desc, " timed out after ", duration_str(timeout), " on rank ", rank, ": ", evidence,
                                 ": peer rank ", first.peer, "'s data did not arrive in time - a network problem"
                                 " (packet loss) between this host and ", first.host, ", not a rank that did not take part; check the link between the two hosts (ping,"
                                 " tc/netem rules, a firewall, the MTU) [gloo: ",
-                                gloo_message, "]"));
+                                gloo_message, "]"),
+                 std::move(facts));
   }
   if (is_gloo_timeout(gloo_message)) {
     // A read timeout on one connection ("Read timeout [10.77.0.1]:63879") names the peer waited for.
     for (size_t i = 0; i < peer_addresses.size(); i++) {
       for (const std::string& address : peer_addresses[i]) {
         if (address.empty() || !mentions_address(gloo_message, address)) continue;
+        facts.peer = static_cast<int>(i);
         return Error(ErrorKind::Timeout,
                      detail::concat(desc, " timed out after ", duration_str(timeout), " on rank ", rank,
                                     " waiting for peer rank ", i, ": no data from it arrived in time on their"
                                     " connection; peer rank ", i, " may be stuck or stopped, or the network between"
                                     " this host and its host may be losing packets (its launcher's keep-alive tells"
                                     " which) [gloo: ",
-                                    gloo_message, "]"));
+                                    gloo_message, "]"),
+                     std::move(facts));
       }
     }
     return Error(ErrorKind::Timeout,
                  detail::concat(desc, " timed out after ", duration_str(timeout), " on rank ", rank,
-                                ": not every rank took part in time (a rank may be stuck, slower than the timeout, or"
-                                " calling a different collective; raise the timeout of initProcessGroup or"
-                                " DDP4J_TIMEOUT_SECONDS if the work is just slow) [gloo: ",
-                                gloo_message, "]"));
+                                only_peer >= 0 ? detail::concat(" waiting for peer rank ", only_peer) : std::string(),
+                                ": not every rank took part in time (a rank may be stuck or slower than the timeout;"
+                                " raise the timeout of initProcessGroup or DDP4J_TIMEOUT_SECONDS if the work is just"
+                                " slow) [gloo: ",
+                                gloo_message, "]"),
+                 std::move(facts));
   }
   const int peer = closed_peer(gloo_message, peer_addresses);
   if (peer >= 0) {
-    return Error(ErrorKind::Distributed, detail::concat(desc, " failed on rank ", rank, ": peer rank ", peer,
-                                                        " may have died or closed its process group [gloo: ",
-                                                        gloo_message, "]"));
+    facts.peer = peer;
+    facts.loss = PeerLoss::Closed;
+    return Error(ErrorKind::PeerLost, detail::concat(desc, " failed on rank ", rank, ": peer rank ", peer,
+                                                     " may have died or closed its process group [gloo: ",
+                                                     gloo_message, "]"),
+                 std::move(facts));
   }
   return Error(ErrorKind::Distributed,
                detail::concat(desc, " failed on rank ", rank, ": ", gloo_message,
-                              " (a peer may have died or closed its process group)"));
+                              " (a peer may have died or closed its process group)"),
+               std::move(facts));
 }
 
 }  // namespace ddp4j

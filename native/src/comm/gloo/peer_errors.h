@@ -57,8 +57,9 @@ std::vector<PeerConnectionState> lossy_peer_connections(const std::string& table
 
 /**
  * The error a failed collective reports: Error(Timeout) naming the op (`description`), the group's
- * `timeout` and `rank` when Gloo timed out; else Error(Distributed), naming the peer rank whose
- * address `gloo_message` mentions ("peer rank 1 may have died or closed its process group").
+ * `timeout` and `rank` when Gloo timed out (and the peer waited for, where the message or a group
+ * of two tells it); else Error(PeerLost, Closed) naming the peer rank whose address `gloo_message`
+ * mentions ("peer rank 1 may have died or closed its process group"), or Error(Distributed).
  * A timeout while a connection to a peer is losing packets (`lossy`, from lossy_peer_connections)
  * names that peer, its address and the TCP evidence: the peer's data did not arrive, a network
  * problem between the two hosts, not a rank that did not take part.

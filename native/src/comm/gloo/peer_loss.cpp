@@ -4,9 +4,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 
-#include "comm/host/shm/shm_transport.h"  // kPeerKilled: the phrase Java's reducer knows a death by
+#include "comm/host/shm/shm_transport.h"  // kPeerKilled: the words of a death, as the shared-memory transport's
 #include "ddp4j/process_group.h"
 
 namespace ddp4j {
@@ -53,7 +54,10 @@ DeadRank PeerLossRecords::explain_closed(int peer) {
       if (dead.pid == "?") dead.pid.clear();
       return dead;
     }
-    if (has(exit_key(peer))) return dead;  // it exited or closed its group: not a death
+    if (has(exit_key(peer))) {  // it exited or closed its group: not a death
+      dead.exited = true;
+      return dead;
+    }
     dead.rank = peer;
     if (has(pid_key(peer))) dead.pid = text(store_->get(pid_key(peer)));
   } catch (const std::exception&) {
@@ -80,12 +84,20 @@ Error PeerLossRecords::died_error(const DeadRank& dead, int via, const std::stri
                                ? detail::concat("seen from rank ", rank_)
                                : detail::concat("seen from rank ", rank_, " through rank ", via,
                                                 ", which failed on it first and closed its process group's connections");
-  return Error(ErrorKind::Distributed,
+  ErrorFacts facts;
+  facts.op = description;
+  facts.transport = "gloo";
+  facts.rank = rank_;
+  facts.peer = dead.rank;
+  facts.peer_pid = std::atoll(dead.pid.c_str());
+  facts.loss = PeerLoss::Killed;
+  return Error(ErrorKind::PeerLost,
                detail::concat(who, " died during ", description, " (gloo, ", seen, "): its process ", shm::kPeerKilled,
                               " or closing its process group (no exit mark in the store: killed, e.g. by kill -9 or"
                               " the out-of-memory killer, or crashed); look at its output, or the launcher's, and"
                               " that machine's log (dmesg for the out-of-memory killer) [gloo: ",
-                              gloo_message, "]"));
+                              gloo_message, "]"),
+               std::move(facts));
 }
 
 }  // namespace ddp4j

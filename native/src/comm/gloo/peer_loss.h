@@ -17,7 +17,8 @@ namespace ddp4j {
 /** A rank that died (killed or crashed: it left neither an exit mark nor a record), or none (rank -1). */
 struct DeadRank {
   int rank = -1;
-  std::string pid;  // "" when unknown
+  std::string pid;      // "" when unknown
+  bool exited = false;  // no death: the peer left its exit mark (it exited or closed its group)
 };
 
 /**

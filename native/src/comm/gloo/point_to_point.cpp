@@ -237,7 +237,7 @@ void GlooPointToPoint::run(Transfer& x) {
       // An eager transfer's data stays posted on a slot the peer never uses: Gloo keeps a
       // pointer to its buffer, which therefore lives (with the tensor) until the group closes.
       keep_buffers = x.data != nullptr;
-      throw Error(ErrorKind::Distributed, transfer_mismatch_message(x.fp, rank_, x.theirs, x.peer));
+      throw transfer_mismatch_error(x.fp, rank_, x.theirs, x.peer);
     }
     if (x.tensor.nbytes() > 0) {
       if (!x.eager) {

@@ -66,7 +66,7 @@ void GlooProcessGroup::connect_mesh(gloo::rendezvous::Store& store,
         }
       },
       [this](const std::string& description, const std::string& gloo_message) {
-        return gloo_failure(description, gloo_message);
+        return gloo_failure(description, gloo_message, 0);
       });
 }
 
@@ -123,17 +123,24 @@ GlooProcessGroup::~GlooProcessGroup() {
   context_.reset();  // closes the pairs and stops Gloo's network thread
 }
 
-Error GlooProcessGroup::gloo_failure(const std::string& description, const std::string& gloo_message) {
+Error GlooProcessGroup::gloo_failure(const std::string& description, const std::string& gloo_message, uint64_t seq) {
   const int peer = loss_ ? closed_peer(gloo_message, peer_addresses_) : -1;
+  bool exited = false;
   if (peer >= 0) {
     const DeadRank dead = loss_->explain_closed(peer);
     if (dead.rank >= 0) {
       loss_->record(dead);  // before this rank's connections close: its peers then read why
       set_lost(dead.rank, std::atol(dead.pid.c_str()));
-      return loss_->died_error(dead, peer, description, gloo_message);
+      Error e = loss_->died_error(dead, peer, description, gloo_message);
+      e.facts().seq = seq;
+      return e;
     }
+    exited = dead.exited;
   }
-  return translate_gloo_error(description, gloo_message, options_.timeout, rank(), peer_addresses_);
+  Error e = translate_gloo_error(description, gloo_message, options_.timeout, rank(), peer_addresses_);
+  e.facts().seq = seq;
+  if (exited && e.kind() == ErrorKind::PeerLost) e.facts().loss = PeerLoss::Exited;
+  return e;
 }
 
 std::string GlooProcessGroup::transport() const { return host_ ? host_->transport() : "gloo"; }

@@ -179,7 +179,7 @@ class GlooProcessGroup : public ProcessGroup {
                                            // the op that holds running_ uses it
   std::unique_ptr<PeerLossRecords> loss_;  // null without a records store
   /** The error for a failed Gloo call (translate_gloo_error), naming the dead rank where the records tell it; records it. */
-  Error gloo_failure(const std::string& description, const std::string& gloo_message);
+  Error gloo_failure(const std::string& description, const std::string& gloo_message, uint64_t seq);
   std::vector<std::vector<std::string>> peer_addresses_;  // by rank, as Gloo's error messages print them (peer_errors.h)
   std::unique_ptr<GlooPointToPoint> p2p_;                // send and recv
 

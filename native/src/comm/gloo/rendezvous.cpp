@@ -78,10 +78,17 @@ void wait_for_ranks(gloo::rendezvous::Store& store, int rank, int size, Millis t
   std::string who = missing.empty() ? std::string("some ranks")
                     : missing.size() == 1 ? detail::concat("rank ", list.str(), " of ", n)
                                           : detail::concat("ranks [", list.str(), "] of ", n);
+  // Why they are missing is the caller's to say (a new job: not started; newGroup: not calling it).
+  ErrorFacts facts;
+  facts.op = "rendezvous";
+  facts.transport = "store";
+  facts.rank = r;
+  facts.peer = missing.size() == 1 ? missing[0] : -1;
+  facts.timeout_ms = timeout.count();
   throw Error(ErrorKind::Timeout,
-              detail::concat(who, " did not join within ", duration_str(timeout), " (seen from rank ", r,
-                             "): ", missing.size() == 1 ? "was it" : "were they",
-                             " started? check MASTER_ADDR/MASTER_PORT, WORLD_SIZE and RANK (store: ", cause, ")"));
+              detail::concat(who, " did not join within ", duration_str(timeout), " (seen from rank ", r, ", store: ",
+                             cause, ")"),
+              std::move(facts));
 }
 
 std::shared_ptr<gloo::Context> connect_full_mesh(gloo::rendezvous::Store& store, const char* prefix,

@@ -63,6 +63,7 @@ struct ShmTransport::AbortArea {
   int32_t killed;  // 1 + the local rank whose death the writer saw, or 0 (the segment starts zeroed)
   int32_t killed_elsewhere;  // 1 + the group rank on another host whose death the writer (a leader) learned of, or 0
   int64_t killed_elsewhere_pid;  // its pid, or 0 when unknown
+  int32_t error_kind;  // the writer's ErrorKind: a peer that quotes its message keeps its kind (a mismatch)
   char message[1024];
 };
 
@@ -200,9 +201,30 @@ void ShmTransport::check_usable(const Op& op) const {
               broken_, "); ", describe(op), " not started");
 }
 
-void ShmTransport::fail(const Op& op, ErrorKind kind, const std::string& message) {
-  mark_aborted(message, -1);
-  throw Error(kind, message);
+ErrorFacts ShmTransport::facts_of(const Op& op) const {
+  ErrorFacts facts;
+  const bool described = op.caller != nullptr && op.caller->present();
+  facts.op = described ? ddp4j::describe(*op.caller) : describe(op);
+  facts.transport = "shared memory";
+  facts.rank = global_ranks_[local_rank_];
+  if (described) {
+    facts.seq = op.caller->seq;
+    facts.mine = call_facts(*op.caller);
+  }
+  return facts;
+}
+
+Error ShmTransport::peer_lost(const Op& op, int local, PeerLoss loss, const std::string& message) const {
+  ErrorFacts facts = facts_of(op);
+  facts.peer = global_ranks_[local];
+  facts.peer_pid = pids_[local];
+  facts.loss = loss;
+  return Error(ErrorKind::PeerLost, message, std::move(facts));
+}
+
+void ShmTransport::fail(const Error& e) {
+  mark_aborted(e.what(), -1, -1, 0, e.kind());
+  throw e;
 }
 
 void ShmTransport::saw_death(int local) {
@@ -213,9 +235,9 @@ void ShmTransport::saw_death(int local) {
 
 void ShmTransport::fail_died(int dead, const Op& op) {
   saw_death(dead);
-  const std::string message = died_during(dead, op);
-  mark_aborted(message, dead);
-  throw Error(ErrorKind::Distributed, message);
+  Error e = died_during(dead, op);
+  mark_aborted(e.what(), dead, -1, 0, e.kind());
+  throw e;
 }
 
 void ShmTransport::abort(const std::string& reason) {
@@ -235,7 +257,8 @@ void ShmTransport::abort_for_death(const std::string& reason, int dead_rank, pid
   mark_aborted(reason, -1, dead_rank, dead_pid);
 }
 
-void ShmTransport::mark_aborted(const std::string& message, int dead, int elsewhere_rank, pid_t elsewhere_pid) {
+void ShmTransport::mark_aborted(const std::string& message, int dead, int elsewhere_rank, pid_t elsewhere_pid,
+                                ErrorKind kind) {
   broken_ = message;
   // First failure of the group wins the abort area; peers waiting anywhere stop at once.
   uint32_t expected = 0;
@@ -244,6 +267,7 @@ void ShmTransport::mark_aborted(const std::string& message, int dead, int elsewh
     abort_->killed = dead + 1;
     abort_->killed_elsewhere = elsewhere_rank + 1;
     abort_->killed_elsewhere_pid = elsewhere_pid;
+    abort_->error_kind = static_cast<int32_t>(kind);
     std::snprintf(abort_->message, sizeof(abort_->message), "%s", message.c_str());
     abort_->state.store(2, std::memory_order_release);
   }
@@ -259,7 +283,7 @@ void ShmTransport::post() {
   if (me.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake_all(&me.seq);
 }
 
-std::string ShmTransport::abandoned(const Op& op) {
+Error ShmTransport::abandoned(const Op& op) {
   // The rank that wins the abort area publishes its fields a few instructions after its claim
   // (state 1, then 2 or 3): give it a bounded moment, so this rank names what that one saw.
   uint32_t state = abort_->state.load(std::memory_order_acquire);
@@ -268,10 +292,12 @@ std::string ShmTransport::abandoned(const Op& op) {
     state = abort_->state.load(std::memory_order_acquire);  // before the fields it publishes
   }
   const int r = abort_->local_rank;
-  if (state == 3) {
-    return detail::concat("shared memory: ", describe(op), " abandoned: ", who(r),
-                          " exited without closing its process group (its program ended: main returned,"
-                          " System.exit, or a SIGTERM)");
+  const bool named = r >= 0 && r < local_size_;
+  if (state == 3 && named) {
+    return peer_lost(op, r, PeerLoss::Exited,
+                     detail::concat("shared memory: ", describe(op), " abandoned: ", who(r),
+                                    " exited without closing its process group (its program ended: main returned,"
+                                    " System.exit, or a SIGTERM)"));
   }
   // A killed rank marks nothing: the survivor that noticed first aborted the group, and the others
   // learn of it here. Each names the dead rank itself, so every rank's log says what happened.
@@ -279,7 +305,7 @@ std::string ShmTransport::abandoned(const Op& op) {
     saw_death(abort_->killed - 1);
     return died_during(abort_->killed - 1, op);
   }
-  if (state == 2 && abort_->killed_elsewhere > 0 && r >= 0 && r < local_size_) {
+  if (state == 2 && abort_->killed_elsewhere > 0 && named) {
     dead_rank_ = abort_->killed_elsewhere - 1;
     dead_pid_ = static_cast<pid_t>(abort_->killed_elsewhere_pid);
     return died_elsewhere(r, op);
@@ -291,27 +317,42 @@ std::string ShmTransport::abandoned(const Op& op) {
       return died_during(dead, op);
     }
   }
-  return detail::concat("shared memory: ", describe(op), " abandoned: ",
-                        state == 2 ? who(r) + " failed: " + std::string(abort_->message) : "a peer failed");
+  ErrorFacts facts = facts_of(op);
+  if (named) facts.peer = global_ranks_[r];
+  // A peer's mismatch stays a mismatch here: this rank's call met the same disagreement.
+  const ErrorKind kind = state == 2 && abort_->error_kind == static_cast<int32_t>(ErrorKind::Mismatch)
+                             ? ErrorKind::Mismatch
+                             : ErrorKind::Distributed;
+  return Error(kind,
+               detail::concat("shared memory: ", describe(op), " abandoned: ",
+                              state == 2 && named ? who(r) + " failed: " + std::string(abort_->message) : "a peer failed"),
+               std::move(facts));
 }
 
-std::string ShmTransport::died_during(int dead, const Op& op) const {
-  return detail::concat(who(dead), " died during ",
-                        op.caller != nullptr && op.caller->present() ? ddp4j::describe(*op.caller) : describe(op),
-                        " (shared memory): its process ", kPeerKilled,
-                        " (killed, e.g. by kill -9 or the out-of-memory killer, or crashed); its own output, or"
-                        " the launcher's, says why");
+Error ShmTransport::died_during(int dead, const Op& op) const {
+  return peer_lost(op, dead, PeerLoss::Killed,
+                   detail::concat(who(dead), " died during ",
+                                  op.caller != nullptr && op.caller->present() ? ddp4j::describe(*op.caller) : describe(op),
+                                  " (shared memory): its process ", kPeerKilled,
+                                  " (killed, e.g. by kill -9 or the out-of-memory killer, or crashed); its own output, or"
+                                  " the launcher's, says why"));
 }
 
-std::string ShmTransport::died_elsewhere(int via, const Op& op) const {
+Error ShmTransport::died_elsewhere(int via, const Op& op) const {
   const std::string dead = dead_pid_ > 0 ? detail::concat("rank ", dead_rank_, " (pid ", dead_pid_, ")")
                                          : detail::concat("rank ", dead_rank_);
-  return detail::concat(dead, " died during ",
-                        op.caller != nullptr && op.caller->present() ? ddp4j::describe(*op.caller) : describe(op),
-                        " (on another host; seen from rank ", global_ranks_[local_rank_], " through ", who(via),
-                        " of this host, whose Gloo step failed on it): its process ", kPeerKilled,
-                        " (killed, e.g. by kill -9 or the out-of-memory killer, or crashed); its own output, or the"
-                        " launcher's, says why");
+  ErrorFacts facts = facts_of(op);
+  facts.peer = dead_rank_;
+  facts.peer_pid = dead_pid_;
+  facts.loss = PeerLoss::Killed;
+  return Error(ErrorKind::PeerLost,
+               detail::concat(dead, " died during ",
+                              op.caller != nullptr && op.caller->present() ? ddp4j::describe(*op.caller) : describe(op),
+                              " (on another host; seen from rank ", global_ranks_[local_rank_], " through ", who(via),
+                              " of this host, whose Gloo step failed on it): its process ", kPeerKilled,
+                              " (killed, e.g. by kill -9 or the out-of-memory killer, or crashed); its own output, or the"
+                              " launcher's, says why"),
+               std::move(facts));
 }
 
 void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
@@ -341,19 +382,26 @@ void ShmTransport::wait_peer(int peer, uint32_t target, const Op& op) {
       // did before it aborted, so a peer that posted this step and then closed its group (the last
       // barrier before destroyProcessGroup) has done its part; the first read may predate its post.
       if (reached(l.seq.load(std::memory_order_acquire), target)) return;
-      fail(op, ErrorKind::Distributed, abandoned(op));
+      fail(abandoned(op));
     }
     const int dead = peers_.first_dead();
     if (dead >= 0 && !reached(l.seq.load(std::memory_order_acquire), target)) {
       // A peer that exited marked the segment before it went: read the mark after seeing it gone.
-      if (abort_->state.load(std::memory_order_acquire) != 0) fail(op, ErrorKind::Distributed, abandoned(op));
+      if (abort_->state.load(std::memory_order_acquire) != 0) fail(abandoned(op));
       fail_died(dead, op);
     }
     const auto now = Clock::now();
     if (now >= op.deadline) {
-      fail(op, ErrorKind::Timeout,
-           detail::concat("shared memory: ", describe(op), " timed out after ", duration_str(options_.timeout),
-                          " waiting for ", who(peer)));
+      ErrorFacts facts = facts_of(op);
+      facts.peer = global_ranks_[peer];
+      facts.peer_pid = pids_[peer];
+      facts.timeout_ms = options_.timeout.count();
+      // The caller's words carry the collective's #seq and DDP bucket, as Gloo's timeouts do.
+      const std::string what = facts.op;
+      fail(Error(ErrorKind::Timeout,
+                 detail::concat("shared memory: ", what, " timed out after ", duration_str(options_.timeout),
+                                " on rank ", facts.rank, " waiting for ", who(peer)),
+                 std::move(facts)));
     }
     const int64_t left_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(op.deadline - now).count();
     const int64_t slice_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.sleep_slice).count();
@@ -386,8 +434,8 @@ void ShmTransport::check_desc(int peer, int slot, const Op& op) {
   // Both callers described their call: compare those first, they tell the same-sized
   // collectives apart (a DDP bucket from a metric) and name the call the way the user sees it.
   if (op.caller != nullptr && d.caller.present() && !same_call(*op.caller, d.caller)) {
-    fail(op, ErrorKind::Distributed,
-         mismatch_message(*op.caller, global_ranks_[local_rank_], who(peer), d.caller));
+    fail(mismatch_error(*op.caller, global_ranks_[local_rank_], global_ranks_[peer], who(peer), d.caller,
+                        "shared memory"));
   }
   if (d.step == step_ && d.kind == op.kind && d.arg == op.arg && d.count == op.count) return;
   Op theirs{d.kind, d.arg, d.count, op.deadline};
@@ -397,11 +445,14 @@ void ShmTransport::check_desc(int peer, int slot, const Op& op) {
                       ((d.arg >> 8) <= 1 && (d.arg & 0xff) < kNumReduceOps)) &&
                      (d.kind != kReduce || (((d.arg >> 8) & 0xff) <= 1 && (d.arg & 0xff) < kNumReduceOps &&
                                             (d.arg >> 16) < static_cast<uint32_t>(local_size_)));
-  fail(op, ErrorKind::Distributed,
+  ErrorFacts facts = facts_of(op);
+  facts.peer = global_ranks_[peer];
+  fail(Error(ErrorKind::Mismatch,
        detail::concat("shared memory: ranks disagree on the collective: this rank (", global_ranks_[local_rank_],
                       ") called ", describe(op), " but ", who(peer), " called ",
                       known ? describe(theirs) : std::string("something else"),
-                      d.step != step_ ? " (at a different point of the sequence)" : ""));
+                      d.step != step_ ? " (at a different point of the sequence)" : ""),
+       std::move(facts)));
 }
 
 // ---- allreduce ----------------------------------------------------------------------------------

@@ -142,21 +142,21 @@ class ShmStoreChoice {
  *
  * Every local rank must call the same collectives in the same order with the same sizes (and
  * dtype, op, root); a disagreement is detected at the step where it shows and throws
- * Error(Distributed). Calls on one transport are serialised by a mutex, but callers on several
+ * Error(Mismatch). Calls on one transport are serialised by a mutex, but callers on several
  * threads must still agree on the order across ranks.
  *
  * Failures: every wait is bounded by `timeout` (Error(Timeout) naming the op, its size, the
  * timeout and the rank waited for) and notices a peer that is gone: one whose process ended
- * without exiting (Error(Distributed): "rank 1 (pid 1234) died during allReduce of 8388608 float32
+ * without exiting (Error(PeerLost, Killed): "rank 1 (pid 1234) died during allReduce of 8388608 float32
  * elements (shared memory): its process ended without exiting (killed ... or crashed)"), and one
  * that exited (exit(): main returned, System.exit, SIGTERM) with the transport still open, which
  * marks the segment from an exit handler ("... abandoned: rank 1 (pid 1234) exited without closing
  * its process group ..."). A failing rank marks the segment
- * aborted, so peers waiting on it fail at once (Error(Distributed) quoting its message) instead of
+ * aborted, so peers waiting on it fail at once (quoting its message, with its kind) instead of
  * running into the timeout. After any failure the transport is broken: every later call throws
  * Error(Distributed) at once.
  */
-/** In the message for a peer whose process ended without exiting (kill -9, a crash); Java's Reducer looks for it. */
+/** In the message for a peer whose process ended without exiting (kill -9, a crash): the words of PeerLoss::Killed. */
 inline constexpr const char* kPeerKilled = "ended without exiting";
 
 class ShmTransport {
@@ -188,7 +188,7 @@ class ShmTransport {
    * 1.0f / local_size; for a hierarchical AVG use SUM here and divide by the world size once.
    *
    * `caller` (optional, also on every call below): the process group's fingerprint of the call.
-   * When the ranks pass one, a rank whose peer passed a different one fails with Error(Distributed)
+   * When the ranks pass one, a rank whose peer passed a different one fails with Error(Mismatch)
    * naming both calls (mismatch_message) before it reads any peer data; without one, only the
    * transport's own descriptors (op, dtype, size) are compared.
    */
@@ -264,14 +264,20 @@ class ShmTransport {
 
   static int store_class(size_t bytes) { return 63 - __builtin_clzll(static_cast<unsigned long long>(bytes | 1)); }
   void check_usable(const Op& op) const;
-  [[noreturn]] void fail(const Op& op, ErrorKind kind, const std::string& message);
+  /** Marks the segment aborted with e's message and kind (peers waiting on it fail at once), then throws e. */
+  [[noreturn]] void fail(const Error& e);
+  /** The facts every error of `op` carries: the call in words, this rank, the transport, the #seq. */
+  ErrorFacts facts_of(const Op& op) const;
+  /** Error(PeerLost) about local rank `local` during `op`. */
+  Error peer_lost(const Op& op, int local, PeerLoss loss, const std::string& message) const;
   /** fail() for the death of local rank `dead`, recorded in the abort area for the other survivors. */
   [[noreturn]] void fail_died(int dead, const Op& op);
   /**
    * Claims the abort area for `message`; `dead`: the local rank whose death caused it, or -1;
    * `elsewhere_rank`, `elsewhere_pid`: a group rank on another host whose death caused it, or -1.
    */
-  void mark_aborted(const std::string& message, int dead, int elsewhere_rank = -1, pid_t elsewhere_pid = 0);
+  void mark_aborted(const std::string& message, int dead, int elsewhere_rank = -1, pid_t elsewhere_pid = 0,
+                    ErrorKind kind = ErrorKind::Distributed);
   /** Records the death that failed this transport (dead_rank()): local rank `local`. */
   void saw_death(int local);
   void post();
@@ -282,12 +288,12 @@ class ShmTransport {
   char* slot_data(int rank, int slot) const;
   std::string describe(const Op& op) const;
   std::string who(int local) const;
-  /** The message of a call that stops because the abort area is set (a peer failed, closed or exited). */
-  std::string abandoned(const Op& op);
-  /** The message of a call that stops because local rank `dead` was killed or crashed. */
-  std::string died_during(int dead, const Op& op) const;
-  /** The message of a call that stops because local rank `via` failed on the death of a rank of another host. */
-  std::string died_elsewhere(int via, const Op& op) const;
+  /** The error of a call that stops because the abort area is set (a peer failed, closed or exited). */
+  Error abandoned(const Op& op);
+  /** The error of a call that stops because local rank `dead` was killed or crashed: Error(PeerLost, Killed). */
+  Error died_during(int dead, const Op& op) const;
+  /** The error of a call that stops because local rank `via` failed on the death of a rank of another host. */
+  Error died_elsewhere(int via, const Op& op) const;
   /** Adds this transport to those the exit handler marks; registers the handler once per process. */
   void register_for_exit();
   /** Marks the segment: this rank's process is exiting with the transport still open. */

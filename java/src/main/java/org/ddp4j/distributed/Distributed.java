@@ -107,6 +107,7 @@ public final class Distributed {
                     + defaultGroup.rank() + " of " + defaultGroup.size() + "); call destroyProcessGroup() first");
         }
         MemoryPlan.recordAvailableAtStart(); // before the model exists: the budget each rank plans with
+        ErrorFile.installHandler(); // a worker of a launcher records an uncaught failure for it
         World world = World.create(backend, initMethod, worldSize, rank, timeout, System.getenv());
         defaultGroup = world.group();
         subgroups = world.subgroups();

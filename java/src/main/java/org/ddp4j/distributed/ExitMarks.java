@@ -8,8 +8,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.ddp4j.distributed.store.Store;
 
 /**
@@ -28,9 +26,6 @@ public final class ExitMarks {
     /** How long writing a mark at exit may take: a dead store must not hold up the JVM's exit. */
     private static final Duration WRITE_WAIT = Duration.ofSeconds(1);
 
-    /** Gloo's message for a peer whose connection closed: "peer rank 1 may have died or closed its process group". */
-    private static final Pattern CLOSED_PEER = Pattern.compile("peer rank (\\d+) may have died or closed its process group");
-
     private static final List<NativeProcessGroup> OPEN = new ArrayList<>();
     private static ExecutorService calls;
 
@@ -38,14 +33,7 @@ public final class ExitMarks {
 
     /** Marks {@code group}'s rank when the JVM exits while the group is open. */
     static synchronized void register(NativeProcessGroup group) {
-        if (calls == null) {
-            calls = Executors.newSingleThreadExecutor(r -> {
-                Thread t = new Thread(r, "ddp4j-exit-marks");
-                t.setDaemon(true);
-                return t;
-            });
-            Runtime.getRuntime().addShutdownHook(new Thread(ExitMarks::markAllOpen, "ddp4j-exit-marks-shutdown"));
-        }
+        ensureCalls();
         OPEN.add(group);
     }
 
@@ -91,17 +79,57 @@ public final class ExitMarks {
     }
 
     /**
-     * For a failure whose message says a peer's connection closed ({@link #CLOSED_PEER}): whether that
-     * peer exited or closed its group (TRUE), ended without either, i.e. was killed or crashed (FALSE),
-     * or null when the message names no such peer or the store did not answer within {@code wait}.
+     * Whether group rank {@code peerRank}, whose connection closed (a {@link PeerLostException} with
+     * reason CLOSED), exited or closed its group (TRUE), ended without either, i.e. was killed or
+     * crashed (FALSE), or null when the rank is unknown or the store did not answer within {@code wait}.
      * The caller waited for the failure, so a peer that marked itself did so before its connection closed.
      */
-    public static Boolean peerExited(ProcessGroup group, String message, Duration wait) {
-        Matcher m = CLOSED_PEER.matcher(String.valueOf(message));
-        if (!(group instanceof NativeProcessGroup g) || !m.find()) {
+    public static Boolean peerExited(ProcessGroup group, int peerRank, Duration wait) {
+        if (!(group instanceof NativeProcessGroup g) || peerRank < 0) {
             return null;
         }
-        String key = KEY + m.group(1);
+        return read(() -> g.store().check(List.of(KEY + peerRank)), wait);
+    }
+
+    /**
+     * Publishes, for the peers' error messages, what this rank of {@code group} uses under
+     * {@code name} (e.g. DDP's communication hook); best effort, bounded by the exit-mark wait.
+     */
+    public static void publishNote(ProcessGroup group, String name, String value) {
+        if (group instanceof NativeProcessGroup g) {
+            ensureCalls();
+            read(() -> {
+                g.store().set(NOTE_KEY + name + "/" + g.rank(), value.getBytes(StandardCharsets.UTF_8));
+                return Boolean.TRUE;
+            }, WRITE_WAIT);
+        }
+    }
+
+    /** What group rank {@code rank} published under {@code name} ({@link #publishNote}), or null if nothing came within {@code wait}. */
+    public static String note(ProcessGroup group, String name, int rank, Duration wait) {
+        if (!(group instanceof NativeProcessGroup g) || rank < 0) {
+            return null;
+        }
+        String key = NOTE_KEY + name + "/" + rank;
+        return read(() -> g.store().check(List.of(key)) ? new String(g.store().get(key), StandardCharsets.UTF_8) : null,
+                wait);
+    }
+
+    private static final String NOTE_KEY = "ddp4j/note/";
+
+    private static synchronized void ensureCalls() {
+        if (calls == null) {
+            calls = Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "ddp4j-exit-marks");
+                t.setDaemon(true);
+                return t;
+            });
+            Runtime.getRuntime().addShutdownHook(new Thread(ExitMarks::markAllOpen, "ddp4j-exit-marks-shutdown"));
+        }
+    }
+
+    /** A store call on the marks' thread, given up after {@code wait}: null then, or when it threw. */
+    private static <T> T read(java.util.concurrent.Callable<T> call, Duration wait) {
         ExecutorService exec;
         synchronized (ExitMarks.class) {
             exec = calls;
@@ -109,11 +137,11 @@ public final class ExitMarks {
         if (exec == null) {
             return null;
         }
-        Future<Boolean> read = exec.submit(() -> g.store().check(List.of(key)));
+        Future<T> result = exec.submit(call);
         try {
-            return read.get(wait.toMillis(), TimeUnit.MILLISECONDS);
+            return result.get(wait.toMillis(), TimeUnit.MILLISECONDS);
         } catch (Exception e) {
-            read.cancel(true);
+            result.cancel(true);
             return null;
         }
     }

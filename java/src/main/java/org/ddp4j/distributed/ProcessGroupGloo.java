@@ -100,6 +100,12 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
                 GlooOptions.fromEnvironment(System.getenv()));
     }
 
+    /** The op of the native rendezvous's timeout: ranks that did not join (rendezvous.cpp). */
+    static final String RENDEZVOUS = "rendezvous";
+
+    /** Appended to a rendezvous timeout of a new job: the usual reason is a rank never started. */
+    static final String NOT_STARTED_HINT = ": was every rank started? check MASTER_ADDR/MASTER_PORT, WORLD_SIZE and RANK";
+
     /**
      * {@code hostname} null picks the default for {@code masterAddr} null; {@code resources}
      * (stores that {@link Distributed} opened for this group) are closed with the group.
@@ -108,9 +114,14 @@ public final class ProcessGroupGloo extends NativeProcessGroup {
             GlooOptions options) {
         super(store, rank, size, timeout, resources);
         this.hostname = hostname != null ? hostname : defaultHostname(null, options);
-        setHandle(GlooNatives.create(new StoreForNative(store), new LostPeerRecords(store), rank, size, new GlooGroupOptions(millis(timeout),
-                this.hostname, options.socketIfname(), options.checkCollectives(), options.smallAllReduceBytes(),
-                options.smallAllReduceSyncReads(), options.shm(), options.shmHostId())));
+        try {
+            setHandle(GlooNatives.create(new StoreForNative(store), new LostPeerRecords(store), rank, size,
+                    new GlooGroupOptions(millis(timeout), this.hostname, options.socketIfname(),
+                            options.checkCollectives(), options.smallAllReduceBytes(),
+                            options.smallAllReduceSyncReads(), options.shm(), options.shmHostId())));
+        } catch (DistributedTimeoutException e) {
+            throw RENDEZVOUS.equals(e.op()) ? e.explained(null, NOT_STARTED_HINT) : e;
+        }
         this.transport = GlooNatives.transport(handle("transport"));
     }
 

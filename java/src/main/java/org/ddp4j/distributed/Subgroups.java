@@ -76,10 +76,10 @@ final class Subgroups implements AutoCloseable {
             }
         } catch (DistributedTimeoutException e) {
             // The rendezvous's hint is about starting the job; here the job runs and a member did not call.
-            String cause = e.getMessage().replaceFirst("(was it|were they) started\\? check MASTER_ADDR/MASTER_PORT,"
-                    + " WORLD_SIZE and RANK", "$1 not calling newGroup with these ranks?");
+            String missing = e.hint() != null && e.getCause() != null ? e.getCause().getMessage() : e.getMessage();
             throw new DistributedTimeoutException("newGroup(" + members + ") on rank " + me + " (group rank " + groupRank
-                    + "): " + cause + ". Ranks in this message are group ranks: group rank r is rank "
+                    + "): " + missing + ": " + (e.waitedForRank() >= 0 ? "is it" : "are they") + " not calling newGroup"
+                    + " with these ranks? Ranks in this message are group ranks: group rank r is rank "
                     + members + "[r] of the default group. Every member must call newGroup with the same ranks, and"
                     + " as often (call #" + k + " with these ranks here)");
         }

@@ -11,6 +11,8 @@ import java.util.stream.Collectors;
 import org.ddp4j.debug.FlightRecorderDump;
 import org.ddp4j.debug.FlightRecorderReport;
 import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.ErrorFile;
+import org.ddp4j.distributed.WorkerError;
 import org.ddp4j.distributed.store.PrefixStore;
 import org.ddp4j.distributed.store.Store;
 import org.ddp4j.distributed.store.TcpStore;
@@ -26,6 +28,9 @@ import org.ddp4j.internal.Setting;
 final class Agent {
 
     private static final Logger LOG = LoggerFactory.getLogger(Agent.class);
+
+    /** This launcher's folder for its workers' error files ({@link ErrorFile}); null until run() makes it. */
+    private RunFolder runFolder;
 
     /** Prefix of each attempt's keys, followed by the attempt number. */
     static final String ATTEMPT_PREFIX = "ddp4j/attempt/";
@@ -91,6 +96,7 @@ final class Agent {
         Thread hook = new Thread(this::onShutdown, "ddp4j-run-shutdown-node" + cfg.nodeRank());
         Runtime.getRuntime().addShutdownHook(hook);
         try {
+            runFolder = RunFolder.create();
             return attempts(root, argv);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -116,6 +122,9 @@ final class Agent {
                 root.close();
             } catch (Exception e) {
                 LOG.debug("closing the store: {}", e.toString());
+            }
+            if (runFolder != null) {
+                runFolder.delete();
             }
         }
     }
@@ -213,20 +222,37 @@ final class Agent {
             if (outcome instanceof WorkerGroup.Succeeded) {
                 return finish(store, true);
             } else if (outcome instanceof WorkerGroup.LocalFailure f) {
-                String desc = RootCause.describe(f.rank(), cfg.nodeRank(), f.localRank(), f.exitCode());
-                List<String> errTail = group.errTail(f.localRank());
-                String candidate = unreachable(store, f, desc, errTail, r);
-                int peer = RootCause.peerNamedIn(errTail);
-                boolean peerFirst = peer >= 0 && nodeOf(peer, r.nprocByNode()) != cfg.nodeRank();
+                // The root cause among this node's failed workers: the earliest that did not fail
+                // from a peer, by their error files; else the first to exit.
+                int[] first = {f.rank(), f.localRank(), f.exitCode()};
+                int[] primary = earliestOwnFailure(attempt, first, f.alsoFailed());
+                WorkerError own = errorOf(attempt, primary[0]);
+                String desc = RootCause.describe(primary[0], cfg.nodeRank(), primary[1], primary[2]);
+                List<String> errTail = group.errTail(primary[1]);
+                String candidate = unreachable(store, f, desc, own, errTail, r);
+                int peer = own != null ? own.peerRank() : RootCause.peerNamedIn(errTail);
+                boolean peerFirst = peer >= 0 && (own == null || own.fromPeer())
+                        && nodeOf(peer, r.nprocByNode()) != cfg.nodeRank();
                 String cause = rootCause(store, f, candidate, peerFirst);
                 List<String> consequences = new ArrayList<>();
                 List<String> ownFailures = new ArrayList<>();
                 if (!cause.equals(candidate)) {
                     consequences.add(desc);
                 }
-                for (int[] other : f.alsoFailed()) {
+                List<int[]> failed = new ArrayList<>(f.alsoFailed());
+                failed.add(0, first);
+                for (int[] other : failed) {
+                    if (other == primary) {
+                        continue;
+                    }
                     String otherDesc = RootCause.describe(other[0], cfg.nodeRank(), other[1], other[2]);
-                    (RootCause.failedOnAPeer(group.errTail(other[1])) ? consequences : ownFailures).add(otherDesc);
+                    WorkerError otherError = errorOf(attempt, other[0]);
+                    boolean fromPeer = otherError != null ? otherError.fromPeer()
+                            : RootCause.failedOnAPeer(group.errTail(other[1]));
+                    (fromPeer ? consequences : ownFailures).add(otherDesc);
+                }
+                if (own != null) {
+                    error(me + ": " + desc + " failed with " + own.summary());
                 }
                 String stopped = f.stopped() == 0 ? "no other local worker was still running"
                         : "stopped the other " + f.stopped() + " running worker(s)";
@@ -278,7 +304,35 @@ final class Agent {
         env.put(Setting.RESTART_COUNT.variable(), Integer.toString(attempt));
         env.put(Setting.MAX_RESTARTS.variable(), Integer.toString(cfg.maxRestarts()));
         env.put(RankZeroProgress.ENV, RankZeroProgress.forRank(r.rankOffset() + local, cfg.progressBar()));
+        if (runFolder != null) {
+            env.put(ErrorFile.ENV, runFolder.errorFile(attempt, r.rankOffset() + local).toString());
+        }
         return env;
+    }
+
+    /** The failure rank {@code rank} recorded in its error file in {@code attempt}, or null (none, or unreadable). */
+    private WorkerError errorOf(int attempt, int rank) {
+        return runFolder == null ? null : ErrorFile.read(runFolder.errorFile(attempt, rank));
+    }
+
+    /**
+     * Of the failed workers {@code first} and {@code others} ({rank, local rank, exit code}), the one
+     * whose error file records the earliest failure that did not come from a peer; {@code first} when
+     * none does (no files: the first to exit, as before error files).
+     */
+    private int[] earliestOwnFailure(int attempt, int[] first, List<int[]> others) {
+        int[] best = null;
+        long bestMillis = Long.MAX_VALUE;
+        List<int[]> all = new ArrayList<>(others);
+        all.add(0, first);
+        for (int[] w : all) {
+            WorkerError e = errorOf(attempt, w[0]);
+            if (e != null && !e.fromPeer() && e.timestampMillis() < bestMillis) {
+                best = w;
+                bestMillis = e.timestampMillis();
+            }
+        }
+        return best != null ? best : first;
     }
 
     /** Records the first failure of an attempt for the other nodes; best effort. */
@@ -325,16 +379,16 @@ final class Agent {
      * peer's ({@link RootCause#describeUnreachable}); else {@code desc}. The peer is the rank the
      * timeout message names (on another node), else the other node of a two-node job.
      */
-    private String unreachable(Store store, WorkerGroup.LocalFailure f, String desc, List<String> errTail,
-            NodeRendezvous.NodeRanks r) {
+    private String unreachable(Store store, WorkerGroup.LocalFailure f, String desc, WorkerError own,
+            List<String> errTail, NodeRendezvous.NodeRanks r) {
         if (keepAlive == null || keepAlive.lost() != null || !f.hung().isEmpty() || RootCause.killedBySignal(f.exitCode())) {
             return desc;
         }
-        String timeout = RootCause.collectiveTimeout(errTail);
+        RootCause.Timeout timeout = own != null ? RootCause.Timeout.of(own) : RootCause.collectiveTimeout(errTail);
         if (timeout == null) {
             return desc;
         }
-        int peerRank = RootCause.peerRankIn(timeout);
+        int peerRank = timeout.peerRank();
         int peerNode = peerRank >= 0 ? nodeOf(peerRank, r.nprocByNode()) : cfg.nnodes() == 2 ? 1 - cfg.nodeRank() : -1;
         if (peerNode == cfg.nodeRank()) {
             return desc; // a peer on this host: no network between them

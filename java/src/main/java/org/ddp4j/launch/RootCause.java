@@ -7,6 +7,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.ddp4j.distributed.WorkerError;
 import org.ddp4j.distributed.store.Store;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -82,23 +83,63 @@ final class RootCause {
     }
 
     /**
-     * The collective timeout a failed worker reported on stderr, from its last lines: the message of
-     * a {@code DistributedTimeoutException} (else a line saying {@code timed out after}), without
-     * Gloo's own text in brackets; null when there is none.
+     * A collective timeout a failed worker reported: the op in words, how long it waited (e.g.
+     * {@code 8 s}), the peer rank it waited for (-1: several or unknown) and whether TCP saw packet loss.
      */
-    static String collectiveTimeout(List<String> errTail) {
+    record Timeout(String op, String after, int peerRank, boolean packetLoss) {
+
+        /** From a worker's error file; null when its failure was not a timeout. */
+        static Timeout of(WorkerError e) {
+            if (!e.timeout()) {
+                return null;
+            }
+            return new Timeout(e.op() == null ? "a collective" : e.op(),
+                    e.timeoutMillis() < 0 ? null : duration(e.timeoutMillis()), e.peerRank(), e.packetLoss());
+        }
+
+        /** As the native messages write a duration: {@code 8 s}, {@code 1.5 s}, {@code 2 min}, {@code 400 ms}. */
+        static String duration(long ms) {
+            if (ms >= 60_000 && ms % 60_000 == 0) {
+                return ms / 60_000 + " min";
+            }
+            if (ms >= 1000) {
+                return ms % 1000 == 0 ? ms / 1000 + " s" : ms / 1000.0 + " s";
+            }
+            return ms + " ms";
+        }
+    }
+
+    /**
+     * The collective timeout a failed worker that wrote no error file reported on stderr, from its
+     * last lines: the message of a {@code DistributedTimeoutException} (else a line saying
+     * {@code timed out after}), read back into its parts; null when there is none.
+     */
+    static Timeout collectiveTimeout(List<String> errTail) {
         String fallback = null;
         for (int i = errTail.size() - 1; i >= 0; i--) {
             String line = errTail.get(i);
             int at = line.indexOf(TIMEOUT_EXCEPTION);
             if (at >= 0) {
-                return withoutGloo(line.substring(at + TIMEOUT_EXCEPTION.length()).strip());
+                return timeoutIn(withoutGloo(line.substring(at + TIMEOUT_EXCEPTION.length()).strip()));
             }
             if (fallback == null && line.contains(" timed out after ")) {
                 fallback = withoutGloo(line.strip());
             }
         }
-        return fallback;
+        return fallback == null ? null : timeoutIn(fallback);
+    }
+
+    /** A timeout message's parts: "OP timed out after D on rank R ..." with its peer rank and loss evidence. */
+    private static Timeout timeoutIn(String timeout) {
+        int timedOut = timeout.indexOf(" timed out after ");
+        String op = timedOut > 0 ? timeout.substring(0, timedOut) : "a collective";
+        String after = null;
+        if (timedOut > 0) {
+            int from = timedOut + " timed out after ".length();
+            int onRank = timeout.indexOf(" on rank ", from);
+            after = onRank > from ? timeout.substring(from, onRank) : timeout.substring(from);
+        }
+        return new Timeout(op, after, peerRankIn(timeout), timeout.contains("is losing packets"));
     }
 
     private static final String TIMEOUT_EXCEPTION = "DistributedTimeoutException: ";
@@ -164,24 +205,17 @@ final class RootCause {
      * @param here this node's name, {@code node N (ADDRESS)}
      * @param there the peer node's name, or null when the peer is not known (then "the other nodes")
      * @param alive what shows the peer alive, e.g. {@code the launcher of node 1 (10.77.0.2) was alive (...)}
-     * @param timeout the worker's timeout message ({@link #collectiveTimeout})
+     * @param timeout the worker's timeout, from its error file or its stderr ({@link #collectiveTimeout})
      */
-    static String describeUnreachable(String waiter, String here, String there, String alive, String timeout) {
-        boolean lossSeen = timeout.contains("is losing packets");
-        int peer = peerRankIn(timeout);
+    static String describeUnreachable(String waiter, String here, String there, String alive, Timeout timeout) {
+        boolean lossSeen = timeout.packetLoss();
+        int peer = timeout.peerRank();
         int exited = waiter.indexOf(" exited with code");
         String who = exited > 0 ? waiter.substring(0, exited) : waiter;
-        int timedOut = timeout.indexOf(" timed out after ");
-        String op = timedOut > 0 ? timeout.substring(0, timedOut) : "a collective";
-        String after = "";
-        if (timedOut > 0) {
-            int from = timedOut + " timed out after ".length();
-            int onRank = timeout.indexOf(" on rank ", from);
-            after = " after " + (onRank > from ? timeout.substring(from, onRank) : timeout.substring(from));
-        }
+        String after = timeout.after() == null ? "" : " after " + timeout.after();
         String between = there == null ? here + " and the other nodes" : here + " and " + there;
         return "the network between " + between + ": " + who + " timed out" + after + " waiting for "
-                + (peer >= 0 ? "peer rank " + peer + "'s" : "its peers'") + " data in " + op + ", while " + alive
+                + (peer >= 0 ? "peer rank " + peer + "'s" : "its peers'") + " data in " + timeout.op() + ", while " + alive
                 + " and no worker was stopped: the data did not get through - a network problem between the "
                 + (there == null ? "hosts" : "two hosts") + " (packet loss, a firewall, the MTU"
                 + (lossSeen ? "; TCP is retransmitting" : "") + "), not a rank that did not take part"

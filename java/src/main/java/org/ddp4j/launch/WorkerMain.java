@@ -8,6 +8,7 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.Arrays;
 import org.ddp4j.distributed.DumpSignal;
+import org.ddp4j.distributed.ErrorFile;
 import org.ddp4j.multiprocessing.Lifeline;
 
 /**
@@ -71,6 +72,7 @@ public final class WorkerMain {
         try {
             main.invoke(null, (Object) Arrays.copyOfRange(args, 1, args.length));
         } catch (InvocationTargetException e) {
+            ErrorFile.record(e.getCause()); // for the launcher: the failure with its facts
             throw e.getCause(); // the user's exception, as if main had been called directly
         }
     }

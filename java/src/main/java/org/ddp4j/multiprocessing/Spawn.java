@@ -2,6 +2,8 @@ package org.ddp4j.multiprocessing;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -9,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.DumpSignal;
+import org.ddp4j.distributed.ErrorFile;
 import org.ddp4j.internal.Setting;
 
 /**
@@ -153,6 +156,17 @@ public final class Spawn {
         return this;
     }
 
+    /** A fresh folder in the temporary directory for the workers' error files; null when none can be made. */
+    private static Path errorFolder() {
+        try {
+            Path dir = Files.createTempDirectory("ddp4j-spawn-");
+            dir.toFile().deleteOnExit(); // once empty: the workers' files are deleted with them below
+            return dir;
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
     /**
      * Starts the workers and returns at once; mirrors {@code mp.spawn(..., join=False)}.
      *
@@ -160,6 +174,7 @@ public final class Spawn {
      */
     public SpawnContext start() {
         List<SpawnContext.Worker> workers = new ArrayList<>();
+        Path errorFolder = errorFolder();
         for (int index = 0; index < nprocs; index++) {
             int rank = rankOffset + index;
             ProcessBuilder pb = new ProcessBuilder(SpawnCommand.argv(entry, index, rank, nprocs, args, System.getenv()));
@@ -169,6 +184,11 @@ public final class Spawn {
             childEnv.put("LOCAL_WORLD_SIZE", Integer.toString(nprocs));
             childEnv.putAll(env);
             DumpSignal.moveSuspendSignal(childEnv); // so that SIGUSR2 asks for a dump, not a JVM crash
+            Path errorFile = errorFolder == null ? null : errorFolder.resolve("rank-" + rank + "-error.json");
+            if (errorFile != null) {
+                errorFile.toFile().deleteOnExit();
+                childEnv.put(ErrorFile.ENV, errorFile.toString());
+            }
             Process p;
             try {
                 p = pb.start(); // stdin stays a pipe from us: the worker's lifeline
@@ -181,7 +201,7 @@ public final class Spawn {
             OutputPump errPump = new OutputPump(p.getErrorStream(), err, prefix, SpawnContext.STDERR_TAIL_LINES);
             Thread outThread = new OutputPump(p.getInputStream(), out, prefix, 0).start("ddp4j-spawn-rank" + rank + "-out");
             Thread errThread = errPump.start("ddp4j-spawn-rank" + rank + "-err");
-            workers.add(new SpawnContext.Worker(index, rank, p, outThread, errThread, errPump));
+            workers.add(new SpawnContext.Worker(index, rank, p, outThread, errThread, errPump, errorFile));
         }
         return new SpawnContext(workers, stopGrace);
     }

@@ -1,10 +1,13 @@
 package org.ddp4j.multiprocessing;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.ErrorFile;
+import org.ddp4j.distributed.WorkerError;
 
 /**
  * The running workers of one {@link Spawn}: mirrors {@code torch.multiprocessing}'s
@@ -23,7 +26,8 @@ public final class SpawnContext implements AutoCloseable {
     private static final Duration DRAIN = Duration.ofSeconds(2);
 
     /** One started worker and the pumps copying its output. */
-    record Worker(int index, int rank, Process process, Thread out, Thread err, OutputPump errPump) {}
+    /** A started worker; {@code errorFile} is where it records its failure ({@link ErrorFile}), or null. */
+    record Worker(int index, int rank, Process process, Thread out, Thread err, OutputPump errPump, Path errorFile) {}
 
     private final List<Worker> workers;
     private final Duration stopGrace;
@@ -120,7 +124,8 @@ public final class SpawnContext implements AutoCloseable {
             }
         } else {
             msg.append(" failed with exit code ").append(code);
-            String thrown = thrownBy(tail);
+            WorkerError recorded = failed.errorFile() == null ? null : ErrorFile.read(failed.errorFile());
+            String thrown = recorded != null ? recorded.type() + ": " + recorded.message() : thrownBy(tail);
             if (thrown != null) {
                 msg.append(" (it threw ").append(thrown).append(')');
             }
@@ -138,7 +143,10 @@ public final class SpawnContext implements AutoCloseable {
         return new SpawnException(msg.toString(), failed.rank(), failed.index(), code, signal, tail);
     }
 
-    /** The exception named in SpawnWorker's last line ("... failed: java.lang.X: message"), or null. */
+    /**
+     * The exception named in SpawnWorker's last line ("... failed: java.lang.X: message"), or null:
+     * for a worker that wrote no error file.
+     */
     private static String thrownBy(List<String> tail) {
         for (int i = tail.size() - 1; i >= 0; i--) {
             String line = tail.get(i);

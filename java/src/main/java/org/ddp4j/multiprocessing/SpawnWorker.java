@@ -4,6 +4,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.Arrays;
 import org.ddp4j.distributed.DumpSignal;
+import org.ddp4j.distributed.ErrorFile;
 
 /**
  * The main class of a worker JVM started by {@link Spawn} (internal: not meant to be run by hand).
@@ -50,6 +51,7 @@ public final class SpawnWorker {
 
     /** Prints the stack trace and, last (the parent quotes the last lines), one line naming the failure. */
     private static int report(Throwable e, int rank, int index) {
+        ErrorFile.record(e);
         e.printStackTrace();
         System.err.println("spawned worker rank " + rank + " (index " + index + FAILED_MARK + e);
         return 1;

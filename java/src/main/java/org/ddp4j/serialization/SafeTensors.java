@@ -217,8 +217,7 @@ public final class SafeTensors {
     }
 
     private static UncheckedIOException unchecked(Path file, IOException e) {
-        String message = e.getMessage() != null && e.getMessage().contains(file.toString()) ? e.getMessage()
-                : "cannot read " + file + ": " + e;
+        String message = "cannot read " + file + ": " + e;
         return new UncheckedIOException(message, e);
     }
 

@@ -25,6 +25,8 @@ import org.apache.spark.BarrierTaskInfo;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.SparkFiles;
 import org.apache.spark.resource.ResourceInformation;
+import org.ddp4j.distributed.ErrorFile;
+import org.ddp4j.distributed.WorkerError;
 import org.ddp4j.internal.Setting;
 import org.ddp4j.launch.WorkerMain;
 import org.ddp4j.multiprocessing.OutputPump;
@@ -157,6 +159,10 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
         if (partition != null) {
             env.put(Setting.SPARK_PARTITION.variable(), partition.toString());
         }
+        Path errorFile = errorFileFor(rank);
+        if (errorFile != null) {
+            env.put(ErrorFile.ENV, errorFile.toString());
+        }
         if (visibleDevices != null && !env.containsKey("CUDA_VISIBLE_DEVICES")) {
             env.put("CUDA_VISIBLE_DEVICES", visibleDevices); // cuda:LOCAL_RANK is the GPU Spark gave this task
         }
@@ -205,8 +211,17 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
             if (!signal) {
                 awaitKill(ctx, CONSEQUENCE_GRACE);
             }
-            throw new WorkerFailedException(who + how + lastLines(err), rank);
+            WorkerError recorded = errorFile == null ? null : ErrorFile.read(errorFile);
+            throw new WorkerFailedException(who + how + (recorded == null ? "" : ": " + recorded.summary())
+                    + lastLines(err), rank);
         } finally {
+            if (errorFile != null) {
+                try {
+                    Files.deleteIfExists(errorFile);
+                } catch (IOException ignored) {
+                    // a file left in the temporary directory is harmless
+                }
+            }
             if (Processes.isRunning(process.toHandle())) {
                 stop(process); // an exception, or Spark's kill: never leave the worker behind
             }
@@ -215,6 +230,17 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
             } catch (IOException ignored) {
                 // the worker is gone
             }
+        }
+    }
+
+    /** A fresh path for rank {@code rank}'s error file ({@link ErrorFile}), or null when none can be made. */
+    private static Path errorFileFor(int rank) {
+        try {
+            Path file = Files.createTempFile("ddp4j-rank" + rank + "-", "-error.json");
+            Files.delete(file); // the worker creates it only when it fails
+            return file;
+        } catch (IOException e) {
+            return null;
         }
     }
 

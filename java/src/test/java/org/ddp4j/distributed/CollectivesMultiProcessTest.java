@@ -3,6 +3,7 @@ package org.ddp4j.distributed;
 import org.ddp4j.testing.RankProcesses;
 import org.ddp4j.testing.Ranks;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -69,8 +70,9 @@ class CollectivesMultiProcessTest {
                 String alone = line(out, "caught rank=0 case=newgroup-alone: ");
                 assertTrue(alone.startsWith("newGroup([0, 1]) on rank 0 (group rank 0): rank 1 of 2 did not join within 2"),
                         alone);
-                assertTrue(alone.contains("(seen from rank 0): was it not calling newGroup with these ranks? (store: "),
-                        alone);
+                assertTrue(alone.contains("(seen from rank 0, store: "), alone);
+                assertTrue(alone.contains("): is it not calling newGroup with these ranks? Ranks in"), alone);
+                assertFalse(alone.contains("MASTER_ADDR"), alone);
                 assertTrue(alone.contains("Ranks in this message are group ranks: group rank r is rank [0, 1][r] of the"
                         + " default group. Every member must call newGroup with the same ranks, and as often (call #"),
                         alone);

@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.ddp4j.distributed.WorkerError;
 import org.ddp4j.distributed.store.HashStore;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -113,9 +114,8 @@ class RootCauseTest {
                 + " allReduce(SUM) of 1 float32 element (#615) timed out after 8 s on rank 1 waiting for peer rank 0:"
                 + " no data from it arrived [gloo: Read timeout [10.77.0.1]:56738]",
                 "\tat org.ddp4j.internal.WorkNatives.synchronize(Native Method)");
-        String timeout = RootCause.collectiveTimeout(tail);
-        assertEquals("allReduce(SUM) of 1 float32 element (#615) timed out after 8 s on rank 1 waiting for peer rank 0:"
-                + " no data from it arrived", timeout);
+        RootCause.Timeout timeout = RootCause.collectiveTimeout(tail);
+        assertEquals(new RootCause.Timeout("allReduce(SUM) of 1 float32 element (#615)", "8 s", 0, false), timeout);
         assertEquals(0, RootCause.peerNamedIn(tail));
         // a demo prints the message alone, after its name
         assertEquals(1, RootCause.peerNamedIn(List.of("ConvNetDemo: error: allReduce(AVG) of 29,045 float32 elements"
@@ -132,6 +132,13 @@ class RootCauseTest {
                 RootCause.describeUnreachable("rank 1 (node 1, local rank 0) exited with code 1", "node 1 (10.77.0.2)",
                         "node 0 (10.77.0.1)", "the launcher of node 0 (10.77.0.1) was alive (its keep-alive arrived 0.5 s ago)",
                         timeout));
+        // The same from the worker's error file, the facts as fields: no message is read.
+        WorkerError recorded = new WorkerError(1, "org.ddp4j.distributed.DistributedTimeoutException", "(any words)", true,
+                0, true, "allReduce(SUM) of 1 float32 element (#615)", 8000, false, List.of(), 0, 1, 42);
+        assertEquals(timeout, RootCause.Timeout.of(recorded));
+        assertEquals(new RootCause.Timeout("barrier (#3)", "1.5 s", -1, true), RootCause.Timeout.of(new WorkerError(1,
+                "org.ddp4j.distributed.DistributedTimeoutException", "", true, -1, true, "barrier (#3)", 1500, true,
+                List.of(), 0, 1, 42)));
     }
 
     @Test

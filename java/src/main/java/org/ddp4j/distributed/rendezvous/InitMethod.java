@@ -14,6 +14,7 @@ import org.ddp4j.distributed.store.PrefixStore;
 import org.ddp4j.distributed.store.Store;
 import org.ddp4j.distributed.store.TcpStore;
 import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.StoreException;
 import org.ddp4j.distributed.environment.ClusterEnvironment;
 import org.ddp4j.internal.Setting;
 
@@ -158,7 +159,7 @@ public final class InitMethod {
         try {
             store = rank == 0 ? TcpStore.server(host, port, timeout) : TcpStore.client(host, port, timeout);
         } catch (DistributedException e) {
-            throw rank == 0 && String.valueOf(e.getMessage()).contains("already in use")
+            throw rank == 0 && e instanceof StoreException s && s.portInUse()
                     ? secondRankZero(host, port, world, worldSource, e) : e;
         }
         if (rank != 0) {

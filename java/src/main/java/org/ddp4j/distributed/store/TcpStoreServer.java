@@ -23,6 +23,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.StoreException;
 
 /**
  * The server half of {@link TcpStore}: a listening socket, an accept thread, and one daemon thread
@@ -106,13 +107,13 @@ final class TcpStoreServer implements AutoCloseable {
             ss.bind(address, 1024);
         } catch (BindException e) {
             StoreSupport.closeQuietly(ss);
-            String msg = String.valueOf(e.getMessage());
-            if (msg.contains("in use")) {
-                throw new DistributedException("TcpStore server: port " + port + " on " + bindHost
+            // On an address of this machine a bind fails only because the port is taken.
+            if (isOwnAddress(address.getAddress())) {
+                throw new StoreException("TcpStore server: port " + port + " on " + bindHost
                         + " is already in use (another job or a previous run still holds it); choose another"
-                        + " --master-port / MASTER_PORT", e);
+                        + " --master-port / MASTER_PORT", e, true);
             }
-            throw new DistributedException("TcpStore server: cannot listen on " + bindHost + ":" + port + " (" + msg
+            throw new StoreException("TcpStore server: cannot listen on " + bindHost + ":" + port + " (" + e.getMessage()
                     + "); --master-addr / MASTER_ADDR must be an address of the machine that hosts the store"
                     + " (or set " + TcpStoreOptions.BIND_ADDR_ENV + "=0.0.0.0 to listen on every interface)", e);
         } catch (IOException e) {
@@ -522,5 +523,15 @@ final class TcpStoreServer implements AutoCloseable {
     @Override
     public String toString() {
         return where;
+    }
+
+    /** Whether a socket can be bound to {@code address} on this machine: the wildcard or one of its interfaces' addresses. */
+    private static boolean isOwnAddress(InetAddress address) {
+        try {
+            return address.isAnyLocalAddress() || address.isLoopbackAddress()
+                    || java.net.NetworkInterface.getByInetAddress(address) != null;
+        } catch (java.net.SocketException e) {
+            return false;
+        }
     }
 }

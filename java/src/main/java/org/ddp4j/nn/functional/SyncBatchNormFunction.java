@@ -2,6 +2,7 @@ package org.ddp4j.nn.functional;
 
 import java.util.Arrays;
 import java.util.Objects;
+import org.ddp4j.distributed.CollectiveMismatchException;
 import org.ddp4j.distributed.DistributedException;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.ReduceOp;
@@ -106,7 +107,7 @@ public final class SyncBatchNormFunction {
                 try {
                     group.allGatherIntoTensor(gathered, stats).await();
                 } catch (DistributedException e) {
-                    throw namingTheLayer(e, channels, group);
+                    throw namingTheLayer(e, channels, group, "statistics all-gather");
                 }
                 long[] r = NativeResults.buffer();
                 count = SyncBatchNormNatives.syncBatchNormGatherStats(gathered.nativeHandle(), channels,
@@ -146,7 +147,11 @@ public final class SyncBatchNormFunction {
                     // As PyTorch: the input gradient needs the group's sums; the weight and bias
                     // gradients stay this rank's (DDP averages them).
                     if (needsInputGrad(0)) {
-                        group.allReduce(sums, ReduceOp.SUM).await();
+                        try {
+                            group.allReduce(sums, ReduceOp.SUM).await();
+                        } catch (DistributedException e) {
+                            throw namingTheLayer(e, channels, group, "gradient all-reduce");
+                        }
                         gx = Tensor.fromNativeResult(SyncBatchNormNatives.syncBatchNormBackwardElemt(gy.nativeHandle(),
                                 x.nativeHandle(), saveMean.nativeHandle(), saveMeanLo.nativeHandle(),
                                 saveInvstd.nativeHandle(), gammaForBackward.nativeHandle(), sums.nativeHandle(), total,
@@ -170,16 +175,18 @@ public final class SyncBatchNormFunction {
     }
 
     /**
-     * A statistics all-gather that met another collective (most often another rank's SyncBatchNorm
-     * with a different channel count, whose statistics have another size): the message says so.
+     * A failed statistics all-gather or gradient all-reduce, naming the layer: a mismatch (most often another rank's
+     * SyncBatchNorm with a different channel count, whose statistics have another size) or a
+     * timeout or lost peer (a rank that never reached this layer). No {@code ddp.join()} hint:
+     * join() cannot shadow SyncBatchNorm's collectives.
      */
-    private static DistributedException namingTheLayer(DistributedException e, long channels, ProcessGroup group) {
-        String message = String.valueOf(e.getMessage());
-        if (!message.contains("a different collective")) {
-            return e;
-        }
-        return new DistributedException("SyncBatchNorm over " + channels + " channels on rank " + group.rank() + ": its"
-                + " statistics all-gather met a different call on another rank (" + message + "). Every rank must run"
-                + " the same SyncBatchNorm layers, with the same number of channels, in the same order", e);
+    private static DistributedException namingTheLayer(DistributedException e, long channels, ProcessGroup group,
+            String collective) {
+        String layer = "SyncBatchNorm over " + channels + " channels on rank " + group.rank() + ": its " + collective
+                + " failed: ";
+        String hint = e instanceof CollectiveMismatchException
+                ? ". Every rank must run the same SyncBatchNorm layers, with the same number of channels, in the same order"
+                : ". Every rank must reach this layer in the same step";
+        return e.explained(layer, hint);
     }
 }

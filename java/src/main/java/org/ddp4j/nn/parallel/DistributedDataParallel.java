@@ -281,7 +281,12 @@ public class DistributedDataParallel extends Module {
         if (syncBuffers && reducer.communicates()) {
             Collection<Tensor> buffers = module.namedBuffers().values();
             int root = join != null && !buffers.isEmpty() ? Join.highestRankWhere(group, true) : 0;
-            broadcastState(buffers, root);
+            try {
+                broadcastState(buffers, root);
+            } catch (RuntimeException e) {
+                // Where a rank with fewer batches is missed first when the model has buffers (BatchNorm).
+                throw join != null ? e : reducer.withJoinHint(e);
+            }
         }
         Tensor output;
         try {

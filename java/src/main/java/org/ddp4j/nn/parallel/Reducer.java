@@ -8,13 +8,15 @@ import java.util.Map;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.distributed.CollectiveMismatchException;
 import org.ddp4j.distributed.DistributedException;
-import org.ddp4j.distributed.DistributedTimeoutException;
 import org.ddp4j.distributed.ExitMarks;
+import org.ddp4j.distributed.PeerLostException;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.ReduceOp;
 import org.ddp4j.distributed.algorithms.ddpcommhooks.CommHook;
 import org.ddp4j.distributed.algorithms.ddpcommhooks.DefaultHooks;
+import org.ddp4j.distributed.algorithms.ddpcommhooks.PowerSGDState;
 import org.ddp4j.internal.Setting;
 
 /**
@@ -102,6 +104,9 @@ final class Reducer implements AutoCloseable {
         for (Tensor p : this.params) {
             p.registerPostAccumulateGradHook(this::onGradientReady);
         }
+        if (group.size() > 1) {
+            ExitMarks.publishNote(group, HOOK_NOTE, hookName()); // registerCommHook replaces it
+        }
     }
 
     /** Bucket sizes in bytes, in launch order. */
@@ -141,6 +146,7 @@ final class Reducer implements AutoCloseable {
         // DDP's own average on its own group is the built-in path: flags in the same message, no extra cost.
         boolean builtin = commHook == DefaultHooks.ALLREDUCE && state == group;
         hook = builtin ? null : (CommHook<Object>) commHook;
+        ExitMarks.publishNote(group, HOOK_NOTE, hookName());
     }
 
     /** The registered hook's state (null when none was registered). */
@@ -507,9 +513,7 @@ final class Reducer implements AutoCloseable {
     }
 
     /** Appended to a failed bucket all-reduce: the usual reason a peer is elsewhere is uneven inputs. */
-    static final String JOIN_HINT = ". If the ranks have different numbers of batches (uneven inputs), wrap the training"
-            + " loop in try (var join = ddp.join()) { ... }: ranks that run out of data then shadow the others'"
-            + " gradient all-reduces";
+    static final String JOIN_HINT = CollectiveMismatchException.UNEVEN_INPUTS_HINT;
 
     /** Appended to a collective mismatch inside join(). */
     static final String INSIDE_JOIN_HINT = ". Inside ddp.join(), the ranks that ran out of data shadow DDP's own"
@@ -518,17 +522,14 @@ final class Reducer implements AutoCloseable {
             + " join(), as in PyTorch; give every rank the same number of batches (DistributedSampler pads) instead";
 
     /**
-     * A collective mismatch inside join(), where the loop is in a join already: the uneven-inputs
-     * hint (the native mismatch message carries it too) is replaced by {@link #INSIDE_JOIN_HINT};
-     * anything else unchanged.
+     * A collective mismatch inside join(), where the loop is in a join already: explained with
+     * {@link #INSIDE_JOIN_HINT}; anything else (a timeout, a lost peer) unchanged.
      */
     static RuntimeException insideJoinHint(RuntimeException e) {
-        String message = String.valueOf(e.getMessage());
-        if (!(e instanceof DistributedException) || !message.contains("a different collective")
-                || message.contains(INSIDE_JOIN_HINT)) {
-            return e;
+        if (e instanceof CollectiveMismatchException m && !INSIDE_JOIN_HINT.equals(m.hint())) {
+            return m.explained(null, INSIDE_JOIN_HINT);
         }
-        return new DistributedException(message.replace(JOIN_HINT, "") + INSIDE_JOIN_HINT, e);
+        return e;
     }
 
     void setInsideJoin(boolean value) {
@@ -538,43 +539,69 @@ final class Reducer implements AutoCloseable {
     /** How long the reducer waits for the store to say whether a closed peer left its exit mark. */
     private static final Duration EXIT_MARK_WAIT = Duration.ofSeconds(2);
 
-    /**
-     * In the message of a peer whose process ended without exiting: killed (kill -9, the out-of-memory
-     * killer) or crashed, which uneven inputs never cause (native/src/comm/host/shm/shm_transport.h, kPeerKilled).
-     */
-    static final String PEER_KILLED = "ended without exiting";
-
-    private static final String PEER_KILLED_PHRASE = PEER_KILLED + " or closing its process group";
-
     /** Appended when a peer's connection closed and it left no exit mark: it was killed or crashed. */
-    static final String KILLED_OVER_TCP = ". That peer's process " + PEER_KILLED_PHRASE + " (no exit mark in the store):"
-            + " killed, e.g. by kill -9 or the out-of-memory killer, or crashed, not a rank that ran out of data; look at"
-            + " that rank's log and the machine's (dmesg for the out-of-memory killer)";
+    static final String KILLED_OVER_TCP = ". That peer's process ended without exiting or closing its process group"
+            + " (no exit mark in the store): killed, e.g. by kill -9 or the out-of-memory killer, or crashed, not a rank"
+            + " that ran out of data; look at that rank's log and the machine's (dmesg for the out-of-memory killer)";
+
+    /** The store note under which each rank publishes its communication hook ({@link ExitMarks#publishNote}). */
+    static final String HOOK_NOTE = "ddp-comm-hook";
 
     /**
-     * A failed bucket all-reduce, its message ending with {@link #JOIN_HINT} (once; the native
-     * fingerprint message already carries it); other exceptions, and a peer that was killed or
-     * crashed ({@link #PEER_KILLED}), unchanged.
+     * A failed bucket all-reduce or buffer broadcast, explained from its facts: a peer that was
+     * killed or crashed as such; ranks whose communication hooks differ by naming both hooks;
+     * else with {@link #JOIN_HINT}, as uneven inputs are the usual reason a peer is elsewhere.
+     * Inside join() only a mismatch is explained ({@link #insideJoinHint}). Anything that is not a
+     * {@link DistributedException}, or was explained already, is returned unchanged.
      */
-    private RuntimeException withJoinHint(RuntimeException e) {
+    RuntimeException withJoinHint(RuntimeException e) {
         if (insideJoin) {
             return insideJoinHint(e);
         }
-        String message = String.valueOf(e.getMessage());
-        if (!(e instanceof DistributedException) || message.contains("ddp.join()") || message.contains(PEER_KILLED)) {
+        if (!(e instanceof DistributedException d) || (d.hint() != null && !JOIN_HINT.equals(d.hint()))) {
             return e;
         }
-        // Over TCP a peer that exited and one that was killed both just close the connection: ask
-        // whether it left its exit mark (ExitMarks) before blaming uneven inputs.
-        if (Boolean.FALSE.equals(ExitMarks.peerExited(group, message, EXIT_MARK_WAIT))) {
-            return new DistributedException(message + KILLED_OVER_TCP, e);
+        if (d instanceof PeerLostException lost) {
+            if (lost.reason() == PeerLostException.Reason.KILLED) {
+                return e;
+            }
+            // Over TCP a peer that exited and one that was killed both just close the connection: ask
+            // whether it left its exit mark (ExitMarks) before blaming uneven inputs.
+            if (lost.reason() == PeerLostException.Reason.CLOSED
+                    && Boolean.FALSE.equals(ExitMarks.peerExited(group, lost.peerRank(), EXIT_MARK_WAIT))) {
+                return lost.explainedAs(PeerLostException.Reason.KILLED, KILLED_OVER_TCP);
+            }
         }
-        if (e instanceof DistributedTimeoutException) {
-            DistributedTimeoutException t = new DistributedTimeoutException(e.getMessage() + JOIN_HINT);
-            t.initCause(e);
-            return t;
+        if (d instanceof CollectiveMismatchException m) {
+            String theirs = ExitMarks.note(group, HOOK_NOTE, m.peerRank(), EXIT_MARK_WAIT);
+            String mine = hookName();
+            if (theirs != null && !theirs.equals(mine)) {
+                return m.explained(null, ". The ranks registered different communication hooks: rank " + group.rank()
+                        + " uses " + mine + ", rank " + m.peerRank() + " uses " + theirs + "; every rank must register"
+                        + " the same hook with the same settings (registerCommHook)");
+            }
         }
-        return new DistributedException(e.getMessage() + JOIN_HINT, e);
+        return d.hint() != null ? d : d.explained(null, JOIN_HINT);
+    }
+
+    /** The registered communication hook in words, as the peers compare it (null hook: DDP's own all-reduce). */
+    String hookName() {
+        if (hook == null) {
+            return hookRegistered ? "allreduce_hook" : "no communication hook (DDP's own all-reduce)";
+        }
+        if (hook == (Object) DefaultHooks.FP16_COMPRESS) {
+            return "fp16_compress_hook";
+        }
+        if (hook == (Object) DefaultHooks.BF16_COMPRESS) {
+            return "bf16_compress_hook";
+        }
+        if (hook == (Object) DefaultHooks.ALLREDUCE) {
+            return "allreduce_hook (on a group of its own)";
+        }
+        if (hookState instanceof PowerSGDState) {
+            return hookState.toString();
+        }
+        return "a hook of class " + hook.getClass().getName();
     }
 
     /**

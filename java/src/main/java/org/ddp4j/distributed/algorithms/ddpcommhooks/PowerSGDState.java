@@ -95,6 +95,16 @@ public final class PowerSGDState implements CommHookState, AutoCloseable {
         return processGroup != null ? processGroup : Distributed.defaultGroup();
     }
 
+    /**
+     * The hook and its settings in words, e.g. {@code powerSGD_hook (matrix approximation rank 2, from
+     * iteration 10)}: what DDP names when the ranks' hooks differ.
+     */
+    @Override
+    public String toString() {
+        return "powerSGD_hook (matrix approximation rank " + matrixApproximationRank + ", from iteration "
+                + startPowerSGDIter + ", error feedback " + (useErrorFeedback ? "on" : "off") + ")";
+    }
+
     /** The iterations counted so far (one per DDP backward, on its last bucket). Mirrors {@code state.iter}. */
     public long iter() {
         return iter;
