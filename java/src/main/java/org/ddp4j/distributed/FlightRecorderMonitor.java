@@ -41,6 +41,11 @@ import org.ddp4j.tensor.DType;
  * host stopped) delays a warning by at most {@link #STORE_WAIT}, never the inspector.
  */
 final class FlightRecorderMonitor {
+    /**
+     * The shortest DDP4J_STALL_WARNING_SECONDS: the inspector's period (up to 1 s) plus the wait for the
+     * peers' numbers (0.9 s) is added to the threshold before a warning, which a shorter threshold hides.
+     */
+    static final Duration MIN_STALL_WARNING = Duration.ofSeconds(1);
     /** The longest the inspector or a dump waits for the store. */
     static final Duration STORE_WAIT = Duration.ofSeconds(2);
     /** The same for a dump, which a failing rank writes before it goes on: the peers' numbers are a bonus there. */
@@ -130,9 +135,25 @@ final class FlightRecorderMonitor {
         }
     }
 
+    /**
+     * DDP4J_STALL_WARNING_SECONDS, or 60 s when unset.
+     *
+     * @throws IllegalStateException naming the variable for a value that is not a number of seconds
+     *     of at least {@link #MIN_STALL_WARNING}
+     */
+    static Duration stallThreshold(Map<String, String> env) {
+        Duration threshold = Setting.STALL_WARNING_SECONDS.seconds(env, Duration.ofSeconds(60));
+        if (threshold.compareTo(MIN_STALL_WARNING) < 0) {
+            throw Setting.STALL_WARNING_SECONDS.bad(Setting.STALL_WARNING_SECONDS.raw(env), "a number of seconds of at"
+                    + " least " + MIN_STALL_WARNING.toSeconds() + ": the stall inspector looks about once a second and reads"
+                    + " the peers' progress a second after a stall, so a shorter stall would end before its warning");
+        }
+        return threshold;
+    }
+
     private static void start() {
         Map<String, String> env = System.getenv();
-        threshold = Setting.STALL_WARNING_SECONDS.seconds(env, Duration.ofSeconds(60));
+        threshold = stallThreshold(env);
         dumpDir = FlightRecorderDump.directory(env);
         requestSeenMillis = requestMillis(); // a request touched before this JVM started is not for it
         storeCalls = Executors.newSingleThreadExecutor(r -> {

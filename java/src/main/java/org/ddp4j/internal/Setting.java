@@ -28,7 +28,8 @@ public enum Setting {
     FLIGHT_RECORDER_ENTRIES("DDP4J_FLIGHT_RECORDER_ENTRIES", "2000",
             "collectives and transfers each process group keeps in its flight recorder; 0 turns it (and the stall warnings) off (native)"),
     STALL_WARNING_SECONDS("DDP4J_STALL_WARNING_SECONDS", "60",
-            "a rank waiting this long in one collective prints one warning naming it and the ranks that have not started it"),
+            "a rank waiting this long (at least 1 s) in one collective prints one warning naming it and the ranks that"
+                    + " have not started it"),
     DEBUG_DIR("DDP4J_DEBUG_DIR", "the working directory",
             "where each rank writes its flight-recorder dump, and where touching ddp4j-dump-request asks for one"),
     NCCL_LIBRARY("DDP4J_NCCL_LIBRARY", "libnccl.so.2", "the NCCL library to open (native)"),
