@@ -27,7 +27,9 @@ import picocli.CommandLine.Spec;
  * {@code collective #57 allReduce(AVG) of 29,045 float32 elements (DDP bucket 1 of 1): ranks 0, 2, 3
  * started it; rank 1 never did — its last completed is #56; its main thread is in ConvNetDemo.java:142}.
  * A rank without a dump (stopped or killed: it could not write one) is judged by the progress it
- * last published to the store, as its peers recorded it. {@code scripts/ddp4j-run} prints the same
+ * last published to the store, as its peers recorded it. Dumps of different jobs (their
+ * {@code job_id}s differ) are refused with each job's files named; a file that is not a readable dump
+ * is left out of the summary and named with why. {@code scripts/ddp4j-run} prints the same
  * after a failed job when dumps exist on its node. Plays the part of PyTorch's
  * {@code torch.distributed.flight_recorder} analyzer ({@code fr_trace}).
  *
@@ -40,7 +42,8 @@ import picocli.CommandLine.Spec;
         description = {"Summarizes ddp4j flight-recorder dumps (ddp4j-flight-recorder-rank*.json): the first collective"
                 + " on which the ranks disagree or which a rank never reached."},
         exitCodeListHeading = "%nExit codes:%n",
-        exitCodeList = {"0:a summary was printed", "1:no dump found, or a file is not a dump", "2:invalid command line"})
+        exitCodeList = {"0:a summary was printed (files that are not readable dumps are named in it)",
+            "1:no readable dump found, or the dumps come from different jobs", "2:invalid command line"})
 public final class FlightRecorderReport implements Callable<Integer> {
     @Parameters(paramLabel = "DUMP_OR_FOLDER", arity = "0..*",
             description = "Dump files or folders holding them (default: $DDP4J_DEBUG_DIR, else the working directory).")
@@ -86,19 +89,48 @@ public final class FlightRecorderReport implements Callable<Integer> {
     }
 
     /**
-     * The summary of some dumps: a line naming the files' ranks, then one line per process group
-     * saying where its ranks parted (or that they agree).
+     * The summary of some dumps of one job: a line naming the files' ranks and job, then one line per
+     * process group saying where its ranks parted (or that they agree). A file that is not a readable
+     * dump is left out and named, with why, on a line of its own at the end; dumps without a job id
+     * (written by an older ddp4j) are summarized after a warning line that says their job is unknown.
      *
-     * @throws IOException naming a file that cannot be read or is not a dump
+     * @throws IOException when no file is a readable dump (naming each file and why), or when the
+     *     dumps come from different jobs (naming each job and its files): those cannot be compared
      */
     public static String summarize(List<Path> files) throws IOException {
-        Map<Integer, JsonNode> byRank = new TreeMap<>();
+        Map<Path, JsonNode> dumps = new LinkedHashMap<>();
+        List<String> unreadable = new ArrayList<>();
         for (Path f : files) {
-            JsonNode d = FlightRecorderDump.read(f);
+            try {
+                dumps.put(f, FlightRecorderDump.read(f));
+            } catch (IOException e) {
+                unreadable.add(e.getMessage()); // names the file
+            }
+        }
+        if (dumps.isEmpty()) {
+            throw new IOException(unreadable.size() == 1 ? unreadable.get(0)
+                    : "none of the " + unreadable.size() + " files is a flight-recorder dump: " + String.join("; ", unreadable));
+        }
+        Map<String, List<Path>> byJob = new LinkedHashMap<>(); // the null key: dumps without a job id
+        dumps.forEach((f, d) -> byJob.computeIfAbsent(FlightRecorderDump.job(d), k -> new ArrayList<>()).add(f));
+        if (byJob.size() > 1) {
+            throw new IOException(mixedJobs(byJob, dumps, unreadable));
+        }
+        String job = byJob.keySet().iterator().next();
+        Map<Integer, JsonNode> byRank = new TreeMap<>();
+        for (JsonNode d : dumps.values()) {
             byRank.merge(d.get("rank").asInt(), d, (a, b) -> a.path("time_ns").asLong() >= b.path("time_ns").asLong() ? a : b);
         }
         StringBuilder s = new StringBuilder();
-        s.append("flight recorder: dumps of ").append(ranks(byRank.keySet())).append(" (");
+        if (job == null) {
+            s.append("warning: the dumps carry no job id (written by a ddp4j older than job ids), so whether they all come"
+                    + " from one job is not checked\n");
+        }
+        s.append("flight recorder: dumps of ").append(ranks(byRank.keySet()));
+        if (job != null) {
+            s.append(" of job ").append(job);
+        }
+        s.append(" (");
         s.append(byRank.values().stream().map(d -> "rank " + d.get("rank").asInt() + ": " + firstLine(d.path("trigger").asText()))
                 .collect(Collectors.joining("; "))).append(")");
         TreeSet<String> pgs = new TreeSet<>((a, b) -> {
@@ -114,7 +146,25 @@ public final class FlightRecorderReport implements Callable<Integer> {
         for (String pg : pgs) {
             s.append('\n').append(pgs.size() > 1 ? "process group " + pg + ": " : "").append(analyze(pg, byRank));
         }
+        for (String u : unreadable) {
+            s.append("\nleft out: ").append(u);
+        }
         return s.toString();
+    }
+
+    /** Why dumps of several jobs are not summarized: each job with its ranks and files, then the unreadable files. */
+    private static String mixedJobs(Map<String, List<Path>> byJob, Map<Path, JsonNode> dumps, List<String> unreadable) {
+        List<String> jobs = new ArrayList<>();
+        byJob.forEach((job, files) -> {
+            TreeSet<Integer> rs = new TreeSet<>();
+            files.forEach(f -> rs.add(dumps.get(f).get("rank").asInt()));
+            jobs.add((job != null ? "job " + job : "an unknown job (no job id: written by a ddp4j older than job ids)") + " ("
+                    + ranks(rs) + "): " + files.stream().map(Path::toString).collect(Collectors.joining(", ")));
+        });
+        return "the dumps come from " + byJob.size() + " different jobs, whose records cannot be compared: "
+                + String.join("; ", jobs) + ". Pass the dumps of one job only (e.g. clear DDP4J_DEBUG_DIR, or give each"
+                + " job a DDP4J_DEBUG_DIR of its own)"
+                + (unreadable.isEmpty() ? "" : "; also not readable dumps: " + String.join("; ", unreadable));
     }
 
     /** What one process group's records say, in one line. */

@@ -7,10 +7,12 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.CodeSource;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -18,6 +20,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.debug.FlightRecorderDump;
 import org.ddp4j.distributed.store.Store;
@@ -59,6 +62,8 @@ final class FlightRecorderMonitor {
      * collective from one that never came.
      */
     static final String STALLED_KEY = "ddp4j/flight-recorder/stalled-in/";
+    /** Store key (in the group's store) of the job's identity, which every dump carries ({@link #agreeOnJob}). */
+    static final String JOB_KEY = "ddp4j/flight-recorder/job";
     private static final int FIELDS = 14;
     private static final String[] STATES = {"queued", "started", "completed", "failed"};
     private static final String[] TRANSPORTS = {"gloo", "shm", "shm+gloo", "nccl"};
@@ -87,6 +92,7 @@ final class FlightRecorderMonitor {
         final long handle;
         final Store store;
         final String pgId;
+        final String job; // the job's identity as the group's ranks agreed on it; null: none
         long published; // the collective number last published (0: none)
         long publishedAt = System.nanoTime() - TimeUnit.HOURS.toNanos(1); // System.nanoTime of that (long ago: none yet)
         Future<?> publishing;
@@ -97,11 +103,12 @@ final class FlightRecorderMonitor {
         Map<Integer, Long> peersStalledIn = new TreeMap<>(); // group rank -> number, as last read
         Map<Integer, Long> peersLastStarted = new TreeMap<>(); // group rank -> number, as last read
 
-        Tracked(NativeProcessGroup group, long handle, Store store, String pgId) {
+        Tracked(NativeProcessGroup group, long handle, Store store, String pgId, String job) {
             this.group = group;
             this.handle = handle;
             this.store = store;
             this.pgId = pgId;
+            this.job = job;
         }
     }
 
@@ -122,9 +129,31 @@ final class FlightRecorderMonitor {
 
     /** Starts watching a group whose native handle is {@code handle}: its flight record, stalls, dumps. */
     static void register(NativeProcessGroup group, long handle, Store store) {
+        String job = agreeOnJob(store); // a store call: outside LOCK, which the inspector holds
         synchronized (LOCK) {
             ensureStarted();
-            GROUPS.add(new Tracked(group, handle, store, Integer.toString(nextGroupId++)));
+            GROUPS.add(new Tracked(group, handle, store, Integer.toString(nextGroupId++), job));
+        }
+    }
+
+    /**
+     * The identity of the job a group belongs to, the same on each of its ranks, so that dumps of
+     * different jobs are not compared: the first rank to get here writes its proposal (its wall-clock
+     * time, pid and a random number, e.g. {@code 2024-05-01T10:00:00.123Z-4242-9f3a1c}) under
+     * {@link #JOB_KEY}, and every rank reads that one back, in one compare-set each. Each
+     * initialization and each launcher attempt has a key space of its own, hence an identity of its
+     * own. Null, with a line on stderr, when the store fails: the dumps then carry none.
+     */
+    static String agreeOnJob(Store store) {
+        String mine = Instant.now() + "-" + ProcessHandle.current().pid() + "-"
+                + String.format(java.util.Locale.ROOT, "%06x", ThreadLocalRandom.current().nextInt(1 << 24));
+        try {
+            return new String(store.compareSet(JOB_KEY, new byte[0], mine.getBytes(StandardCharsets.UTF_8)),
+                    StandardCharsets.UTF_8);
+        } catch (RuntimeException e) {
+            System.err.println("ddp4j: flight recorder: the ranks could not agree on a job id through the store (" + e
+                    + "); this rank's dumps carry none");
+            return null;
         }
     }
 
@@ -428,6 +457,7 @@ final class FlightRecorderMonitor {
                 NativeProcessGroup first = GROUPS.get(0).group;
                 int rank = globalRank(first, first.rank());
                 root.put("version", FlightRecorderDump.VERSION);
+                root.put(FlightRecorderDump.JOB_FIELD, GROUPS.get(0).job); // the default group's
                 root.put("rank", rank);
                 root.put("world_size", first.size()); // the first group is the default one
                 root.put("pid", ProcessHandle.current().pid());

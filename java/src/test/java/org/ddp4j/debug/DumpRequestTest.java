@@ -1,9 +1,14 @@
 package org.ddp4j.debug;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -18,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
  * On demand: touching {@code ddp4j-dump-request} makes every rank of a running 2-rank job write
  * its dump ({@link DumpRequestMain}), which holds each collective and transfer it ran, in order,
  * with its call, transport (shared memory, or Gloo with DDP4J_SHM=0), state and times, and the
- * Java threads' stacks.
+ * Java threads' stacks, and the job's identity, the same on both ranks and different in the next
+ * run: the summary refuses to compare the dumps of two runs.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class DumpRequestTest {
@@ -35,8 +41,33 @@ class DumpRequestTest {
         checkDumps(Map.of("DDP4J_DEBUG_DIR", dir.toString(), "DDP4J_SHM", "0"), "gloo");
     }
 
+    @Test
+    void theDumpsOfTwoRunsCarryTwoJobIdsAndAreNotComparedAsOneJob() throws Exception {
+        Path first = Files.createDirectories(dir.resolve("first"));
+        Path second = Files.createDirectories(dir.resolve("second"));
+        RankProcesses.run(DumpRequestMain.class, 2, Map.of("DDP4J_DEBUG_DIR", first.toString()), Duration.ofSeconds(60), r -> 0);
+        RankProcesses.run(DumpRequestMain.class, 2, Map.of("DDP4J_DEBUG_DIR", second.toString()), Duration.ofSeconds(60), r -> 0);
+        String job1 = jobOfBothRanks(first);
+        String job2 = jobOfBothRanks(second);
+        assertNotEquals(job1, job2);
+        List<Path> mixed = List.of(FlightRecorderDump.file(first, 0), FlightRecorderDump.file(second, 1));
+        IOException e = assertThrows(IOException.class, () -> FlightRecorderReport.summarize(mixed));
+        assertTrue(e.getMessage().startsWith("the dumps come from 2 different jobs, whose records cannot be compared: job "
+                + job1 + " (rank 0): " + mixed.get(0) + "; job " + job2 + " (rank 1): " + mixed.get(1) + ". "), e.getMessage());
+    }
+
+    /** The job id both ranks' dumps in {@code in} carry, checked to be one and the same. */
+    private static String jobOfBothRanks(Path in) throws IOException {
+        String job = FlightRecorderDump.job(FlightRecorderDump.read(FlightRecorderDump.file(in, 0)));
+        assertNotNull(job, "rank 0's dump has no job id");
+        assertTrue(job.matches("\\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z-\\d+-[0-9a-f]{6}"), job);
+        assertEquals(job, FlightRecorderDump.job(FlightRecorderDump.read(FlightRecorderDump.file(in, 1))));
+        return job;
+    }
+
     private void checkDumps(Map<String, String> env, String transport) throws Exception {
         RankProcesses.run(DumpRequestMain.class, 2, env, Duration.ofSeconds(60), r -> 0);
+        jobOfBothRanks(dir);
         for (int rank = 0; rank < 2; rank++) {
             JsonNode d = FlightRecorderDump.read(FlightRecorderDump.file(dir, rank));
             assertEquals(rank, d.get("rank").asInt());
