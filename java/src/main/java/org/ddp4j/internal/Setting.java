@@ -31,7 +31,8 @@ public enum Setting {
             "a rank waiting this long (at least 1 s) in one collective prints one warning naming it and the ranks that"
                     + " have not started it"),
     DEBUG_DIR("DDP4J_DEBUG_DIR", "the working directory",
-            "where each rank writes its flight-recorder dump, and where touching ddp4j-dump-request asks for one"),
+            "where each rank writes its flight-recorder dump, where touching ddp4j-dump-request asks for one, and where"
+                    + " the launcher's Java workers write a JVM crash log (hs_err_pid<PID>.log)"),
     NCCL_LIBRARY("DDP4J_NCCL_LIBRARY", "libnccl.so.2", "the NCCL library to open (native)"),
     // DDP
     DDP_OVERLAP("DDP4J_DDP_OVERLAP", "1",

@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.ddp4j.debug.FlightRecorderDump;
 import org.ddp4j.multiprocessing.WorkerJvm;
 import org.ddp4j.internal.Setting;
 
@@ -24,8 +25,9 @@ import org.ddp4j.internal.Setting;
  * default package, each worker is a new JVM:
  * {@code <this java> -cp <java.class.path>[:<extra>] <jvm flags> org.ddp4j.launch.WorkerMain MainClass args...},
  * where the JVM flags are a default that keeps native-lib-loader from deleting a sibling worker's
- * extracted libraries, the worker defaults of {@link WorkerJvm#defaults}, then
- * the words of {@code DDP4J_JAVA_OPTS}; {@link WorkerMain} halts the worker when its launcher dies.
+ * extracted libraries, {@code -XX:ErrorFile=<DDP4J_DEBUG_DIR>/hs_err_pid%p.log} (the working
+ * directory when that is unset; see {@link FatalErrorLog}) unless {@code DDP4J_JAVA_OPTS} sets one,
+ * the worker defaults of {@link WorkerJvm#defaults}, then the words of {@code DDP4J_JAVA_OPTS}; {@link WorkerMain} halts the worker when its launcher dies.
  * Otherwise, if it is an executable file or a command on PATH, the arguments are run as a command
  * through {@link #LIFELINE_SCRIPT}, which gives it the same guarantee. A name that is neither is
  * an {@link UnknownWorkerException}.
@@ -83,6 +85,10 @@ final class WorkerCommand {
         argv.add(workerClassPath(env));
         argv.add(WorkerJvm.LEFTOVER_AGE_FLAG);
         List<String> userOptions = WorkerJvm.splitOptions(env.getOrDefault(WorkerJvm.JAVA_OPTS_ENV, ""));
+        if (FatalErrorLog.errorFile(userOptions) == null) {
+            // A crashed worker's hs_err log lands in a known folder, where the launcher looks for it.
+            argv.add(FatalErrorLog.option(FlightRecorderDump.directory(env)));
+        }
         argv.addAll(WorkerJvm.defaults(userOptions, localWorkers));
         argv.addAll(userOptions);
         argv.add(WorkerMain.class.getName());

@@ -42,9 +42,14 @@ class WorkerCommandTest {
         assertTrue(argv.get(0).endsWith("java"), argv.get(0));
         assertEquals("-cp", argv.get(1));
         assertEquals(System.getProperty("java.class.path"), argv.get(2));
-        assertEquals(List.of(WorkerJvm.LEFTOVER_AGE_FLAG, WorkerJvm.DEFAULT_GC_FLAG,
+        assertEquals(List.of(WorkerJvm.LEFTOVER_AGE_FLAG, crashLogHere(), WorkerJvm.DEFAULT_GC_FLAG,
                 WorkerJvm.DEFAULT_JIT_FLAG, "-Xmx1g", "-Dx=a b", WorkerMain.class.getName(), LaunchTestWorker.class.getName(), "env", "/tmp"),
                 argv.subList(3, argv.size()));
+    }
+
+    /** The workers' -XX:ErrorFile when DDP4J_DEBUG_DIR is unset: the working directory. */
+    private static String crashLogHere() {
+        return "-XX:ErrorFile=" + Path.of("").toAbsolutePath() + "/hs_err_pid%p.log";
     }
 
     @Test
@@ -64,7 +69,7 @@ class WorkerCommandTest {
         assertEquals(List.of("-XX:+UseSerialGC"), WorkerJvm.memoryDefaults(List.of("-Xmx512m"), 2));
         assertEquals(List.of(), WorkerJvm.memoryDefaults(List.of("-XX:+UseParallelGC", "-XX:MaxRAMPercentage=60"), 8));
         List<String> argv = WorkerCommand.argv(List.of(LaunchTestWorker.class.getName()), Map.of(), 2);
-        assertEquals(List.of(WorkerJvm.LEFTOVER_AGE_FLAG, "-XX:+UseSerialGC", "-XX:MaxRAMPercentage=25.0",
+        assertEquals(List.of(WorkerJvm.LEFTOVER_AGE_FLAG, crashLogHere(), "-XX:+UseSerialGC", "-XX:MaxRAMPercentage=25.0",
                 "-XX:TieredStopAtLevel=1", WorkerMain.class.getName(), LaunchTestWorker.class.getName()), argv.subList(3, argv.size()));
     }
 
