@@ -227,7 +227,7 @@ final class Agent {
                 int[] first = {f.rank(), f.localRank(), f.exitCode()};
                 int[] primary = earliestOwnFailure(attempt, first, f.alsoFailed());
                 WorkerError own = errorOf(attempt, primary[0]);
-                String desc = RootCause.describe(primary[0], cfg.nodeRank(), primary[1], primary[2]);
+                String desc = describeFailed(group, primary, argv, attemptStart);
                 List<String> errTail = group.errTail(primary[1]);
                 String candidate = unreachable(store, f, desc, own, errTail, r);
                 int peer = own != null ? own.peerRank() : RootCause.peerNamedIn(errTail);
@@ -245,7 +245,7 @@ final class Agent {
                     if (other == primary) {
                         continue;
                     }
-                    String otherDesc = RootCause.describe(other[0], cfg.nodeRank(), other[1], other[2]);
+                    String otherDesc = describeFailed(group, other, argv, attemptStart);
                     WorkerError otherError = errorOf(attempt, other[0]);
                     boolean fromPeer = otherError != null ? otherError.fromPeer()
                             : RootCause.failedOnAPeer(group.errTail(other[1]));
@@ -308,6 +308,17 @@ final class Agent {
             env.put(ErrorFile.ENV, runFolder.errorFile(attempt, r.rankOffset() + local).toString());
         }
         return env;
+    }
+
+    /**
+     * Names a failed worker ({rank, local rank, exit code}): a JVM that died of a fatal error and left
+     * its crash log (hs_err) as crashed, naming the log; otherwise by its exit code or signal.
+     */
+    private String describeFailed(WorkerGroup group, int[] w, List<String> argv, long sinceMillis) {
+        Path log = FatalErrorLog.find(group.workers().get(w[1]).process().pid(), Path.of("").toAbsolutePath(),
+                FatalErrorLog.errorFile(argv), sinceMillis);
+        return log != null ? RootCause.describeCrash(w[0], cfg.nodeRank(), w[1], log)
+                : RootCause.describe(w[0], cfg.nodeRank(), w[1], w[2]);
     }
 
     /** The failure rank {@code rank} recorded in its error file in {@code attempt}, or null (none, or unreadable). */

@@ -72,6 +72,16 @@ final class RootCause {
     }
 
     /**
+     * Names a worker whose JVM died of a fatal error (a crash in native code or in the JVM itself,
+     * which then aborts: SIGABRT), e.g. {@code rank 1 (node 0, local rank 1) crashed: JVM fatal error,
+     * see /tmp/hs_err_pid4242.log}: a cause, as a signal death is.
+     */
+    static String describeCrash(int rank, int nodeRank, int localRank, java.nio.file.Path crashLog) {
+        return "rank " + rank + " (node " + nodeRank + ", local rank " + localRank + ") crashed: JVM fatal error, see "
+                + crashLog;
+    }
+
+    /**
      * Names a worker that is stopped, e.g. {@code rank 1 (node 1, local rank 0) was stopped (pid 4242 in
      * state T: SIGSTOP, Ctrl-Z or a debugger) and took part in no collective}: its peers' collectives
      * then time out, and their failures are its consequences.
