@@ -117,7 +117,7 @@ GlooProcessGroup::~GlooProcessGroup() {
   }
   p2p_.reset();  // joins the transfers' threads, frees their buffers
   // Peers still waiting in the segment for this rank fail now, naming it, instead of at their timeout.
-  if (host_) host_->abort(detail::concat("rank ", rank(), " closed its process group"));
+  if (host_) host_->abort(detail::concat("rank ", rank(), " closed its process group"), ErrorKind::PeerLost);
   host_.reset();     // unmaps the segment, closes the leaders' connections
   small_.reset();    // unregisters its buffers from the pairs
   context_.reset();  // closes the pairs and stops Gloo's network thread

@@ -82,8 +82,8 @@ void HostCollectives::reduce_scatter(const std::vector<const void*>& blocks, voi
 
 void HostCollectives::barrier(const Fingerprint* fp) { shm_->barrier(fp); }
 
-void HostCollectives::abort(const std::string& reason) {
-  if (shm_) shm_->abort(reason);
+void HostCollectives::abort(const std::string& reason, ErrorKind kind) {
+  if (shm_) shm_->abort(reason, kind);
 }
 
 void HostCollectives::abort_for_death(const std::string& reason, int dead_rank, long dead_pid) {

@@ -120,7 +120,7 @@ class HostCollectives {
    * ranks stop waiting at once, quoting `reason`. Call only from the thread that runs the group's
    * ops, or once it has stopped.
    */
-  void abort(const std::string& reason);
+  void abort(const std::string& reason, ErrorKind kind = ErrorKind::Distributed);
   /**
    * abort() for the death of group rank `dead_rank` (pid `dead_pid`, 0 unknown), which this
    * rank's Gloo step ran into: this host's other ranks name that rank first (ShmTransport::abort_for_death).

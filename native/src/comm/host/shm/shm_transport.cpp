@@ -223,7 +223,9 @@ Error ShmTransport::peer_lost(const Op& op, int local, PeerLoss loss, const std:
 }
 
 void ShmTransport::fail(const Error& e) {
-  mark_aborted(e.what(), -1, -1, 0, e.kind());
+  // The peers that quote this failure keep a mismatch's kind (theirs is the same disagreement);
+  // anything else is this rank's failure, not a loss of this rank (the PeerLost kind means that).
+  mark_aborted(e.what(), -1, -1, 0, e.kind() == ErrorKind::Mismatch ? ErrorKind::Mismatch : ErrorKind::Distributed);
   throw e;
 }
 
@@ -236,12 +238,12 @@ void ShmTransport::saw_death(int local) {
 void ShmTransport::fail_died(int dead, const Op& op) {
   saw_death(dead);
   Error e = died_during(dead, op);
-  mark_aborted(e.what(), dead, -1, 0, e.kind());
+  mark_aborted(e.what(), dead);  // the peers read the death from `dead`, and name it themselves
   throw e;
 }
 
-void ShmTransport::abort(const std::string& reason) {
-  if (broken_.empty()) mark_aborted(reason, -1);
+void ShmTransport::abort(const std::string& reason, ErrorKind kind) {
+  if (broken_.empty()) mark_aborted(reason, -1, -1, 0, kind);
 }
 
 void ShmTransport::abort_for_death(const std::string& reason, int dead_rank, pid_t dead_pid) {
@@ -316,6 +318,12 @@ Error ShmTransport::abandoned(const Op& op) {
       saw_death(dead);
       return died_during(dead, op);
     }
+  }
+  if (state == 2 && named && abort_->error_kind == static_cast<int32_t>(ErrorKind::PeerLost)) {
+    // The peer closed its group (or exited with it closed): gone cleanly, as an exit.
+    return peer_lost(op, r, PeerLoss::Exited,
+                     detail::concat("shared memory: ", describe(op), " abandoned: ", who(r), " left: ",
+                                    std::string(abort_->message)));
   }
   ErrorFacts facts = facts_of(op);
   if (named) facts.peer = global_ranks_[r];

@@ -245,10 +245,11 @@ class ShmTransport {
   /**
    * Breaks the transport from outside a call, e.g. when the process group failed elsewhere (a
    * leader's Gloo step) or is being destroyed: peers waiting in the segment stop at once with
-   * Error(Distributed) quoting `reason`, instead of waiting for their timeout. Does nothing if
-   * already broken. Call only while no other thread is inside a call on this transport.
+   * an error of `kind` quoting `reason` (PeerLost: this rank closed its group, a clean exit),
+   * instead of waiting for their timeout. Does nothing if already broken. Call only while no other
+   * thread is inside a call on this transport.
    */
-  void abort(const std::string& reason);
+  void abort(const std::string& reason, ErrorKind kind = ErrorKind::Distributed);
   /**
    * abort() for the death of group rank `dead_rank` (pid `dead_pid`, 0 unknown), which this rank
    * learned of outside the segment (a Gloo step: a host leader's among the hosts, or the group's

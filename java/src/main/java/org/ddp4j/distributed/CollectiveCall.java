@@ -19,7 +19,7 @@ import org.ddp4j.tensor.DType;
  * @param description the call in words, e.g. {@code allReduce(AVG) of 1,234 float32 elements (#57, DDP bucket 2 of 3)}
  */
 public record CollectiveCall(Kind kind, long sequenceNumber, long numel, DType dtype, int arg, int bucket, int buckets,
-        int peer, String description) {
+        int peer, String description) implements java.io.Serializable {
 
     /** The collectives, in the native fingerprint's numbering (comm/fingerprint.h) from 1. */
     public enum Kind {

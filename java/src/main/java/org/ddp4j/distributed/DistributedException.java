@@ -9,7 +9,7 @@ package org.ddp4j.distributed;
  * Mirrors PyTorch's {@code torch.distributed.DistBackendError}.
  */
 public class DistributedException extends RuntimeException {
-    private final transient ErrorFacts facts;
+    private final ErrorFacts facts;
     private String base;
     private String hint;
 
@@ -27,13 +27,14 @@ public class DistributedException extends RuntimeException {
         this.base = message;
     }
 
+    /** The facts ({@link ErrorFacts#NONE} for an exception made from a message alone). */
     ErrorFacts facts() {
-        return facts;
+        return facts == null ? ErrorFacts.NONE : facts;
     }
 
     /** This rank in the group whose operation failed; -1 when unknown. */
     public int rank() {
-        return facts.rank();
+        return facts().rank();
     }
 
     /**
@@ -41,17 +42,17 @@ public class DistributedException extends RuntimeException {
      * DDP bucket 2 of 3)}; null when unknown.
      */
     public String op() {
-        return facts.op();
+        return facts().op();
     }
 
     /** The group's collective number of the failed operation, from 1; 0 when unknown. */
     public long sequenceNumber() {
-        return facts.sequenceNumber();
+        return facts().sequenceNumber();
     }
 
     /** What carried the operation: {@code gloo}, {@code shared memory}, {@code nccl}, {@code store}; null when unknown. */
     public String transport() {
-        return facts.transport();
+        return facts().transport();
     }
 
     /**
@@ -74,7 +75,7 @@ public class DistributedException extends RuntimeException {
      */
     public DistributedException explained(String prefix, String hint) {
         String prefixed = (prefix == null ? "" : prefix) + base;
-        DistributedException copy = copy(prefixed + (hint == null ? "" : hint), facts);
+        DistributedException copy = copy(prefixed + (hint == null ? "" : hint), facts());
         copy.base = prefixed;
         copy.hint = hint;
         return copy;

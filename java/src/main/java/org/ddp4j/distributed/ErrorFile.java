@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.ddp4j.internal.Setting;
 import org.ddp4j.serialization.AtomicFiles;
 
 /**
@@ -31,7 +32,7 @@ import org.ddp4j.serialization.AtomicFiles;
 public final class ErrorFile {
 
     /** The environment variable naming the file a worker records its failure in. */
-    public static final String ENV = "DDP4J_ERROR_FILE";
+    public static final String ENV = Setting.ERROR_FILE.variable();
 
     /** The version written in every file; a reader refuses other versions (it falls back to stderr). */
     public static final int FORMAT_VERSION = 1;
@@ -52,13 +53,14 @@ public final class ErrorFile {
      * @param failure what made the worker fail
      * @return whether the file was written
      */
-    public static synchronized boolean record(Throwable failure) {
+    public static boolean record(Throwable failure) {
         String path = System.getenv(ENV);
-        if (path == null || path.isBlank() || failure == null) {
-            return false;
-        }
-        Path file = Path.of(path);
-        if (Files.exists(file)) {
+        return path != null && !path.isBlank() && record(failure, Path.of(path));
+    }
+
+    /** {@link #record(Throwable)} into {@code file}, whatever {@value #ENV} says. */
+    static synchronized boolean record(Throwable failure, Path file) {
+        if (failure == null || Files.exists(file)) {
             return false;
         }
         try {

@@ -1,5 +1,6 @@
 package org.ddp4j.distributed;
 
+import org.ddp4j.internal.Setting;
 import org.ddp4j.tensor.DType;
 
 /**
@@ -24,7 +25,7 @@ final class NativeErrors {
      * The test-only switch that replaces every native message by {@link #NEUTRAL_MESSAGE}: with it,
      * tests show that no verdict depends on the messages' words.
      */
-    static final String NEUTRAL_MESSAGES_ENV = "DDP4J_TEST_NEUTRAL_MESSAGES";
+    static final String NEUTRAL_MESSAGES_ENV = Setting.TEST_NEUTRAL_MESSAGES.variable();
     static final String NEUTRAL_MESSAGE = "(native message withheld by " + NEUTRAL_MESSAGES_ENV + ")";
 
     private NativeErrors() {}

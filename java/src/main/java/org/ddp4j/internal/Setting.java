@@ -68,6 +68,10 @@ public enum Setting {
     AGENT_STORE("DDP4J_AGENT_STORE", "unset", "set to 1 by the launcher: the store at MASTER_ADDR is the launcher's"),
     RESTART_COUNT("DDP4J_RESTART_COUNT", "0", "set by the launcher: which restart of the workers this is"),
     MAX_RESTARTS("DDP4J_MAX_RESTARTS", "0", "set by the launcher: its --max-restarts"),
+    ERROR_FILE("DDP4J_ERROR_FILE", "unset",
+            "set by the launcher, spawn and SparkDistributor: where the worker records its failure (ErrorFile)"),
+    TEST_NEUTRAL_MESSAGES("DDP4J_TEST_NEUTRAL_MESSAGES", "unset",
+            "tests only: 1 replaces every native distributed error's message by a placeholder"),
     // Set by SparkDistributor for its workers
     SPARK_PARTITION("DDP4J_SPARK_PARTITION", "unset",
             "set by SparkDistributor.runOnPartitions: the safetensors file of this rank's partition (PartitionDataset reads it)");

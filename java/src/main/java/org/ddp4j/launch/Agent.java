@@ -225,9 +225,11 @@ final class Agent {
                 // The root cause among this node's failed workers: the earliest that did not fail
                 // from a peer, by their error files; else the first to exit.
                 int[] first = {f.rank(), f.localRank(), f.exitCode()};
-                int[] primary = earliestOwnFailure(attempt, first, f.alsoFailed());
+                int[] primary = earliestOwnFailure(attempt, group, first);
                 WorkerError own = errorOf(attempt, primary[0]);
-                String desc = describeFailed(group, primary, argv, attemptStart);
+                // A worker that recorded its own failure before the first exit of a consequence: named by it.
+                String desc = primary == first ? describeFailed(group, primary, argv, attemptStart)
+                        : RootCause.describeError(primary[0], cfg.nodeRank(), primary[1], own);
                 List<String> errTail = group.errTail(primary[1]);
                 String candidate = unreachable(store, f, desc, own, errTail, r);
                 int peer = own != null ? own.peerRank() : RootCause.peerNamedIn(errTail);
@@ -242,7 +244,7 @@ final class Agent {
                 List<int[]> failed = new ArrayList<>(f.alsoFailed());
                 failed.add(0, first);
                 for (int[] other : failed) {
-                    if (other == primary) {
+                    if (other[0] == primary[0]) {
                         continue;
                     }
                     String otherDesc = describeFailed(group, other, argv, attemptStart);
@@ -251,8 +253,8 @@ final class Agent {
                             : RootCause.failedOnAPeer(group.errTail(other[1]));
                     (fromPeer ? consequences : ownFailures).add(otherDesc);
                 }
-                if (own != null) {
-                    error(me + ": " + desc + " failed with " + own.summary());
+                if (own != null && primary == first) {
+                    error(me + ": " + desc + ": its error file says " + RootCause.errorLine(own));
                 }
                 String stopped = f.stopped() == 0 ? "no other local worker was still running"
                         : "stopped the other " + f.stopped() + " running worker(s)";
@@ -327,23 +329,23 @@ final class Agent {
     }
 
     /**
-     * Of the failed workers {@code first} and {@code others} ({rank, local rank, exit code}), the one
-     * whose error file records the earliest failure that did not come from a peer; {@code first} when
-     * none does (no files: the first to exit, as before error files).
+     * The local worker ({rank, local rank, exit code}) whose error file records the earliest failure
+     * that did not come from a peer, also one the launcher stopped after it recorded it; {@code first}
+     * (the first to exit) when it is that worker or when no worker recorded one of its own (no files:
+     * the first to exit, as before error files).
      */
-    private int[] earliestOwnFailure(int attempt, int[] first, List<int[]> others) {
-        int[] best = null;
+    private int[] earliestOwnFailure(int attempt, WorkerGroup group, int[] first) {
+        int[] best = first;
         long bestMillis = Long.MAX_VALUE;
-        List<int[]> all = new ArrayList<>(others);
-        all.add(0, first);
-        for (int[] w : all) {
-            WorkerError e = errorOf(attempt, w[0]);
+        for (WorkerGroup.Worker w : group.workers()) {
+            WorkerError e = errorOf(attempt, w.rank());
             if (e != null && !e.fromPeer() && e.timestampMillis() < bestMillis) {
-                best = w;
                 bestMillis = e.timestampMillis();
+                best = w.rank() == first[0] ? first
+                        : new int[] {w.rank(), w.localRank(), w.process().isAlive() ? 0 : w.process().exitValue()};
             }
         }
-        return best != null ? best : first;
+        return best;
     }
 
     /** Records the first failure of an attempt for the other nodes; best effort. */

@@ -72,6 +72,24 @@ final class RootCause {
     }
 
     /**
+     * Names a worker by the failure it recorded in its error file, e.g. {@code rank 1 (node 0, local
+     * rank 1) failed: IllegalStateException: the checkpoint is corrupt}: a worker whose own failure
+     * came before another's exit (the launcher may have stopped it since). The message's first line,
+     * at most {@value #MAX_ERROR_CHARS} characters.
+     */
+    static String describeError(int rank, int nodeRank, int localRank, WorkerError error) {
+        return "rank " + rank + " (node " + nodeRank + ", local rank " + localRank + ") failed: " + errorLine(error);
+    }
+
+    /** A recorded failure in one line: its class's simple name and its message's first line, bounded. */
+    static String errorLine(WorkerError error) {
+        String summary = error.summary().lines().findFirst().orElse("");
+        return summary.length() > MAX_ERROR_CHARS ? summary.substring(0, MAX_ERROR_CHARS) + "..." : summary;
+    }
+
+    private static final int MAX_ERROR_CHARS = 400;
+
+    /**
      * Names a worker whose JVM died of a fatal error (a crash in native code or in the JVM itself,
      * which then aborts: SIGABRT), e.g. {@code rank 1 (node 0, local rank 1) crashed: JVM fatal error,
      * see /tmp/hs_err_pid4242.log}: a cause, as a signal death is.

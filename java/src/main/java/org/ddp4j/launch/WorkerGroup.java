@@ -300,17 +300,8 @@ final class WorkerGroup {
 
     /** The state letter of {@code pid} when it is stopped ({@code T}) or stopped by a tracer ({@code t}), else 0. */
     static char stoppedState(long pid) {
-        try {
-            String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc", Long.toString(pid), "stat"));
-            int close = stat.lastIndexOf(')'); // the command name may contain blanks and parentheses
-            if (close > 0 && close + 2 < stat.length()) {
-                char c = stat.charAt(close + 2);
-                return c == 'T' || c == 't' ? c : 0;
-            }
-        } catch (IOException | RuntimeException e) {
-            // no procfs, or the process just went away
-        }
-        return 0;
+        char state = Processes.state(pid);
+        return Processes.isStopped(state) ? state : 0;
     }
 
     /**

@@ -18,13 +18,28 @@ public final class Processes {
         if (!h.isAlive()) {
             return false;
         }
+        char state = state(h.pid());
+        return state == 0 ? h.isAlive() : state != 'Z' && state != 'X';
+    }
+
+    /**
+     * The kernel's state letter of process {@code pid} ({@code /proc/PID/stat}): R running, S
+     * sleeping, T stopped (SIGSTOP, Ctrl-Z), t stopped by a debugger, Z zombie, ...; 0 when unknown
+     * (no procfs, or the process is gone).
+     */
+    public static char state(long pid) {
         try {
-            String stat = Files.readString(Path.of("/proc", Long.toString(h.pid()), "stat"));
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
             int close = stat.lastIndexOf(')'); // the command name may contain blanks and parentheses
-            return !(close > 0 && close + 2 < stat.length() && (stat.charAt(close + 2) == 'Z' || stat.charAt(close + 2) == 'X'));
+            return close > 0 && close + 2 < stat.length() ? stat.charAt(close + 2) : 0;
         } catch (IOException | RuntimeException e) {
-            return h.isAlive(); // no procfs, or the process just went away
+            return 0;
         }
+    }
+
+    /** Whether {@code state} ({@link #state}) is a stopped process's: SIGSTOP, Ctrl-Z, or a debugger. */
+    public static boolean isStopped(char state) {
+        return state == 'T' || state == 't';
     }
 
     /**

@@ -184,8 +184,32 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
         Thread errThread = err.start("ddp4j-rank" + rank + "-stderr");
         OutputStream lifeline = process.getOutputStream(); // held open, never written: the worker's tie to this JVM
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(spec.timeoutMillis());
+        Duration stoppedLimit = stoppedLimit(env);
+        long stoppedSince = 0;
+        DriverWatch driver = DriverWatch.ofThisExecutor();
         try {
             while (!process.waitFor(POLL_MILLIS, TimeUnit.MILLISECONDS)) {
+                if (driver != null && driver.gone()) {
+                    stop(process);
+                    throw new WorkerFailedException(who + " stopped: its driver (" + driver.driver() + ") is gone (it"
+                            + " accepted no connection for " + DriverWatch.MISSES * DriverWatch.INTERVAL.toSeconds()
+                            + " s: killed, or its host is down), so the job is over", rank);
+                }
+                char state = Processes.state(process.pid());
+                if (!Processes.isStopped(state)) {
+                    stoppedSince = 0;
+                } else if (stoppedSince == 0) {
+                    stoppedSince = System.nanoTime();
+                    LOG.warn("{} is stopped (state {}: SIGSTOP, Ctrl-Z or a debugger); the other ranks wait for it", who,
+                            state);
+                } else if (System.nanoTime() - stoppedSince > stoppedLimit.toNanos()) {
+                    // Its peers time out at the collective timeout: fail first, naming the rank that stands still.
+                    stop(process);
+                    throw new WorkerFailedException(who + " was stopped (state " + state + ": SIGSTOP, Ctrl-Z or a"
+                            + " debugger) for " + stoppedLimit.toSeconds() + " s and took part in no collective; the other"
+                            + " ranks' collectives wait for it until their timeout (" + Setting.TIMEOUT_SECONDS.variable()
+                            + "), and their failures are its consequences", rank);
+                }
                 if (ctx.isInterrupted()) {
                     stop(process);
                     LOG.warn("{} stopped: Spark killed its task ({})", who, ctx.getKillReason().getOrElse(() -> "no reason"));
@@ -215,6 +239,9 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
             throw new WorkerFailedException(who + how + (recorded == null ? "" : ": " + recorded.summary())
                     + lastLines(err), rank);
         } finally {
+            if (driver != null) {
+                driver.close();
+            }
             if (errorFile != null) {
                 try {
                     Files.deleteIfExists(errorFile);
@@ -231,6 +258,14 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
                 // the worker is gone
             }
         }
+    }
+
+    /**
+     * How long a stopped worker may stay stopped before its task fails naming it: half the
+     * collective timeout its peers use, so that this failure reaches the driver before theirs.
+     */
+    static Duration stoppedLimit(Map<String, String> env) {
+        return Setting.TIMEOUT_SECONDS.seconds(env, Duration.ofMinutes(30)).dividedBy(2);
     }
 
     /** A fresh path for rank {@code rank}'s error file ({@link ErrorFile}), or null when none can be made. */

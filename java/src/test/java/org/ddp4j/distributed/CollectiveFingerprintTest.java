@@ -56,7 +56,7 @@ class CollectiveFingerprintTest {
     }
 
     /** One rank's failure: its message and how long after the mismatched call it came. */
-    record Failure(String message, long millis) {}
+    record Failure(String message, long millis, DistributedException error) {}
 
     /**
      * Rank 1 calls {@code other}; every other rank runs a DDP backward of a Linear(in, 4) (one
@@ -82,7 +82,7 @@ class CollectiveFingerprintTest {
                 } catch (RuntimeException e) {
                     DistributedException d = distributed(e);
                     assertNotNull(d, "rank " + rank + " failed without a DistributedException: " + e);
-                    return new Failure(d.getMessage(), (System.nanoTime() - start) / 1_000_000);
+                    return new Failure(d.getMessage(), (System.nanoTime() - start) / 1_000_000, d);
                 }
                 throw new AssertionError("rank " + rank + " went on after a mismatched collective ("
                         + (rank == 1 ? other : "DDP backward") + ")");
@@ -134,6 +134,17 @@ class CollectiveFingerprintTest {
                 // The peer named is the metric rank (rank 2, if any, ran the same backward).
                 assertTrue(m.contains("rank 1") && m.contains(" called " + metric), "rank " + r + ": " + m);
             }
+            // The same as data: the failure's class and both calls.
+            assertTrue(failures.get(r).error() instanceof CollectiveMismatchException, "rank " + r + ": "
+                    + failures.get(r).error().getClass());
+            CollectiveMismatchException mismatch = (CollectiveMismatchException) failures.get(r).error();
+            assertEquals(r != 1, mismatch.localCall().isDdpBucket(), "rank " + r + ": " + mismatch.localCall());
+            assertEquals(r != 1 || other == Other.SAME_SIZE ? floats : 1, mismatch.localCall().numel(), "rank " + r);
+            if (mismatch.peerCall() != null) {
+                assertEquals(r == 1, mismatch.peerCall().isDdpBucket(), "rank " + r + ": " + mismatch.peerCall());
+                assertEquals(r == 1 ? 0 : 1, mismatch.peerRank(), "rank " + r);
+            }
+            assertEquals(r, mismatch.rank());
             // Within the group's timeout; in practice at once (a peer breaks the connections).
             assertTrue(failures.get(r).millis() < TIMEOUT.toMillis(), "rank " + r + " took "
                     + failures.get(r).millis() + " ms, the timeout is " + TIMEOUT.toMillis() + " ms");

@@ -28,6 +28,8 @@ import org.ddp4j.tensor.Threads;
  *       all-reduce throw: the JVM exits 1, as a training rank would.
  *   <li>{@code train-fail STEPS}: as {@code train}, but RANK 1 exits 3 at step 20.
  *   <li>{@code stdin}: reads its stdin to the end and prints {@code stdin bytes=N}.
+ *   <li>{@code own-failure-then-consequence}: rank 1 records a failure of its own in its error file
+ *       and closes its group; rank 0's next all-reduce fails on it and rank 0 exits first.
  * </ul>
  */
 public final class LaunchTestWorker {
@@ -97,8 +99,30 @@ public final class LaunchTestWorker {
             }
             case "stdin" -> System.out.println("stdin bytes=" + System.in.readAllBytes().length);
             case "train", "train-fail" -> train(Integer.parseInt(args[2]), mode.equals("train-fail"), dir, rank);
+            case "own-failure-then-consequence" -> ownFailureThenConsequence(rank);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
+    }
+
+    /**
+     * Rank 1 records a failure of its own (its error file), closes its group and lingers; rank 0's
+     * next all-reduce then fails on the closed peer and its JVM exits first. The root cause is
+     * rank 1's failure, though rank 0 exited first.
+     */
+    private static void ownFailureThenConsequence(int rank) throws Exception {
+        org.ddp4j.distributed.ProcessGroup group = org.ddp4j.distributed.Distributed.initProcessGroup("gloo");
+        try (org.ddp4j.tensor.Tensor t = org.ddp4j.tensor.Tensor.of(new float[] {1}, 1)) {
+            org.ddp4j.distributed.Distributed.allReduce(t, org.ddp4j.distributed.ReduceOp.SUM);
+            if (rank == 1) {
+                org.ddp4j.distributed.ErrorFile.record(new IllegalStateException("rank 1's own failure"));
+                org.ddp4j.distributed.Distributed.destroyProcessGroup();
+                Thread.sleep(30_000);
+                System.exit(3);
+            }
+            Thread.sleep(500);
+            org.ddp4j.distributed.Distributed.allReduce(t, org.ddp4j.distributed.ReduceOp.SUM);
+        }
+        System.out.println("rank " + group.rank() + ": the all-reduce after the peer left succeeded");
     }
 
     private static void train(int steps, boolean rank1Fails, Path dir, int rank) throws Exception {

@@ -23,6 +23,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.ddp4j.testing.Cpus;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.ddp4j.multiprocessing.WorkerJvm;
@@ -163,6 +165,27 @@ class LauncherTest {
         assertFalse(r.out().contains("woke up"), r.out());
         long pid = Long.parseLong(Files.readString(dir.resolve("pid-0")).trim());
         assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "rank 0 (pid " + pid + ") still runs");
+    }
+
+    /**
+     * The root cause comes from the workers' error files: rank 1's own failure, though rank 0 (which
+     * failed on rank 1) exited first; the same with every native message's words withheld.
+     */
+    @ParameterizedTest(name = "neutral native messages: {0}")
+    @ValueSource(booleans = {false, true})
+    void theRootCauseIsTheEarliestOwnFailureInTheErrorFiles(boolean neutral) throws IOException {
+        Map<String, String> env = baseEnv();
+        if (neutral) {
+            env.put("DDP4J_TEST_NEUTRAL_MESSAGES", "1");
+        }
+        Run r = launch(env, "--nproc-per-node", "2", "--master-port", Integer.toString(freePort()),
+                WORKER, "own-failure-then-consequence", dir.toString());
+        assertNotEquals(0, r.code());
+        assertTrue(r.err().contains("the job failed; root cause: rank 1 (node 0, local rank 1) failed:"
+                + " IllegalStateException: rank 1's own failure; failed as a consequence: rank 0 (node 0, local rank 0)"
+                + " exited with code 1"), r.err());
+        assertTrue(r.err().contains("PeerLostException"), r.err());
+        assertTrue(!neutral || r.err().contains("native message withheld"), r.err());
     }
 
     @Test

@@ -186,6 +186,34 @@ class SparkDistributorClusterTest {
         assertEquals(check(next.get(0)).group(5), check(next.get(1)).group(5));
     }
 
+    /**
+     * A worker stopped with SIGSTOP takes part in nothing: its task fails naming it as stopped, at half
+     * the collective timeout, before its healthy peer times out; no rank is told to use join().
+     */
+    @Test
+    void aStoppedWorkerIsNamedAsStoppedNotItsHealthyPeer(@org.junit.jupiter.api.io.TempDir Path started) throws Exception {
+        CompletableFuture<List<WorkerResult>> job = CompletableFuture.supplyAsync(() -> new SparkDistributor(2)
+                .sparkContext(sc).env("DDP4J_TIMEOUT_SECONDS", "12").run(TRAINER, "--limit", "400", "--batch-size", "50",
+                        "--epochs", "200", "--started-dir", started.toString()));
+        List<ProcessHandle> workers = awaitStarted(started, job);
+        org.ddp4j.testing.LauncherJobs.signal("STOP", workers.get(1).pid());
+        Throwable failure;
+        try {
+            job.get(FAILURE_BOUND.toSeconds(), TimeUnit.SECONDS);
+            throw new AssertionError("the job succeeded although rank 1's worker was stopped");
+        } catch (ExecutionException e) {
+            failure = e.getCause();
+        } finally {
+            workers.forEach(ProcessHandle::destroyForcibly);
+        }
+        WorkerFailedException w = assertInstanceOf(WorkerFailedException.class, failure, String.valueOf(failure));
+        assertEquals(1, w.rank(), w.getMessage());
+        assertTrue(w.getMessage().contains("ddp4j rank 1 ") && w.getMessage().contains(" was stopped (state T"),
+                w.getMessage());
+        assertTrue(!w.getMessage().contains("ddp.join()"), w.getMessage());
+        assertTrue(Processes.awaitExit(workers, Duration.ofSeconds(15)), "a worker outlived the stage");
+    }
+
     @Test
     void interruptingTheDriverCancelsTheJobAndStopsEveryWorker(@org.junit.jupiter.api.io.TempDir Path started)
             throws Exception {
@@ -252,6 +280,61 @@ class SparkDistributorClusterTest {
      * fails the stage; the Worker daemon then starts a new executor. After the other tests on the
      * shared application, since it waits for that replacement.
      */
+    /** Starts spark-submit (client mode: the driver is that JVM) running SparkRun with {@code sparkRunArgs}. */
+    private static Process submit(String... sparkRunArgs) throws IOException {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx512m",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cluster.sparkHome().resolve("jars") + "/*",
+                "org.apache.spark.deploy.SparkSubmit", "--master", cluster.masterUrl(),
+                "--conf", "spark.executor.cores=1", "--conf", "spark.task.cpus=1",
+                "--conf", "spark.dynamicAllocation.enabled=false",
+                "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
+                "--conf", "spark.executor.memory=512m",
+                // the job may come before the executors register: Spark then checks for the slots again, every 2 s here
+                "--conf", "spark.scheduler.barrier.maxConcurrentTasksCheck.interval=2s",
+                "--conf", "spark.executor.extraJavaOptions=-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                // a GPU per task, as a GPU cluster is set up (the Workers' GPUs are pretend ones)
+                "--conf", "spark.executor.resource.gpu.amount=1", "--conf", "spark.task.resource.gpu.amount=1",
+                "--class", "org.ddp4j.spark.SparkRun", cluster.ddp4jJar().toString()));
+        command.addAll(List.of(sparkRunArgs));
+        ProcessBuilder pb = new ProcessBuilder(LocalSparkCluster.underLifeline("submit", command)).redirectErrorStream(true);
+        pb.environment().put("SPARK_HOME", cluster.sparkHome().toString());
+        pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+        pb.environment().put("SPARK_SCALA_VERSION", "2.13");
+        return pb.start();
+    }
+
+    /**
+     * The driver killed with -9 mid-training: each task sees its driver gone within seconds and
+     * stops its worker (the executors may linger until Spark notices; the workers may not).
+     */
+    @Test
+    @Order(Integer.MAX_VALUE)
+    void killingTheDriverStopsEveryWorkerWithinSeconds(@org.junit.jupiter.api.io.TempDir Path started) throws Exception {
+        sc.stop();
+        Process submit = submit("-n", "2", TRAINER, "--limit", "400", "--batch-size", "50", "--epochs", "200",
+                "--started-dir", started.toString());
+        CompletableFuture.runAsync(() -> {
+            try {
+                submit.getInputStream().transferTo(java.io.OutputStream.nullOutputStream()); // its output must not block it
+            } catch (IOException e) {
+                // the driver is gone
+            }
+        });
+        try {
+            CompletableFuture<Void> running = new CompletableFuture<>();
+            submit.onExit().thenRun(() -> running.complete(null));
+            List<ProcessHandle> workers = awaitStarted(started, running);
+            ProcessHandle driver = submit.descendants().filter(p -> p.info().command().orElse("").endsWith("java"))
+                    .findFirst().orElseThrow(() -> new AssertionError("no driver JVM under spark-submit"));
+            assertTrue(driver.destroyForcibly(), "could not SIGKILL the driver");
+            assertTrue(Processes.awaitExit(workers, Duration.ofSeconds(20)),
+                    "a worker outlived its killed driver by 20 s");
+        } finally {
+            submit.descendants().forEach(ProcessHandle::destroyForcibly);
+            submit.destroyForcibly();
+        }
+    }
+
     @Test
     @Order(Integer.MAX_VALUE - 1)
     void aKilledExecutorTakesItsWorkerWithIt(@org.junit.jupiter.api.io.TempDir Path started) throws Exception {
@@ -281,28 +364,10 @@ class SparkDistributorClusterTest {
      * jar. Last, because this JVM's application holds both cores until it stops.
      */
     @Test
-    @Order(Integer.MAX_VALUE)
+    @Order(Integer.MAX_VALUE - 1)
     void sparkSubmitRunsSparkRun() throws Exception {
         sc.stop();
-        List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx512m",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cluster.sparkHome().resolve("jars") + "/*",
-                "org.apache.spark.deploy.SparkSubmit", "--master", cluster.masterUrl(),
-                "--conf", "spark.executor.cores=1", "--conf", "spark.task.cpus=1",
-                "--conf", "spark.dynamicAllocation.enabled=false",
-                "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
-                "--conf", "spark.executor.memory=512m",
-                // the job may come before the executors register: Spark then checks for the slots again, every 2 s here
-                "--conf", "spark.scheduler.barrier.maxConcurrentTasksCheck.interval=2s",
-                "--conf", "spark.executor.extraJavaOptions=-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                // a GPU per task, as a GPU cluster is set up (the Workers' GPUs are pretend ones)
-                "--conf", "spark.executor.resource.gpu.amount=1", "--conf", "spark.task.resource.gpu.amount=1",
-                "--class", "org.ddp4j.spark.SparkRun", cluster.ddp4jJar().toString(),
-                "-n", "2", TRAINER, "--limit", "100", "--batch-size", "50");
-        ProcessBuilder pb = new ProcessBuilder(LocalSparkCluster.underLifeline("submit", command)).redirectErrorStream(true);
-        pb.environment().put("SPARK_HOME", cluster.sparkHome().toString());
-        pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
-        pb.environment().put("SPARK_SCALA_VERSION", "2.13");
-        Process submit = pb.start();
+        Process submit = submit("-n", "2", TRAINER, "--limit", "100", "--batch-size", "50");
         CompletableFuture<String> output = CompletableFuture.supplyAsync(() -> {
             try {
                 return new String(submit.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);

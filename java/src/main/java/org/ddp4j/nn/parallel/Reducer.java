@@ -575,7 +575,7 @@ final class Reducer implements AutoCloseable {
         if (d instanceof CollectiveMismatchException m) {
             String theirs = ExitMarks.note(group, HOOK_NOTE, m.peerRank(), EXIT_MARK_WAIT);
             String mine = hookName();
-            if (theirs != null && !theirs.equals(mine)) {
+            if (theirs != null && !theirs.equals(mine) && !CUSTOM_HOOK.equals(mine) && !CUSTOM_HOOK.equals(theirs)) {
                 return m.explained(null, ". The ranks registered different communication hooks: rank " + group.rank()
                         + " uses " + mine + ", rank " + m.peerRank() + " uses " + theirs + "; every rank must register"
                         + " the same hook with the same settings (registerCommHook)");
@@ -584,10 +584,17 @@ final class Reducer implements AutoCloseable {
         return d.hint() != null ? d : d.explained(null, JOIN_HINT);
     }
 
-    /** The registered communication hook in words, as the peers compare it (null hook: DDP's own all-reduce). */
+    /** A hook of the user's own: ranks cannot tell two of them apart by name, so they are not compared. */
+    static final String CUSTOM_HOOK = "a hook of its own";
+
+    /**
+     * The registered communication hook in words, as the peers compare it: the built-in ones and
+     * PowerSGD with its settings; DDP's own all-reduce for none (or allreduce_hook on DDP's group,
+     * the same collectives).
+     */
     String hookName() {
         if (hook == null) {
-            return hookRegistered ? "allreduce_hook" : "no communication hook (DDP's own all-reduce)";
+            return "no communication hook (DDP's own all-reduce)";
         }
         if (hook == (Object) DefaultHooks.FP16_COMPRESS) {
             return "fp16_compress_hook";
@@ -601,7 +608,7 @@ final class Reducer implements AutoCloseable {
         if (hookState instanceof PowerSGDState) {
             return hookState.toString();
         }
-        return "a hook of class " + hook.getClass().getName();
+        return CUSTOM_HOOK;
     }
 
     /**

@@ -49,6 +49,8 @@ class CommHooksDdpTest {
             case "bf16" -> ddp.registerCommHook(group, DefaultHooks.BF16_COMPRESS);
             case "powersgd" -> ddp.registerCommHook(new PowerSGDState(group, 1, 3, 0.5, true, true, 1e-8f, 0),
                     PowerSGD.POWER_SGD);
+            case "powersgd-rank2" -> ddp.registerCommHook(new PowerSGDState(group, 2, 3, 0.5, true, true, 1e-8f, 0),
+                    PowerSGD.POWER_SGD);
             default -> throw new IllegalArgumentException(hook);
         }
     }
@@ -109,6 +111,54 @@ class CommHooksDdpTest {
         } else {
             assertTrue(farthest <= tolerance, hook + ": " + farthest + " from the reference");
         }
+    }
+
+    /**
+     * Ranks that registered different hooks fail at once, and each names both hooks rather than
+     * blaming uneven inputs (the hooks' collectives differ in dtype or size, which a rank that ran
+     * out of data never causes).
+     */
+    @ParameterizedTest(name = "{0} vs {1}, shm={2}")
+    @CsvSource({"bf16, none, true", "fp16, bf16, false", "powersgd, powersgd-rank2, true"})
+    void ranksWithDifferentHooksAreToldWhichHooks(String hook0, String hook1, boolean shm) throws Exception {
+        Ranks.GroupBody<String> body = (rank, g) -> {
+            UnevenTraining.Heads model = new UnevenTraining.Heads();
+            try (DistributedDataParallel ddp = new DistributedDataParallel(model, g,
+                    DistributedDataParallel.DEFAULT_BUCKET_CAP_BYTES)) {
+                register(ddp, g, rank == 0 ? hook0 : hook1);
+                MSELoss loss = new MSELoss();
+                for (int step = 0; step < 6; step++) {
+                    try (var scope = Tensors.scope()) {
+                        loss.forward(ddp.forward(UnevenTraining.input(rank, step)), UnevenTraining.target(rank, step))
+                                .backward();
+                    }
+                }
+                return "no failure";
+            } catch (org.ddp4j.distributed.DistributedException e) {
+                return e.getMessage();
+            }
+        };
+        List<String> messages = shm ? Ranks.withGroups(2, Duration.ofSeconds(60), body)
+                : Ranks.withGlooGroups(2, Duration.ofSeconds(60), body);
+        String name0 = hookName(hook0);
+        String name1 = hookName(hook1);
+        for (int rank = 0; rank < 2; rank++) {
+            String m = messages.get(rank);
+            assertTrue(m.contains("The ranks registered different communication hooks: rank " + rank + " uses "
+                    + (rank == 0 ? name0 : name1) + ", rank " + (1 - rank) + " uses " + (rank == 0 ? name1 : name0)), m);
+            assertTrue(!m.contains("ddp.join()"), m);
+        }
+    }
+
+    private static String hookName(String hook) {
+        return switch (hook) {
+            case "none" -> "no communication hook (DDP's own all-reduce)";
+            case "bf16" -> "bf16_compress_hook";
+            case "fp16" -> "fp16_compress_hook";
+            case "powersgd" -> "powerSGD_hook (matrix approximation rank 1, from iteration 3, error feedback on)";
+            case "powersgd-rank2" -> "powerSGD_hook (matrix approximation rank 2, from iteration 3, error feedback on)";
+            default -> throw new IllegalArgumentException(hook);
+        };
     }
 
     @Test

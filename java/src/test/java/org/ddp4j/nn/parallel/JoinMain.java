@@ -9,6 +9,7 @@ import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.DistributedException;
+import org.ddp4j.distributed.DistributedTimeoutException;
 import org.ddp4j.distributed.ProcessGroup;
 
 /**
@@ -19,8 +20,11 @@ import org.ddp4j.distributed.ProcessGroup;
  * then {@code param rank=R name=v,...} for each final parameter and exits 0. Without join, calls
  * a barrier after the loop (what a script does before saving); {@code nojoin-exit} exits instead. {@code joinbn} trains a
  * Conv2d-BatchNorm2d-Linear model instead (buffers broadcast each forward; {@code joinsyncbn}: with SyncBatchNorm) and prints
- * {@code state rank=R name=v,...} for its whole state dict. A DistributedException prints
- * {@code failed rank=R: MESSAGE} and exits 3; anything else exits 2.
+ * {@code state rank=R name=v,...} for its whole state dict ({@code nojoinbn}: the same without join).
+ * {@code syncbn-timeout} and {@code join-timeout}: rank 1 sleeps past the timeout while rank 0 is in a
+ * SyncBatchNorm forward, or shadows it inside join(). A DistributedException prints
+ * {@code failed rank=R: MESSAGE} and {@code failedfacts rank=R: CLASS waitedFor=RANK op=OP} (RANK -2:
+ * not a timeout) and exits 3; anything else exits 2.
  */
 public final class JoinMain {
     private JoinMain() {}
@@ -35,10 +39,16 @@ public final class JoinMain {
             ProcessGroup group = Distributed.initProcessGroup("gloo");
             rank = group.rank();
             int batches = Integer.parseInt(counts[rank]);
-            if (args[0].equals("joinbn") || args[0].equals("joinsyncbn")) {
-                trainWithBuffers(rank, batches, args[0].equals("joinsyncbn"));
+            if (args[0].equals("joinbn") || args[0].equals("joinsyncbn") || args[0].equals("nojoinbn")) {
+                trainWithBuffers(rank, batches, args[0].equals("joinsyncbn"), join);
                 System.out.flush();
                 System.exit(0);
+            }
+            if (args[0].equals("syncbn-timeout")) {
+                syncBatchNormWhilePeerSleeps(rank);
+            }
+            if (args[0].equals("join-timeout")) {
+                joinWhilePeerSleeps(rank, batches);
             }
             UnevenTraining.Heads model = new UnevenTraining.Heads();
             DistributedDataParallel ddp = new DistributedDataParallel(model);
@@ -59,6 +69,9 @@ public final class JoinMain {
             exit = 0;
         } catch (DistributedException e) {
             System.out.println("failed rank=" + rank + ": " + e.getMessage());
+            int waited = e instanceof DistributedTimeoutException t ? t.waitedForRank() : -2;
+            System.out.println("failedfacts rank=" + rank + ": " + e.getClass().getSimpleName() + " waitedFor=" + waited
+                    + " op=" + e.op());
             exit = 3;
         } catch (Throwable e) {
             System.out.println("error rank=" + rank + ": " + e);
@@ -69,8 +82,50 @@ public final class JoinMain {
         System.exit(exit);
     }
 
-    /** A model with buffers (BatchNorm's running statistics, or SyncBatchNorm's with {@code sync}), trained inside a join. */
-    private static void trainWithBuffers(int rank, int batches, boolean sync) {
+    /**
+     * A SyncBatchNorm layer's forward on rank 0 while rank 1 sleeps past the group's timeout and then
+     * exits: rank 0's statistics all-gather times out.
+     */
+    private static void syncBatchNormWhilePeerSleeps(int rank) throws InterruptedException {
+        if (rank == 1) {
+            Thread.sleep(Long.parseLong(System.getenv("DDP4J_TIMEOUT_SECONDS")) * 3000);
+            System.exit(0);
+        }
+        org.ddp4j.nn.SyncBatchNorm bn = new org.ddp4j.nn.SyncBatchNorm(2);
+        bn.forward(Tensor.of(new org.ddp4j.tensor.Generator(1).normal(32), 2, 2, 2, 4));
+    }
+
+    /**
+     * Inside join(): rank 0 runs out of data at once and shadows rank 1's collectives, while rank 1
+     * sleeps past the group's timeout in its second step: rank 0's shadowing times out.
+     */
+    private static void joinWhilePeerSleeps(int rank, int batches) throws InterruptedException {
+        UnevenTraining.Heads model = new UnevenTraining.Heads();
+        DistributedDataParallel ddp = new DistributedDataParallel(model);
+        SGD opt = UnevenTraining.optimizer(ddp.parameters());
+        MSELoss loss = new MSELoss();
+        try (var j = ddp.join()) {
+            for (int step = 0; step < batches; step++) {
+                if (rank == 1 && step == 1) {
+                    Thread.sleep(Long.parseLong(System.getenv("DDP4J_TIMEOUT_SECONDS")) * 3000);
+                    System.exit(0);
+                }
+                try (var scope = Tensors.scope()) {
+                    opt.zeroGrad();
+                    loss.forward(ddp.forward(UnevenTraining.input(rank, step)), UnevenTraining.target(rank, step))
+                            .backward();
+                }
+                opt.step();
+            }
+        }
+    }
+
+    /**
+     * A model with buffers (BatchNorm's running statistics, or SyncBatchNorm's with {@code sync}),
+     * trained inside a join, or without one ({@code join} false: a rank with fewer batches exits while
+     * the others' next forward broadcasts the buffers).
+     */
+    private static void trainWithBuffers(int rank, int batches, boolean sync, boolean join) {
         org.ddp4j.tensor.Generator g = new org.ddp4j.tensor.Generator(3);
         org.ddp4j.nn.Module model = new org.ddp4j.nn.Sequential(new org.ddp4j.nn.Conv2d(1, 2, 3, 1, 1, true, g),
                 new org.ddp4j.nn.BatchNorm2d(2), new org.ddp4j.nn.Flatten(), new org.ddp4j.nn.Linear(32, 2, true, g));
@@ -80,7 +135,7 @@ public final class JoinMain {
         DistributedDataParallel ddp = new DistributedDataParallel(model);
         SGD opt = UnevenTraining.optimizer(ddp.parameters());
         MSELoss loss = new MSELoss();
-        try (var join = ddp.join()) {
+        try (var j = join ? ddp.join() : null) {
             for (int step = 0; step < batches; step++) {
                 try (var scope = Tensors.scope()) {
                     opt.zeroGrad();

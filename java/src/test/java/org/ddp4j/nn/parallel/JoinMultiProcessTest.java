@@ -83,14 +83,22 @@ class JoinMultiProcessTest {
         assertTrue(count.endsWith("=" + (float) most), "the last joiner's BatchNorm counted every step: " + count);
     }
 
-    @ParameterizedTest(name = "no join, batches {0}, DDP4J_SHM={1}")
-    @CsvSource(delimiter = ';', value = {"3,4; 1", "3,4,5; 0"})
-    void withoutJoinEveryRankFailsSuggestingJoin(String batches, String shm) throws Exception {
+    /**
+     * Without join every rank fails suggesting it; also with every native message's words withheld
+     * (DDP4J_TEST_NEUTRAL_MESSAGES): the hint comes from the failure's facts, not its words.
+     */
+    @ParameterizedTest(name = "no join, batches {0}, DDP4J_SHM={1}, neutral messages {2}")
+    @CsvSource(delimiter = ';', value = {"3,4; 1; 0", "3,4,5; 0; 0", "3,4; 1; 1", "3,4,5; 0; 1"})
+    void withoutJoinEveryRankFailsSuggestingJoin(String batches, String shm, String neutral) throws Exception {
         long start = System.nanoTime();
-        List<String> outputs = runRanks("nojoin", batches, "all", shm, 3);
+        int world = batches.split(",").length;
+        List<String> outputs = RankProcesses.run(JoinMain.class, world, Map.of("DDP4J_TIMEOUT_SECONDS", "30",
+                "DDP4J_SHM", shm, "DDP4J_TEST_NEUTRAL_MESSAGES", neutral), Duration.ofSeconds(90), rank -> 3,
+                "nojoin", batches, "all");
         for (int rank = 0; rank < outputs.size(); rank++) {
             String failed = line(outputs.get(rank), "failed rank=" + rank + ": ");
             assertTrue(failed.contains("try (var join = ddp.join()) { ... }"), failed);
+            assertTrue(neutral.equals("0") || failed.contains("native message withheld"), failed);
         }
         long seconds = (System.nanoTime() - start) / 1_000_000_000L;
         assertTrue(seconds < 85, "took " + seconds + " s");
@@ -114,12 +122,17 @@ class JoinMultiProcessTest {
      * saying so (on shared memory, rank 0's exit handler marked the segment; over Gloo only the connection
      * closed) and suggesting join.
      */
-    @ParameterizedTest(name = "no join, rank 0 exits, DDP4J_SHM={0}")
-    @CsvSource({"1", "0"})
-    void withoutJoinTheRankLeftAloneFailsSuggestingJoin(String shm) throws Exception {
-        List<String> outputs = runRanks("nojoin-exit", "3,4", "all", shm, rank -> rank == 0 ? 0 : 3);
+    @ParameterizedTest(name = "no join, rank 0 exits, DDP4J_SHM={0}, neutral messages {1}")
+    @CsvSource({"1, 0", "0, 0", "0, 1"})
+    void withoutJoinTheRankLeftAloneFailsSuggestingJoin(String shm, String neutral) throws Exception {
+        List<String> outputs = RankProcesses.run(JoinMain.class, 2, Map.of("DDP4J_TIMEOUT_SECONDS", "30",
+                "DDP4J_SHM", shm, "DDP4J_TEST_NEUTRAL_MESSAGES", neutral), Duration.ofSeconds(90),
+                rank -> rank == 0 ? 0 : 3, "nojoin-exit", "3,4", "all");
         String failed = line(outputs.get(1), "failed rank=1: ");
-        assertTrue(failed.contains(shm.equals("1") ? "rank 0 (pid " : "peer rank 0 may have died"), failed);
+        // Over TCP the exit mark tells an exit from a kill: the peer is lost, and exited.
+        assertTrue(line(outputs.get(1), "failedfacts rank=1: ").startsWith("PeerLostException "), outputs.get(1));
+        assertTrue(neutral.equals("1") || failed.contains(shm.equals("1") ? "rank 0 (pid " : "peer rank 0 may have died"),
+                failed);
         assertTrue(!shm.equals("1") || failed.contains(") exited without closing its process group"), failed);
         assertTrue(failed.contains("try (var join = ddp.join()) { ... }"), failed);
         assertTrue(outputs.get(1).contains("nullgrads rank=1 step=2 "), outputs.get(1));
@@ -151,6 +164,39 @@ class JoinMultiProcessTest {
             explained |= failed.contains("SyncBatchNorm");
         }
         assertTrue(explained, "no rank named SyncBatchNorm: " + outputs);
+    }
+
+    /**
+     * Uneven batches with a BatchNorm model and no join: rank 0 runs out of data and exits; rank 1's
+     * next forward fails in DDP's buffer broadcast, and that failure suggests join too.
+     */
+    @ParameterizedTest(name = "no join, BatchNorm, DDP4J_SHM={0}")
+    @CsvSource({"1", "0"})
+    void unevenBatchesWithBatchNormSuggestJoinFromTheForward(String shm) throws Exception {
+        List<String> outputs = runRanks("nojoinbn", "2,4", "all", shm, rank -> rank == 0 ? 0 : 3);
+        String failed = line(outputs.get(1), "failed rank=1: ");
+        assertTrue(failed.contains("try (var join = ddp.join()) { ... }"), failed);
+        assertTrue(line(outputs.get(1), "failedfacts rank=1: ").startsWith("PeerLostException "), outputs.get(1));
+    }
+
+    /**
+     * A timeout in SyncBatchNorm's statistics all-gather, and one inside join(), stay timeouts that
+     * name the op and the rank waited for, with no "different collective" and no uneven-inputs hint.
+     */
+    @ParameterizedTest(name = "{0}, DDP4J_SHM={1}")
+    @CsvSource({"syncbn-timeout, 1", "syncbn-timeout, 0", "join-timeout, 1", "join-timeout, 0"})
+    void aTimeoutInSyncBatchNormOrJoinNamesTheOpAndThePeerWithoutAJoinHint(String mode, String shm) throws Exception {
+        int world = 2;
+        List<String> outputs = RankProcesses.run(JoinMain.class, world, Map.of("DDP4J_TIMEOUT_SECONDS", "3",
+                "DDP4J_SHM", shm), Duration.ofSeconds(60), rank -> rank == 0 ? 3 : 0, mode, "1,3", "all");
+        String failed = line(outputs.get(0), "failed rank=0: ");
+        String facts = line(outputs.get(0), "failedfacts rank=0: ");
+        assertTrue(facts.startsWith("DistributedTimeoutException waitedFor=1 op="), facts + "\n" + failed);
+        assertTrue(!facts.endsWith("op=null"), facts);
+        assertTrue(!failed.contains("different collective") && !failed.contains("ddp.join()")
+                && !failed.contains("uneven inputs"), failed);
+        assertTrue(failed.contains(mode.startsWith("syncbn") ? "SyncBatchNorm over 2 channels" : "allReduce"), failed);
+        assertTrue(failed.contains(" timed out after 3 s"), failed);
     }
 
     private static String line(String out, String prefix) {

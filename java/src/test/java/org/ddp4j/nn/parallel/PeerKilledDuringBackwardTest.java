@@ -1,5 +1,6 @@
 package org.ddp4j.nn.parallel;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,6 +10,8 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.testing.RankProcesses;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -46,5 +49,23 @@ class PeerKilledDuringBackwardTest {
                 + " group (no exit mark in the store: killed"), failed);
         assertFalse(failed.contains("ddp.join()"), failed);
         assertFalse(failed.contains("uneven inputs"), failed);
+    }
+
+    /**
+     * The verdict is data: with every native message's words withheld (DDP4J_TEST_NEUTRAL_MESSAGES),
+     * the survivor still learns that rank 1 was killed (no exit mark), with its pid, and gets no join hint.
+     */
+    @ParameterizedTest(name = "DDP4J_SHM={0}")
+    @ValueSource(strings = {"1", "0"})
+    void theDeathIsAFactNotAPhrase(String shm) throws Exception {
+        List<String> outputs = RankProcesses.run(PeerKilledMain.class, 2,
+                Map.of("DDP4J_TIMEOUT_SECONDS", "60", "DDP4J_SHM", shm, "DDP4J_TEST_NEUTRAL_MESSAGES", "1"),
+                Duration.ofSeconds(90), rank -> rank == 0 ? 3 : 128 + 9, "");
+        String pid = PeerKilledOutput.pid(outputs.get(1), 1);
+        String facts = PeerKilledOutput.line(outputs.get(0), "failedfacts rank=0: ");
+        assertEquals("PeerLostException reason=KILLED peer=1 pid=" + pid, facts);
+        String failed = PeerKilledOutput.line(outputs.get(0), "failed rank=0: ");
+        assertTrue(failed.contains("native message withheld"), failed);
+        assertFalse(failed.contains("ddp.join()"), failed);
     }
 }

@@ -17,7 +17,8 @@ import org.ddp4j.tensor.Tensors;
  * in DDP for 3 steps. The victim (the first argument, rank 1 without one) prints {@code pid rank=V P}, and in its
  * second backward, when the first layer's gradient is ready (before DDP's hook
  * sees it, so its bucket is never launched), sends itself SIGKILL. A DistributedException prints
- * {@code failed rank=R: MESSAGE} and exits 3; finishing exits 0; anything else exits 2.
+ * {@code failed rank=R: MESSAGE}, then {@code failedfacts rank=R: PeerLostException reason=R peer=P pid=PID} (or
+ * the exception's class) and exits 3; finishing exits 0; anything else exits 2.
  */
 public final class PeerKilledMain {
     private PeerKilledMain() {}
@@ -59,6 +60,9 @@ public final class PeerKilledMain {
             exit = 0;
         } catch (DistributedException e) {
             System.out.println("failed rank=" + rank + ": " + e.getMessage());
+            System.out.println("failedfacts rank=" + rank + ": " + (e instanceof org.ddp4j.distributed.PeerLostException p
+                    ? "PeerLostException reason=" + p.reason() + " peer=" + p.peerRank() + " pid=" + p.peerPid()
+                    : e.getClass().getSimpleName()));
             exit = 3;
         } catch (Throwable e) {
             System.out.println("error rank=" + rank + ": " + e);
