@@ -97,17 +97,26 @@ CallFacts call_facts(const Fingerprint& f) {
   return c;
 }
 
-Error mismatch_error(const Fingerprint& mine, int rank, int peer_rank, const std::string& peer,
-                     const Fingerprint& theirs, const char* transport) {
+namespace {
+/** The facts of a disagreement between this rank's call `mine` and peer rank `peer`'s `theirs`. */
+ErrorFacts mismatch_facts(const Fingerprint& mine, int rank, int peer, const Fingerprint& theirs,
+                          const char* transport) {
   ErrorFacts facts;
   facts.op = describe(mine);
   facts.transport = transport;
   facts.rank = rank;
-  facts.peer = peer_rank;
+  facts.peer = peer;
   facts.seq = mine.seq;
   facts.mine = call_facts(mine);
   facts.theirs = call_facts(theirs);
-  return Error(ErrorKind::Mismatch, mismatch_message(mine, rank, peer, theirs), std::move(facts));
+  return facts;
+}
+}  // namespace
+
+Error mismatch_error(const Fingerprint& mine, int rank, int peer_rank, const std::string& peer,
+                     const Fingerprint& theirs, const char* transport) {
+  return Error(ErrorKind::Mismatch, mismatch_message(mine, rank, peer, theirs),
+               mismatch_facts(mine, rank, peer_rank, theirs, transport));
 }
 
 std::string transfer_mismatch_message(const Fingerprint& mine, int rank, const Fingerprint& theirs, int peer) {
@@ -121,15 +130,8 @@ std::string transfer_mismatch_message(const Fingerprint& mine, int rank, const F
 }
 
 Error transfer_mismatch_error(const Fingerprint& mine, int rank, const Fingerprint& theirs, int peer) {
-  ErrorFacts facts;
-  facts.op = describe(mine);
-  facts.transport = "gloo";
-  facts.rank = rank;
-  facts.peer = peer;
-  facts.seq = mine.seq;
-  facts.mine = call_facts(mine);
-  facts.theirs = call_facts(theirs);
-  return Error(ErrorKind::Mismatch, transfer_mismatch_message(mine, rank, theirs, peer), std::move(facts));
+  return Error(ErrorKind::Mismatch, transfer_mismatch_message(mine, rank, theirs, peer),
+               mismatch_facts(mine, rank, peer, theirs, "gloo"));
 }
 
 }  // namespace ddp4j

@@ -217,7 +217,9 @@ public final class SafeTensors {
     }
 
     private static UncheckedIOException unchecked(Path file, IOException e) {
-        String message = "cannot read " + file + ": " + e;
+        // Ours and the file system's "no such file" name the file already.
+        String message = e instanceof SafeTensorsFormatException || e instanceof NoSuchFileException ? e.getMessage()
+                : "cannot read " + file + ": " + e;
         return new UncheckedIOException(message, e);
     }
 

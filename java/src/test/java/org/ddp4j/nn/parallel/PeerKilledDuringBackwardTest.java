@@ -63,7 +63,7 @@ class PeerKilledDuringBackwardTest {
                 Duration.ofSeconds(90), rank -> rank == 0 ? 3 : 128 + 9, "");
         String pid = PeerKilledOutput.pid(outputs.get(1), 1);
         String facts = PeerKilledOutput.line(outputs.get(0), "failedfacts rank=0: ");
-        assertEquals("PeerLostException reason=KILLED peer=1 pid=" + pid, facts);
+        assertEquals("failedfacts rank=0: PeerLostException reason=KILLED peer=1 pid=" + pid, facts);
         String failed = PeerKilledOutput.line(outputs.get(0), "failed rank=0: ");
         assertTrue(failed.contains("native message withheld"), failed);
         assertFalse(failed.contains("ddp.join()"), failed);
