@@ -380,6 +380,26 @@ public final class Distributed {
         return defaultGroup().allGatherIntoTensor(output, input);
     }
 
+    /** Every rank's {@code obj} on every rank, in rank order, over the default group; see {@link ObjectCollectives}. Mirrors {@code all_gather_object}. */
+    public static <T extends java.io.Serializable> List<T> allGatherObject(T obj) {
+        return ObjectCollectives.allGatherObject(defaultGroup(), obj);
+    }
+
+    /** Rank {@code src}'s list elements into {@code objects} on every rank; see {@link ObjectCollectives}. Mirrors {@code broadcast_object_list}. */
+    public static void broadcastObjectList(List<Object> objects, int src) {
+        ObjectCollectives.broadcastObjectList(defaultGroup(), objects, src);
+    }
+
+    /** Every rank's {@code obj} on rank {@code dst} (null elsewhere); see {@link ObjectCollectives}. Mirrors {@code gather_object}. */
+    public static <T extends java.io.Serializable> List<T> gatherObject(T obj, int dst) {
+        return ObjectCollectives.gatherObject(defaultGroup(), obj, dst);
+    }
+
+    /** Rank {@code src}'s {@code inputs.get(rank)} on each rank; see {@link ObjectCollectives}. Mirrors {@code scatter_object_list}. */
+    public static <T extends java.io.Serializable> T scatterObjectList(List<T> inputs, int src) {
+        return ObjectCollectives.scatterObjectList(defaultGroup(), inputs, src);
+    }
+
     /**
      * Returns once every rank of the default group has entered the barrier (blocks the host, on
      * GPUs too). Mirrors {@code barrier()}.

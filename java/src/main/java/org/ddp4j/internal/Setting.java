@@ -54,6 +54,8 @@ public enum Setting {
     STORE_SECRET_FILE("DDP4J_STORE_SECRET_FILE", "~/.ddp4j/store-secret", "a file holding that secret"),
     STORE_MAX_KEY_BYTES("DDP4J_STORE_MAX_KEY_BYTES", "64K", "the largest key the store accepts"),
     STORE_MAX_VALUE_BYTES("DDP4J_STORE_MAX_VALUE_BYTES", "16M", "the largest value the store accepts"),
+    OBJECT_MAX_BYTES("DDP4J_OBJECT_MAX_BYTES", "64M",
+            "the largest serialized object of allGatherObject, broadcastObjectList, gatherObject, scatterObjectList"),
     STORE_MAX_CONNECTIONS("DDP4J_STORE_MAX_CONNECTIONS", "1024", "connections the store serves at once"),
     STORE_BIND_ADDR("DDP4J_STORE_BIND_ADDR", "the master address",
             "the address the store listens on, e.g. 0.0.0.0 for every interface"),

@@ -390,7 +390,8 @@ final class Agent {
      * What to name as the cause of a local worker's failure when it was a collective timeout with the
      * peer's launcher alive and no worker stopped anywhere: the network between this node and the
      * peer's ({@link RootCause#describeUnreachable}); else {@code desc}. The peer is the rank the
-     * timeout message names (on another node), else the other node of a two-node job.
+     * timeout waited for (on another node; from the worker's error file {@code own}, else from its
+     * stderr), else the other node of a two-node job.
      */
     private String unreachable(Store store, WorkerGroup.LocalFailure f, String desc, WorkerError own,
             List<String> errTail, NodeRendezvous.NodeRanks r) {

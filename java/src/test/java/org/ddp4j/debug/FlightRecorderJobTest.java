@@ -112,6 +112,8 @@ class FlightRecorderJobTest {
         String trigger = dump0.get("trigger").asText();
         assertTrue(trigger.startsWith("a collective timed out") || trigger.startsWith("a collective failed"), trigger);
         assertTrue(trigger.matches(".* timed out after 10 s on rank [02] waiting for rank 1 .*"), trigger);
+        // Shared memory's timeout names the call as Gloo's does, with its collective number.
+        assertTrue(trigger.contains("allReduce(SUM) of 1 float32 element (#" + seq + ") timed out"), trigger);
         JsonNode last = dump0.get("entries").get(dump0.get("entries").size() - 1);
         assertEquals(seq, last.get("collective_seq_id").asLong());
         assertEquals("failed", last.get("state").asText());
