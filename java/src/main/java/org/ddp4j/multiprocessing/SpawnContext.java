@@ -15,7 +15,8 @@ import org.ddp4j.distributed.WorkerError;
  * stopped (SIGTERM, then SIGKILL after the grace period) and a {@link SpawnException} names it.
  * {@link #close()} stops whatever still runs. Workers also stop when this JVM exits or dies.
  */
-public final class SpawnContext implements AutoCloseable {
+@SuppressWarnings("deprecation") // extends its old home, so that code typed with the old import still compiles
+public final class SpawnContext extends org.ddp4j.distributed.SpawnContext {
     /** Lines of a failed worker's stderr quoted in the {@link SpawnException}. */
     public static final int STDERR_TAIL_LINES = 12;
 

@@ -1,7 +1,6 @@
 package org.ddp4j.multiprocessing;
 
 import java.util.List;
-import org.ddp4j.distributed.DistributedException;
 
 /**
  * A worker started by {@link Spawn} failed: it exited with a non-zero code, was killed by a
@@ -10,7 +9,8 @@ import org.ddp4j.distributed.DistributedException;
  * The message names the rank, the exit code or signal, and the last lines the worker wrote to
  * stderr.
  */
-public class SpawnException extends DistributedException {
+@SuppressWarnings("deprecation") // extends its old home, so that code catching the old type still catches it
+public class SpawnException extends org.ddp4j.distributed.SpawnException {
     private final int rank;
     private final int index;
     private final int exitCode;

@@ -25,9 +25,22 @@ public final class OneCycleLR extends LRScheduler {
     /** How the lr and momentum move within a phase: PyTorch's {@code anneal_strategy}. */
     public enum AnnealStrategy {
         /** Half a cosine from start to end ({@code 'cos'}, the default). */
-        cos,
+        COS,
         /** A straight line ({@code 'linear'}). */
-        linear
+        LINEAR;
+
+        /** @deprecated Java names enum constants in capitals: use {@link #COS} */
+        @Deprecated
+        public static final AnnealStrategy cos = COS;
+
+        /** @deprecated Java names enum constants in capitals: use {@link #LINEAR} */
+        @Deprecated
+        public static final AnnealStrategy linear = LINEAR;
+
+        /** PyTorch's name, as its state dict stores it: {@code cos} or {@code linear}. */
+        public String pytorchName() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
     }
 
     /**
@@ -56,7 +69,7 @@ public final class OneCycleLR extends LRScheduler {
 
         /** pct_start 0.3, cos, cycle_momentum true, momentum 0.85 to 0.95, div_factor 25, final_div_factor 1e4, two phases. */
         public static Options defaults() {
-            return new Options(0.3, AnnealStrategy.cos, true, 0.85, 0.95, 25, 1e4, false);
+            return new Options(0.3, AnnealStrategy.COS, true, 0.85, 0.95, 25, 1e4, false);
         }
 
         /** The share of the steps spent raising the lr. */
@@ -241,7 +254,7 @@ public final class OneCycleLR extends LRScheduler {
     }
 
     private double anneal(double start, double end, double pct) {
-        if (annealStrategy == AnnealStrategy.linear) {
+        if (annealStrategy == AnnealStrategy.LINEAR) {
             return (end - start) * pct + start;
         }
         double cosOut = Math.cos(Math.PI * pct) + 1;
@@ -259,7 +272,7 @@ public final class OneCycleLR extends LRScheduler {
         List<Map<String, Object>> phaseMaps = new ArrayList<>();
         phases.forEach(p -> phaseMaps.add(p.toMap()));
         out.put("_schedule_phases", phaseMaps);
-        out.put("anneal_strategy", annealStrategy.name());
+        out.put("anneal_strategy", annealStrategy.pytorchName());
         out.put("cycle_momentum", cycleMomentum);
         for (String key : GROUP_VALUES) {
             List<Double> perGroup = new ArrayList<>();
@@ -304,7 +317,7 @@ public final class OneCycleLR extends LRScheduler {
         }
         totalSteps = newTotalSteps;
         phases = List.copyOf(newPhases);
-        annealStrategy = AnnealStrategy.valueOf(strategy);
+        annealStrategy = AnnealStrategy.valueOf(strategy.toUpperCase(java.util.Locale.ROOT));
         cycleMomentum = newCycleMomentum;
         groupValues = newValues;
     }

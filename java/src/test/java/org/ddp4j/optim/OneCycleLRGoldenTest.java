@@ -32,7 +32,7 @@ class OneCycleLRGoldenTest {
                     new SGD(List.of(Map.of("params", List.of(lin.weight())), Map.of("params", List.of(lin.bias()), "lr", 0.2)),
                             SGD.Options.defaults().lr(0.1)),
                     List.of(0.4, 0.05), 17, OneCycleLR.Options.defaults().pctStart(0.25)
-                            .annealStrategy(OneCycleLR.AnnealStrategy.linear).threePhase(true).divFactor(10).finalDivFactor(100)
+                            .annealStrategy(OneCycleLR.AnnealStrategy.LINEAR).threePhase(true).divFactor(10).finalDivFactor(100)
                             .baseMomentum(0.8).maxMomentum(0.9));
             case "adam_betas" -> new OneCycleLR(new Adam(both, Adam.Options.defaults().lr(0.001).betas(0.9, 0.98)), 0.01, 9);
             case "adamw_no_cycle_momentum" -> new OneCycleLR(new AdamW(both), List.of(0.003), 6,

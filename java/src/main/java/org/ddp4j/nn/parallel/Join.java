@@ -27,7 +27,8 @@ import org.ddp4j.distributed.ReduceOp;
  * still shadows, so the other ranks finish or the group's timeout ends it. Not thread-safe: the
  * training thread opens and closes it.
  */
-public final class Join implements AutoCloseable {
+@SuppressWarnings("deprecation") // extends its old home, so that code typed with the old import still compiles
+public final class Join extends org.ddp4j.distributed.Join {
     private final DistributedDataParallel ddp;
     private boolean closed;
 
