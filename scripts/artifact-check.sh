@@ -25,7 +25,7 @@ if [[ "${ARTIFACT_CHECK_SKIP_INSTALL:-0}" != 1 ]]; then
   (cd "$root" && mvn -B -q ${MVN_FLAGS:-} -DskipTests install)
 fi
 bench_repo="${MAVEN_REPO:-$HOME/.m2/repository}/org/ddp4j/ddp4j-benchmarks/$version"
-for f in "ddp4j-benchmarks-$version.jar" "ddp4j-benchmarks-$version-sources.jar" "ddp4j-benchmarks-$version.pom"; do
+for f in "ddp4j-benchmarks-$version.jar" "ddp4j-benchmarks-$version-sources.jar" "ddp4j-benchmarks-$version-javadoc.jar" "ddp4j-benchmarks-$version.pom"; do
   [[ -s "$bench_repo/$f" ]] || fail "mvn install did not install $bench_repo/$f"
 done
 for f in "ddp4j-$version.jar" "ddp4j-$version-sources.jar" "ddp4j-$version-javadoc.jar" "ddp4j-$version-launcher.jar" "ddp4j-$version.pom"; do

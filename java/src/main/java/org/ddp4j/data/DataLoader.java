@@ -109,7 +109,7 @@ public final class DataLoader implements Iterable<Batch>, AutoCloseable {
      * @param sampler the visiting order (e.g. a DistributedSampler); the dataset order when null
      * @param dropLast drop a last batch smaller than batchSize
      * @param options worker threads and prefetching
-     * @throws IllegalArgumentException if batchSize < 1, or a timeout other than the default is set
+     * @throws IllegalArgumentException if batchSize &lt; 1, or a timeout other than the default is set
      *     without workers (as PyTorch, which takes {@code timeout} only with {@code num_workers > 0})
      */
     public DataLoader(Dataset dataset, int batchSize, Sampler sampler, boolean dropLast, Options options) {

@@ -216,7 +216,7 @@ public final class Distributed {
      * has called it. Group rank r is the r-th smallest of {@code ranks} (as PyTorch, which sorts
      * them); {@link ProcessGroup#ranks()} maps back. The group has its own connections, collective
      * numbering and mismatch checks, and takes every collective the default group does, plus
-     * DistributedDataParallel through {@link DistributedDataParallelOptions#processGroup}. Mirrors
+     * DistributedDataParallel through {@link org.ddp4j.nn.parallel.DistributedDataParallelOptions#processGroup}. Mirrors
      * {@code new_group(ranks, timeout, backend)}, with one difference for the better: only the
      * members need to call it (PyTorch by default needs every rank of the default group to call
      * every new_group). Members must call it with the same list as often; groups are matched by

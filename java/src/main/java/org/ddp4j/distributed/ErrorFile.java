@@ -14,7 +14,7 @@ import org.ddp4j.internal.Setting;
 import org.ddp4j.serialization.AtomicFiles;
 
 /**
- * A worker's own record of its failure, written where its launcher says ({@value #ENV}), in JSON,
+ * A worker's own record of its failure, written where its launcher says ({@code DDP4J_ERROR_FILE}), in JSON,
  * atomically: torchelastic's error file ({@code TORCHELASTIC_ERROR_FILE}, the {@code @record}
  * decorator). The launcher ({@code ddp4j-run}), {@code Spawn} and the Spark integration set the
  * variable for each worker and read the file when it fails; with none set, nothing is written.
@@ -46,7 +46,7 @@ public final class ErrorFile {
     private ErrorFile() {}
 
     /**
-     * Records {@code failure} in the file {@value #ENV} names, unless a failure is recorded there
+     * Records {@code failure} in the file {@code DDP4J_ERROR_FILE} names, unless a failure is recorded there
      * already or the variable is unset. Never throws: a worker that cannot write its file still
      * fails as it would (the launcher falls back to its stderr).
      *
@@ -58,7 +58,7 @@ public final class ErrorFile {
         return path != null && !path.isBlank() && record(failure, Path.of(path));
     }
 
-    /** {@link #record(Throwable)} into {@code file}, whatever {@value #ENV} says. */
+    /** {@link #record(Throwable)} into {@code file}, whatever {@code DDP4J_ERROR_FILE} says. */
     static synchronized boolean record(Throwable failure, Path file) {
         if (failure == null || Files.exists(file)) {
             return false;
@@ -80,7 +80,7 @@ public final class ErrorFile {
 
     /**
      * Records every uncaught exception ({@link #record}) before the handler that was there runs
-     * (the JVM's prints the stack trace). Once per JVM; does nothing when {@value #ENV} is unset.
+     * (the JVM's prints the stack trace). Once per JVM; does nothing when {@code DDP4J_ERROR_FILE} is unset.
      */
     public static synchronized void installHandler() {
         if (handlerInstalled || System.getenv(ENV) == null) {

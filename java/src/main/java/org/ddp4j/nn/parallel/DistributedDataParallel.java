@@ -40,11 +40,11 @@ import org.ddp4j.internal.MemoryPlan;
  * Parameter names carry the {@code module.} prefix.
  *
  * <p>As PyTorch, the construction verifies that every rank wraps parameters of the same shapes
- * with the same bucket cap (a {@link DistributedException} names each rank's shapes otherwise).
+ * with the same bucket cap (a {@link org.ddp4j.distributed.DistributedException} names each rank's shapes otherwise).
  * Each bucket all-reduce carries a fingerprint (the group's collective number, op, dtype, size,
  * bucket index): when another rank called something else at that point (a metric all-reduce, a
  * different bucket or model), every rank's {@code backward()} fails with a
- * {@link DistributedException} naming its own call and the peer's, e.g. "allReduce(AVG) of 1,234
+ * {@link org.ddp4j.distributed.CollectiveMismatchException} naming its own call and the peer's, e.g. "allReduce(AVG) of 1,234
  * float32 elements (#57, DDP bucket 2 of 3) on rank 0: a peer called a different collective: rank
  * 1 called allReduce(SUM) of 1 float32 element (#57)", and no rank keeps a wrong gradient. After the first
  * synchronised backward, the buckets are rebuilt once, at the next training forward, in the order

@@ -68,9 +68,9 @@ public class ResNet extends Module {
      * the user: {@code cifarStem} (conv1 3x3, stride 1, padding 1 and no max pool, for 32 × 32 or
      * 28 × 28 images; default false) and {@code inChannels} (conv1's input channels, default 3;
      * Fashion-MNIST has 1), and the generator that draws the initial weights (default
-     * {@link Generator#defaultGenerator()}). Each wither returns a changed copy.
-     *
-     * @throws IllegalArgumentException if numClasses or inChannels is not positive or generator is null
+     * {@link Generator#defaultGenerator()}). Each wither returns a changed copy. The constructor
+     * throws {@code IllegalArgumentException} if numClasses or inChannels is not positive or
+     * generator is null.
      */
     public record Options(int numClasses, boolean zeroInitResidual, boolean cifarStem, int inChannels, Generator generator) {
         public Options {
