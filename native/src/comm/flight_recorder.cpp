@@ -9,6 +9,7 @@
 #include <string>
 #include <time.h>
 
+#include "core/settings.h"
 #include "ddp4j/errors.h"
 
 namespace ddp4j {
@@ -18,12 +19,9 @@ bool is_transfer(uint32_t kind) { return kind == Fingerprint::kSend || kind == F
 }  // namespace
 
 size_t FlightRecorder::capacity_from_environment() {
-  const char* raw = std::getenv("DDP4J_FLIGHT_RECORDER_ENTRIES");
-  if (raw == nullptr) return kDefaultEntries;
-  std::string v(raw);
-  const size_t first = v.find_first_not_of(" \t");
-  if (first == std::string::npos) return kDefaultEntries;  // blank reads as unset, as in Java's Setting
-  v = v.substr(first, v.find_last_not_of(" \t") - first + 1);
+  const auto raw = settings::get("DDP4J_FLIGHT_RECORDER_ENTRIES");
+  if (!raw) return kDefaultEntries;
+  const std::string v = *raw;
   char* end = nullptr;
   errno = 0;
   const unsigned long long n = std::strtoull(v.c_str(), &end, 10);

@@ -1,6 +1,7 @@
 #include "ddp4j/allocator.h"
 
 #include "core/large_block_pool.h"
+#include "core/settings.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -25,8 +26,8 @@ thread_local int64_t t_cpu_bytes_net = 0;
 
 /** Default cache limit: DDP4J_CPU_CACHE_LIMIT when set, else a quarter of physical memory. */
 int64_t default_cache_limit() {
-  if (const char* env = std::getenv("DDP4J_CPU_CACHE_LIMIT")) {
-    int64_t v = parse_byte_count(env);
+  if (const auto env = settings::get("DDP4J_CPU_CACHE_LIMIT")) {  // validated by Java's Setting
+    int64_t v = parse_byte_count(env->c_str());
     if (v >= 0) return v;
   }
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);

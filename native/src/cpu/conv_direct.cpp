@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/settings.h"
 #include "ddp4j/parallel.h"
 
 namespace ddp4j::cpu::direct {
@@ -48,8 +49,8 @@ constexpr int64_t kPartialFloats = int64_t{1} << 22;
 
 std::atomic<bool>& enabled_flag() {
   static std::atomic<bool> flag{[] {
-    const char* env = std::getenv("DDP4J_CONV_DIRECT");
-    return __builtin_cpu_supports("avx512f") && !(env && std::strcmp(env, "0") == 0);
+    const auto env = settings::get("DDP4J_CONV_DIRECT");  // "0" turns it off (Java's Setting reads false, off, no)
+    return __builtin_cpu_supports("avx512f") && !(env && *env == "0");
   }()};
   return flag;
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.h"
 #include "cpu/convert.h"
 #include "cpu/gemm.h"
 #include "ddp4j/errors.h"
@@ -48,8 +49,7 @@ bool cpu_has_bf16() {
 }
 
 LowPrecisionKernel initial_kernel() {
-  const char* env = std::getenv("DDP4J_CPU_BF16_KERNEL");
-  const std::string v = env == nullptr ? "auto" : env;
+  const std::string v = settings::get("DDP4J_CPU_BF16_KERNEL").value_or("auto");
   if (v.empty() || v == "auto") return cpu_has_bf16() ? LowPrecisionKernel::Avx512Bf16 : LowPrecisionKernel::Widen;
   if (v == "widen") return LowPrecisionKernel::Widen;
   DDP4J_CHECK_ARG(v == "avx512bf16", "DDP4J_CPU_BF16_KERNEL=", v, " is not one of auto, avx512bf16, widen");

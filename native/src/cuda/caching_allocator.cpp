@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/settings.h"
 #include "cuda/cuda_context.h"
 #include "ddp4j/allocator.h"
 
@@ -57,7 +58,7 @@ constexpr int kMaxDevices = 64;
 class CudaCachingAllocator final : public Allocator {
  public:
   CudaCachingAllocator() {
-    if (const char* env = std::getenv("DDP4J_CUDA_CACHE_LIMIT")) limit_ = parse_byte_count(env);
+    if (const auto env = settings::get("DDP4J_CUDA_CACHE_LIMIT")) limit_ = parse_byte_count(env->c_str());
   }
 
   void* allocate(size_t nbytes, Device device) override {

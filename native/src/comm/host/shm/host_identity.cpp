@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/settings.h"
 #include "ddp4j/errors.h"
 #include "ddp4j/process_group.h"
 
@@ -37,8 +38,7 @@ std::string hostname() {
 }  // namespace
 
 std::string host_identity() {
-  const char* forced = std::getenv("DDP4J_SHM_HOST_ID");
-  if (forced != nullptr && forced[0] != '\0') return forced;
+  if (const auto forced = settings::get("DDP4J_SHM_HOST_ID")) return *forced;
   return first_line("/proc/sys/kernel/random/boot_id") + "|" + hostname() + "|net:" + ns_inode("/proc/self/ns/net") +
          "|pid:" + ns_inode("/proc/self/ns/pid");
 }

@@ -49,6 +49,8 @@ public final class NativeLibrary {
             } catch (UnsatisfiedLinkError e) {
                 throw explain(e);
             }
+            // Before any other native call: the library reads these values, not the environment.
+            NativeSettings.handDown(System.getenv());
             // Extract the CUDA library now, loading it only on first CUDA use: native-lib-loader
             // deletes extraction folders older than five minutes when another JVM starts, so a
             // late extraction could find its folder gone.

@@ -44,7 +44,7 @@ public enum Setting {
             "bytes a rank may plan for, K/M/G suffixes allowed: an optimizer or DistributedDataParallel whose parameters,"
                     + " gradients and state would not fit is refused with the numbers; 0 turns the check off"),
     CUDA_CACHE_LIMIT("DDP4J_CUDA_CACHE_LIMIT", "none", "bytes the CUDA caching allocator may keep (native)"),
-    CONV_DIRECT("DDP4J_CONV_DIRECT", "1", "0: every convolution through im2col + GEMM, never the direct kernel (native)"),
+    CONV_DIRECT("DDP4J_CONV_DIRECT", "1", "0 (or false, off, no): every convolution through im2col + GEMM, never the direct kernel (native)"),
     CPU_BF16_KERNEL("DDP4J_CPU_BF16_KERNEL", "auto",
             "autocast's bfloat16 GEMMs on CPU: avx512bf16 (vdpbf16ps), widen (round, then float32 GEMM), auto: avx512bf16"
                     + " where the CPU has it (native)"),
