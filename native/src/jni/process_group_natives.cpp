@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
+#include "comm/flight_record_layout.h"
 #include "comm/flight_recorder.h"
 #include "ddp4j/process_group.h"
 #include "jni/jni_util.h"
@@ -119,29 +120,34 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_recv(JNIEnv*
 JNIEXPORT jlongArray JNICALL Java_org_ddp4j_internal_ProcessGroupNatives_flightRecord(JNIEnv* env, jclass, jlong pg,
                                                                                      jboolean onlyOpen) {
   return guarded(env, [&]() -> jlongArray {
-    constexpr int kHeader = 5;
-    constexpr int kFields = 14;
+    namespace L = flight_layout;
     const FlightRecorder* recorder = group_of(pg).flight_recorder();
     std::vector<FlightRecorder::Entry> entries;
     if (recorder != nullptr) entries = recorder->snapshot(onlyOpen);
-    std::vector<jlong> out(kHeader + kFields * entries.size());
-    out[0] = kFields;
-    out[1] = recorder != nullptr ? static_cast<jlong>(recorder->capacity()) : 0;
-    out[2] = recorder != nullptr ? static_cast<jlong>(recorder->last_started_seq()) : 0;
-    out[3] = FlightRecorder::now_ns();
-    out[4] = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
-    size_t at = kHeader;
-    for (const auto& e : entries) {
-      const jlong fields[kFields] = {static_cast<jlong>(e.id),        static_cast<jlong>(e.fp.seq),
-                                     static_cast<jlong>(e.fp.kind),   static_cast<jlong>(e.fp.arg),
-                                     static_cast<jlong>(e.fp.dtype),  static_cast<jlong>(e.fp.numel),
-                                     static_cast<jlong>(e.fp.bucket), static_cast<jlong>(e.fp.buckets),
-                                     static_cast<jlong>(e.fp.peer),   static_cast<jlong>(e.transport),
-                                     static_cast<jlong>(e.state),     e.queued_ns,
-                                     e.started_ns,                    e.finished_ns};
-      for (int f = 0; f < kFields; f++) out[at++] = fields[f];
+    std::vector<jlong> out(L::kHeader + L::kFields * entries.size());
+    out[L::kHeaderFields] = L::kFields;
+    out[L::kHeaderCapacity] = recorder != nullptr ? static_cast<jlong>(recorder->capacity()) : 0;
+    out[L::kHeaderLastStarted] = recorder != nullptr ? static_cast<jlong>(recorder->last_started_seq()) : 0;
+    out[L::kHeaderSteadyNow] = FlightRecorder::now_ns();
+    out[L::kHeaderWallNow] =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    for (size_t r = 0; r < entries.size(); r++) {
+      const auto& e = entries[r];
+      jlong* f = out.data() + L::kHeader + r * L::kFields;
+      f[L::kRecordId] = static_cast<jlong>(e.id);
+      f[L::kSeq] = static_cast<jlong>(e.fp.seq);
+      f[L::kKind] = static_cast<jlong>(e.fp.kind);
+      f[L::kArg] = static_cast<jlong>(e.fp.arg);
+      f[L::kDtype] = static_cast<jlong>(e.fp.dtype);
+      f[L::kNumel] = static_cast<jlong>(e.fp.numel);
+      f[L::kBucket] = static_cast<jlong>(e.fp.bucket);
+      f[L::kBuckets] = static_cast<jlong>(e.fp.buckets);
+      f[L::kPeer] = static_cast<jlong>(e.fp.peer);
+      f[L::kTransport] = static_cast<jlong>(e.transport);
+      f[L::kState] = static_cast<jlong>(e.state);
+      f[L::kQueuedNs] = e.queued_ns;
+      f[L::kStartedNs] = e.started_ns;
+      f[L::kFinishedNs] = e.finished_ns;
     }
     jlongArray array = env->NewLongArray(static_cast<jsize>(out.size()));
     if (array == nullptr) return nullptr;  // OutOfMemoryError pending

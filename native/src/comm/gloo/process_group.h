@@ -36,7 +36,9 @@ class GlooPointToPoint;
 class PeerLossRecords;
 
 /**
- * A ProcessGroup over Gloo's TCP transport for CPU tensors (float32, int64).
+ * A ProcessGroup over Gloo's TCP transport (and shared memory between ranks of one host) for CPU
+ * tensors of every dtype the collectives take: float32, bfloat16, float16, int64 (two 16-bit values
+ * are combined in float32 and rounded back, reduce_functions.h).
  *
  * Construction is the rendezvous: every rank sets "ddp4j/joined/<rank>" in the store and waits for
  * all of them (timeout: Error(Timeout) naming the missing ranks), then Gloo exchanges addresses

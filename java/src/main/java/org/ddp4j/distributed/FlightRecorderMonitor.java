@@ -24,6 +24,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.debug.FlightRecorderDump;
 import org.ddp4j.distributed.store.Store;
+import org.ddp4j.internal.FlightRecordLayout;
 import org.ddp4j.internal.ProcessGroupNatives;
 import org.ddp4j.internal.Setting;
 import org.ddp4j.serialization.AtomicFiles;
@@ -64,9 +65,9 @@ final class FlightRecorderMonitor {
     static final String STALLED_KEY = "ddp4j/flight-recorder/stalled-in/";
     /** Store key (in the group's store) of the job's identity, which every dump carries ({@link #agreeOnJob}). */
     static final String JOB_KEY = "ddp4j/flight-recorder/job";
-    private static final int FIELDS = 14;
-    private static final String[] STATES = {"queued", "started", "completed", "failed"};
-    private static final String[] TRANSPORTS = {"gloo", "shm", "shm+gloo", "nccl"};
+    private static final int FIELDS = FlightRecordLayout.FIELDS;
+    private static final String[] STATES = FlightRecordLayout.STATES;
+    private static final String[] TRANSPORTS = FlightRecordLayout.TRANSPORTS;
     private static final String[] KINDS = {"none", "allReduce", "broadcast", "allGather", "barrier", "reduce",
         "reduceScatter", "send", "recv"};
     private static final String[] REDUCE_OPS = {"SUM", "AVG", "PRODUCT", "MIN", "MAX"};
@@ -236,11 +237,11 @@ final class FlightRecorderMonitor {
     /** One round for one group (under LOCK); returns a stall warning to print, or null. */
     private static String inspect(Tracked t) {
         long[] rec = ProcessGroupNatives.flightRecord(t.handle, true);
-        if (rec[1] == 0) {
+        if (rec[FlightRecordLayout.HEADER_CAPACITY] == 0) {
             return null; // recorder off
         }
-        long lastStarted = rec[2];
-        long now = rec[3];
+        long lastStarted = rec[FlightRecordLayout.HEADER_LAST_STARTED];
+        long now = rec[FlightRecordLayout.HEADER_STEADY_NOW];
         long publishEvery = Math.max(TimeUnit.SECONDS.toNanos(1), Math.min(TimeUnit.SECONDS.toNanos(15),
                 threshold.toNanos() / 4));
         if (lastStarted != t.published && System.nanoTime() - t.publishedAt >= publishEvery) {
@@ -250,8 +251,8 @@ final class FlightRecorderMonitor {
         // waits in (a transfer warned about long ago, say a recv that waits on purpose, does not
         // hide a collective stalled after it).
         int at = -1;
-        for (int i = ProcessGroupNatives.FLIGHT_HEADER; i + FIELDS <= rec.length; i += FIELDS) {
-            if (rec[i + 10] == 1 && rec[i] > t.warnedRecord) {
+        for (int i = FlightRecordLayout.HEADER; i + FIELDS <= rec.length; i += FIELDS) {
+            if (rec[i + FlightRecordLayout.STATE] == FlightRecordLayout.STATE_STARTED && rec[i] > t.warnedRecord) {
                 at = i;
                 break;
             }
@@ -259,8 +260,8 @@ final class FlightRecorderMonitor {
         if (at < 0) {
             return null;
         }
-        long record = rec[at];
-        long waited = now - rec[at + 12];
+        long record = rec[at + FlightRecordLayout.RECORD_ID];
+        long waited = now - rec[at + FlightRecordLayout.STARTED_NS];
         if (waited < threshold.toNanos()) {
             return null;
         }
@@ -270,8 +271,8 @@ final class FlightRecorderMonitor {
             t.stalledRecord = record;
             t.stallPublishedAt = System.nanoTime();
             publish(t, lastStarted);
-            if (rec[at + 2] != 7 && rec[at + 2] != 8) { // a collective (a transfer's number counts its stream)
-                publishStalledIn(t, rec[at + 1]);
+            if (!FlightRecordLayout.isTransfer(rec[at + FlightRecordLayout.KIND])) { // a collective (a transfer's number counts its stream)
+                publishStalledIn(t, rec[at + FlightRecordLayout.SEQ]);
             }
             return null;
         }
@@ -305,16 +306,16 @@ final class FlightRecorderMonitor {
 
     private static String stallWarning(Tracked t, long[] rec, int at, long waitedNanos) {
         NativeProcessGroup g = t.group;
-        long seq = rec[at + 1];
-        int kind = (int) rec[at + 2];
+        long seq = rec[at + FlightRecordLayout.SEQ];
+        int kind = (int) rec[at + FlightRecordLayout.KIND];
         String call = describe(rec, at);
         StringBuilder m = new StringBuilder("ddp4j: stall: rank ").append(globalRank(g, g.rank()))
                 .append(" has waited ").append(seconds(waitedNanos)).append(" in ").append(call)
-                .append(" (over ").append(name(TRANSPORTS, rec[at + 9])).append(")");
-        if (kind == 7 || kind == 8) {
-            int peer = (int) rec[at + 8];
+                .append(" (over ").append(name(TRANSPORTS, rec[at + FlightRecordLayout.TRANSPORT])).append(")");
+        if (FlightRecordLayout.isTransfer(kind)) {
+            int peer = (int) rec[at + FlightRecordLayout.PEER];
             m.append("; rank ").append(globalRank(g, peer)).append(" has not taken part yet (it may not have called the matching ")
-                    .append(kind == 7 ? "recv" : "send").append(")");
+                    .append(kind == FlightRecordLayout.KIND_SEND ? "recv" : "send").append(")");
         } else {
             Map<Integer, Long> peers = readPeers(t, STORE_WAIT);
             if (peers == null) {
@@ -419,8 +420,8 @@ final class FlightRecorderMonitor {
             }
             for (Tracked t : GROUPS) {
                 long[] rec = ProcessGroupNatives.flightRecord(t.handle, true);
-                for (int i = ProcessGroupNatives.FLIGHT_HEADER; i + FIELDS <= rec.length; i += FIELDS) {
-                    waiting |= rec[i + 10] == 1;
+                for (int i = FlightRecordLayout.HEADER; i + FIELDS <= rec.length; i += FIELDS) {
+                    waiting |= rec[i + FlightRecordLayout.STATE] == FlightRecordLayout.STATE_STARTED;
                 }
             }
             dumpedOnShutdown = waiting;
@@ -499,19 +500,19 @@ final class FlightRecorderMonitor {
         ArrayNode ranks = c.putArray("ranks");
         g.ranks().forEach(ranks::add);
         c.put("timeout_ms", g.timeout().toMillis());
-        c.put("capacity", rec[1]);
-        long steadyNow = rec[3];
-        long wallNow = rec[4];
+        c.put("capacity", rec[FlightRecordLayout.HEADER_CAPACITY]);
+        long steadyNow = rec[FlightRecordLayout.HEADER_STEADY_NOW];
+        long wallNow = rec[FlightRecordLayout.HEADER_WALL_NOW];
         long lastCompleted = 0;
-        for (int i = ProcessGroupNatives.FLIGHT_HEADER; i + FIELDS <= rec.length; i += FIELDS) {
+        for (int i = FlightRecordLayout.HEADER; i + FIELDS <= rec.length; i += FIELDS) {
             list.add(entry(t, rec, i, steadyNow, wallNow));
-            int kind = (int) rec[i + 2];
-            if (kind != 7 && kind != 8 && rec[i + 10] == 2) {
-                lastCompleted = Math.max(lastCompleted, rec[i + 1]);
+            int kind = (int) rec[i + FlightRecordLayout.KIND];
+            if (!FlightRecordLayout.isTransfer(kind) && rec[i + FlightRecordLayout.STATE] == FlightRecordLayout.STATE_COMPLETED) {
+                lastCompleted = Math.max(lastCompleted, rec[i + FlightRecordLayout.SEQ]);
             }
         }
         ObjectNode s = status.putObject(t.pgId);
-        s.put("last_started_collective", rec[2]);
+        s.put("last_started_collective", rec[FlightRecordLayout.HEADER_LAST_STARTED]);
         s.put("last_completed_collective", lastCompleted);
         ObjectNode p = s.putObject("peers_last_started");
         peers.forEach((r, v) -> p.put(Integer.toString(globalRank(g, r)), v));
@@ -519,47 +520,50 @@ final class FlightRecorderMonitor {
 
     private static ObjectNode entry(Tracked t, long[] rec, int i, long steadyNow, long wallNow) {
         ObjectNode e = JSON.createObjectNode();
-        int kind = (int) rec[i + 2];
-        boolean p2p = kind == 7 || kind == 8;
+        int kind = (int) rec[i + FlightRecordLayout.KIND];
+        boolean p2p = FlightRecordLayout.isTransfer(kind);
         String op = name(KINDS, kind);
-        e.put("record_id", rec[i]);
+        e.put("record_id", rec[i + FlightRecordLayout.RECORD_ID]);
         e.put("pg_id", t.pgId);
-        e.put("collective_seq_id", p2p ? 0 : rec[i + 1]);
-        e.put("p2p_seq_id", p2p ? rec[i + 1] : 0);
+        e.put("collective_seq_id", p2p ? 0 : rec[i + FlightRecordLayout.SEQ]);
+        e.put("p2p_seq_id", p2p ? rec[i + FlightRecordLayout.SEQ] : 0);
         e.put("profiling_name", t.group.backend() + ":" + op);
         e.put("op", op);
         // The call without its number: "allReduce(AVG) of 29,045 float32 elements (DDP bucket 1 of 1)".
         e.put("description", p2p ? describe(rec, i) : ProcessGroupNatives.describeCollective(0, kind,
-                (int) rec[i + 3], (int) rec[i + 4], rec[i + 5], (int) rec[i + 6], (int) rec[i + 7], (int) rec[i + 8]));
-        if (kind == 1 || kind == 5 || kind == 6) {
-            e.put("reduce_op", name(REDUCE_OPS, rec[i + 3]));
+                (int) rec[i + FlightRecordLayout.ARG], (int) rec[i + FlightRecordLayout.DTYPE],
+                rec[i + FlightRecordLayout.NUMEL], (int) rec[i + FlightRecordLayout.BUCKET],
+                (int) rec[i + FlightRecordLayout.BUCKETS], (int) rec[i + FlightRecordLayout.PEER]));
+        if (kind == FlightRecordLayout.KIND_ALL_REDUCE || kind == FlightRecordLayout.KIND_REDUCE
+                || kind == FlightRecordLayout.KIND_REDUCE_SCATTER) {
+            e.put("reduce_op", name(REDUCE_OPS, rec[i + FlightRecordLayout.ARG]));
         }
-        if (kind == 2) {
-            e.put("root", globalRank(t.group, (int) rec[i + 3]));
-        } else if (kind == 5) {
-            e.put("root", globalRank(t.group, (int) rec[i + 8]));
+        if (kind == FlightRecordLayout.KIND_BROADCAST) {
+            e.put("root", globalRank(t.group, (int) rec[i + FlightRecordLayout.ARG]));
+        } else if (kind == FlightRecordLayout.KIND_REDUCE) {
+            e.put("root", globalRank(t.group, (int) rec[i + FlightRecordLayout.PEER]));
         }
         if (p2p) {
-            e.put("peer", globalRank(t.group, (int) rec[i + 8]));
-            e.put("tag", rec[i + 3]);
+            e.put("peer", globalRank(t.group, (int) rec[i + FlightRecordLayout.PEER]));
+            e.put("tag", rec[i + FlightRecordLayout.ARG]);
         }
-        String dtype = name(DTYPES, rec[i + 4]);
+        String dtype = name(DTYPES, rec[i + FlightRecordLayout.DTYPE]);
         e.put("dtype", dtype);
-        e.put("numel", rec[i + 5]);
-        e.putArray("input_sizes").addArray().add(rec[i + 5]);
+        e.put("numel", rec[i + FlightRecordLayout.NUMEL]);
+        e.putArray("input_sizes").addArray().add(rec[i + FlightRecordLayout.NUMEL]);
         e.putArray("input_dtypes").add(dtype);
-        if (rec[i + 6] >= 0) {
-            e.put("ddp_bucket", rec[i + 6]);
-            e.put("ddp_buckets", rec[i + 7]);
+        if (rec[i + FlightRecordLayout.BUCKET] >= 0) {
+            e.put("ddp_bucket", rec[i + FlightRecordLayout.BUCKET]);
+            e.put("ddp_buckets", rec[i + FlightRecordLayout.BUCKETS]);
         }
         e.put("is_p2p", p2p);
-        e.put("transport", name(TRANSPORTS, rec[i + 9]));
-        e.put("state", name(STATES, rec[i + 10]));
-        e.put("time_created_ns", wall(rec[i + 11], steadyNow, wallNow));
-        e.put("time_discovered_started_ns", wall(rec[i + 12], steadyNow, wallNow));
-        e.put("time_discovered_completed_ns", wall(rec[i + 13], steadyNow, wallNow));
-        if (rec[i + 13] != 0 && rec[i + 12] != 0) {
-            e.put("duration_ms", (rec[i + 13] - rec[i + 12]) / 1e6);
+        e.put("transport", name(TRANSPORTS, rec[i + FlightRecordLayout.TRANSPORT]));
+        e.put("state", name(STATES, rec[i + FlightRecordLayout.STATE]));
+        e.put("time_created_ns", wall(rec[i + FlightRecordLayout.QUEUED_NS], steadyNow, wallNow));
+        e.put("time_discovered_started_ns", wall(rec[i + FlightRecordLayout.STARTED_NS], steadyNow, wallNow));
+        e.put("time_discovered_completed_ns", wall(rec[i + FlightRecordLayout.FINISHED_NS], steadyNow, wallNow));
+        if (rec[i + FlightRecordLayout.FINISHED_NS] != 0 && rec[i + FlightRecordLayout.STARTED_NS] != 0) {
+            e.put("duration_ms", (rec[i + FlightRecordLayout.FINISHED_NS] - rec[i + FlightRecordLayout.STARTED_NS]) / 1e6);
         }
         e.put("timeout_ms", t.group.timeout().toMillis());
         return e;
@@ -621,8 +625,11 @@ final class FlightRecorderMonitor {
     // Formatting.
 
     private static String describe(long[] rec, int i) {
-        return ProcessGroupNatives.describeCollective(rec[i + 1], (int) rec[i + 2], (int) rec[i + 3], (int) rec[i + 4],
-                rec[i + 5], (int) rec[i + 6], (int) rec[i + 7], (int) rec[i + 8]);
+        return ProcessGroupNatives.describeCollective(rec[i + FlightRecordLayout.SEQ],
+                (int) rec[i + FlightRecordLayout.KIND], (int) rec[i + FlightRecordLayout.ARG],
+                (int) rec[i + FlightRecordLayout.DTYPE], rec[i + FlightRecordLayout.NUMEL],
+                (int) rec[i + FlightRecordLayout.BUCKET], (int) rec[i + FlightRecordLayout.BUCKETS],
+                (int) rec[i + FlightRecordLayout.PEER]);
     }
 
     private static long wall(long steady, long steadyNow, long wallNow) {

@@ -72,13 +72,10 @@ public final class ProcessGroupNatives {
     /** Starts receiving into the tensor from rank {@code src} ({@code irecv}). Returns a work handle. */
     public static native long recv(long group, long tensor, int src, int tag);
 
-    /** Longs ahead of the records in {@link #flightRecord}'s array. */
-    public static final int FLIGHT_HEADER = 5;
-
     /**
      * The group's flight record (native/src/comm/flight_recorder.h), oldest op first; with
-     * {@code onlyOpen} only the ops neither completed nor failed. The array: a header of
-     * {@link #FLIGHT_HEADER} longs {fields per record (14), the ring's capacity (0: off), the
+     * {@code onlyOpen} only the ops neither completed nor failed. The array ({@link FlightRecordLayout}
+     * names its positions): a header of 5 longs {fields per record (14), the ring's capacity (0: off), the
      * highest collective number that started, the steady clock now in ns, the wall clock now in ns
      * since the epoch}, then per op {record id, seq, kind, arg, dtype, numel, bucket, buckets,
      * peer, transport, state, queued ns, started ns, finished ns} (fingerprint.h's fields; times on
