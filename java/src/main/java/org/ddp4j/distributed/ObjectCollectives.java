@@ -147,8 +147,8 @@ public final class ObjectCollectives {
         }
         if (length < 0) {
             throw new IllegalArgumentException(op + ": rank " + src + "'s list "
-                    + (op.equals("scatterObjectList") ? "does not hold one object per rank (" + group.size() + ")"
-                            : "cannot be serialized") + " or holds an object that is not Serializable");
+                    + (op.equals("scatterObjectList") ? "does not hold one object per rank (" + group.size() + "), or "
+                            : "") + "cannot be serialized (a class in it does not implement java.io.Serializable)");
         }
         checkSize(length, maxBytes(), op, src);
         int words = wordsFor(length);
