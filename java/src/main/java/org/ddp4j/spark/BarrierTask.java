@@ -159,6 +159,7 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
         if (partition != null) {
             env.put(Setting.SPARK_PARTITION.variable(), partition.toString());
         }
+        Duration stoppedLimit = stoppedLimit(env); // before the worker starts: a bad timeout leaves none behind
         Path errorFile = errorFileFor(rank);
         if (errorFile != null) {
             env.put(ErrorFile.ENV, errorFile.toString());
@@ -184,7 +185,6 @@ final class BarrierTask<T> extends AbstractFunction1<Iterator<T>, Iterator<Worke
         Thread errThread = err.start("ddp4j-rank" + rank + "-stderr");
         OutputStream lifeline = process.getOutputStream(); // held open, never written: the worker's tie to this JVM
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(spec.timeoutMillis());
-        Duration stoppedLimit = stoppedLimit(env);
         long stoppedSince = 0;
         DriverWatch driver = DriverWatch.ofThisExecutor();
         try {
