@@ -49,7 +49,7 @@ public final class DumpSignal {
     }
 
     private static void dump() {
-        Path file = FlightRecorderMonitor.dumpNow("on SIGUSR2");
+        Path file = FlightRecorderMonitor.dump("on SIGUSR2");
         if (file == null) {
             System.err.println("ddp4j: SIGUSR2: this process has no process group yet, so no flight-recorder dump to write");
             System.err.flush();

@@ -88,7 +88,7 @@ public final class ExitMarks {
         if (!(group instanceof NativeProcessGroup g) || peerRank < 0) {
             return null;
         }
-        return read(() -> g.store().check(List.of(KEY + peerRank)), wait);
+        return bounded(() -> g.store().check(List.of(KEY + peerRank)), wait);
     }
 
     /**
@@ -98,7 +98,7 @@ public final class ExitMarks {
     public static void publishNote(ProcessGroup group, String name, String value) {
         if (group instanceof NativeProcessGroup g) {
             ensureCalls();
-            read(() -> {
+            bounded(() -> {
                 g.store().set(NOTE_KEY + name + "/" + g.rank(), value.getBytes(StandardCharsets.UTF_8));
                 return Boolean.TRUE;
             }, WRITE_WAIT);
@@ -111,7 +111,7 @@ public final class ExitMarks {
             return null;
         }
         String key = NOTE_KEY + name + "/" + rank;
-        return read(() -> g.store().check(List.of(key)) ? new String(g.store().get(key), StandardCharsets.UTF_8) : null,
+        return bounded(() -> g.store().check(List.of(key)) ? new String(g.store().get(key), StandardCharsets.UTF_8) : null,
                 wait);
     }
 
@@ -129,7 +129,7 @@ public final class ExitMarks {
     }
 
     /** A store call on the marks' thread, given up after {@code wait}: null then, or when it threw. */
-    private static <T> T read(java.util.concurrent.Callable<T> call, Duration wait) {
+    private static <T> T bounded(java.util.concurrent.Callable<T> call, Duration wait) {
         ExecutorService exec;
         synchronized (ExitMarks.class) {
             exec = calls;

@@ -432,14 +432,6 @@ final class FlightRecorderMonitor {
     }
 
     /**
-     * Writes this rank's dump now, as {@link #dump} (a signal asks for it: see
-     * {@link DumpSignal}); null when this process has no process group.
-     */
-    static Path dumpNow(String trigger) {
-        return dump(trigger);
-    }
-
-    /**
      * Writes this rank's dump (its groups' records and every Java thread's stack) to
      * {@code DDP4J_DEBUG_DIR}, atomically, and says so on stderr. Never throws: a failed dump is
      * reported and the caller's own error goes on.

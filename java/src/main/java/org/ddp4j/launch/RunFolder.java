@@ -3,8 +3,7 @@ package org.ddp4j.launch;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
-import java.util.stream.Stream;
+import org.ddp4j.serialization.AtomicFiles;
 
 /**
  * A launcher's folder for what its workers leave for it: one error file per worker and attempt
@@ -37,10 +36,6 @@ final class RunFolder {
 
     /** Deletes the folder and what is in it; best effort. */
     void delete() {
-        try (Stream<Path> files = Files.walk(dir)) {
-            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException | RuntimeException e) {
-            // a folder left in the temporary directory is harmless
-        }
+        AtomicFiles.deleteTree(dir); // a folder left in the temporary directory is harmless
     }
 }

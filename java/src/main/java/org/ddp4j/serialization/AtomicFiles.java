@@ -135,4 +135,16 @@ public final class AtomicFiles {
             channel.force(true);
         }
     }
+
+    /**
+     * Deletes {@code path} and, for a folder, everything in it, deepest first; best effort: what
+     * cannot be deleted stays and nothing is thrown (for folders nothing refers to any more).
+     */
+    public static void deleteTree(Path path) {
+        try (java.util.stream.Stream<Path> walk = Files.walk(path)) {
+            walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException | java.io.UncheckedIOException e) {
+            // best effort
+        }
+    }
 }

@@ -9,7 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
@@ -107,7 +106,7 @@ public final class ShardedCheckpoint {
         failed = failedRanks(group, cause == null);
         if (!failed.isEmpty()) {
             if (rank == 0) {
-                deleteQuietly(folder);
+                AtomicFiles.deleteTree(folder);
             }
             throw new IllegalStateException("ShardedCheckpoint.save to " + dir + " failed on rank" + (failed.size() > 1
                     ? "s " : " ") + failed + (cause != null ? " (here: " + cause + ")" : "") + "; the previous"
@@ -239,17 +238,9 @@ public final class ShardedCheckpoint {
     private static void deleteOtherVersions(Path dir, String keep) {
         try (Stream<Path> entries = Files.list(dir)) {
             entries.filter(p -> p.getFileName().toString().startsWith("v-") && !p.getFileName().toString().equals(keep))
-                    .forEach(ShardedCheckpoint::deleteQuietly);
+                    .forEach(AtomicFiles::deleteTree); // unused folders: best effort
         } catch (IOException e) {
             // what is left is unused: the metadata names the current shards
-        }
-    }
-
-    private static void deleteQuietly(Path path) {
-        try (Stream<Path> walk = Files.walk(path)) {
-            walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException | UncheckedIOException e) {
-            // best effort: an unused folder
         }
     }
 
