@@ -3,6 +3,7 @@ package org.ddp4j.benchmarks;
 import java.util.concurrent.TimeUnit;
 import org.ddp4j.internal.ConvNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.internal.TensorNatives;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
@@ -71,10 +72,10 @@ public class ConvBenchmark {
 
         /** Forward, then input, weight and bias gradients; frees every output. */
         void step() {
-            free(ConvNatives.conv2dForward(x.nativeHandle(), w.nativeHandle(), b.nativeHandle(), stride, stride, padding,
+            free(ConvNatives.conv2dForward(TensorHandles.nativeHandle(x), TensorHandles.nativeHandle(w), TensorHandles.nativeHandle(b), stride, stride, padding,
                     padding, 1, 1, 1, 0, NativeResults.buffer()));
             long[] r = NativeResults.buffer();
-            ConvNatives.conv2dBackward(gy.nativeHandle(), x.nativeHandle(), w.nativeHandle(), true, true, stride, stride,
+            ConvNatives.conv2dBackward(TensorHandles.nativeHandle(gy), TensorHandles.nativeHandle(x), TensorHandles.nativeHandle(w), true, true, stride, stride,
                     padding, padding, 1, 1, 1, 0, r);
             for (int slot = 0; slot < 3; slot++) {
                 free(r[slot * NativeResults.SLOT]);

@@ -5,6 +5,7 @@ import org.ddp4j.cuda.Cuda;
 import org.ddp4j.internal.ConvNatives;
 import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.internal.TensorNatives;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Device;
@@ -145,14 +146,14 @@ public class KernelBenchmark {
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 1568 * 10)
     public void linear1568x10Forward() {
-        free(LinearNatives.linearForward(fcX.nativeHandle(), fcW.nativeHandle(), fcB.nativeHandle(), 0, NativeResults.buffer()));
+        free(LinearNatives.linearForward(TensorHandles.nativeHandle(fcX), TensorHandles.nativeHandle(fcW), TensorHandles.nativeHandle(fcB), 0, NativeResults.buffer()));
     }
 
     /** gx = gy·w, gw = gyᵀ·x, gb = Σ gy. */
     @Benchmark
     @OperationsPerInvocation(2 * 2 * BATCH * 1568 * 10)
     public void linear1568x10Backward() {
-        LinearNatives.linearBackward(fcGy.nativeHandle(), fcX.nativeHandle(), fcW.nativeHandle(), true, true, 0, NativeResults.buffer());
+        LinearNatives.linearBackward(TensorHandles.nativeHandle(fcGy), TensorHandles.nativeHandle(fcX), TensorHandles.nativeHandle(fcW), true, true, 0, NativeResults.buffer());
         freeResults();
     }
 
@@ -160,7 +161,7 @@ public class KernelBenchmark {
     @Benchmark
     @OperationsPerInvocation(2 * 512 * 512 * 512)
     public void gemm512() {
-        free(LinearNatives.linearForward(sqX.nativeHandle(), sqW.nativeHandle(), 0, 0, NativeResults.buffer()));
+        free(LinearNatives.linearForward(TensorHandles.nativeHandle(sqX), TensorHandles.nativeHandle(sqW), 0, 0, NativeResults.buffer()));
     }
 
     /**
@@ -171,20 +172,20 @@ public class KernelBenchmark {
     @Benchmark
     @OperationsPerInvocation(2 * 512 * 512 * 512)
     public void gemm512Bf16() {
-        free(LinearNatives.linearForward(sqX.nativeHandle(), sqW.nativeHandle(), 0, DType.BFLOAT16.ordinal(),
+        free(LinearNatives.linearForward(TensorHandles.nativeHandle(sqX), TensorHandles.nativeHandle(sqW), 0, DType.BFLOAT16.ordinal(),
                 NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 16 * 25 * 28 * 28)
     public void conv1Forward() {
-        free(ConvNatives.conv2dForward(c1X.nativeHandle(), c1W.nativeHandle(), c1B.nativeHandle(), 1, 1, 2, 2, 1, 1, 1, 0, NativeResults.buffer()));
+        free(ConvNatives.conv2dForward(TensorHandles.nativeHandle(c1X), TensorHandles.nativeHandle(c1W), TensorHandles.nativeHandle(c1B), 1, 1, 2, 2, 1, 1, 1, 0, NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 16 * 25 * 28 * 28)
     public void conv1BackwardWeight() {
-        ConvNatives.conv2dBackward(c1Gy.nativeHandle(), c1X.nativeHandle(), c1W.nativeHandle(), false, true,
+        ConvNatives.conv2dBackward(TensorHandles.nativeHandle(c1Gy), TensorHandles.nativeHandle(c1X), TensorHandles.nativeHandle(c1W), false, true,
                 1, 1, 2, 2, 1, 1, 1, 0, NativeResults.buffer());
         freeResults();
     }
@@ -192,13 +193,13 @@ public class KernelBenchmark {
     @Benchmark
     @OperationsPerInvocation(2 * BATCH * 32 * 16 * 25 * 14 * 14)
     public void conv2Forward() {
-        free(ConvNatives.conv2dForward(c2X.nativeHandle(), c2W.nativeHandle(), c2B.nativeHandle(), 1, 1, 2, 2, 1, 1, 1, 0, NativeResults.buffer()));
+        free(ConvNatives.conv2dForward(TensorHandles.nativeHandle(c2X), TensorHandles.nativeHandle(c2W), TensorHandles.nativeHandle(c2B), 1, 1, 2, 2, 1, 1, 1, 0, NativeResults.buffer()));
     }
 
     @Benchmark
     @OperationsPerInvocation(2 * 2 * BATCH * 32 * 16 * 25 * 14 * 14)
     public void conv2Backward() {
-        ConvNatives.conv2dBackward(c2Gy.nativeHandle(), c2X.nativeHandle(), c2W.nativeHandle(), true, true,
+        ConvNatives.conv2dBackward(TensorHandles.nativeHandle(c2Gy), TensorHandles.nativeHandle(c2X), TensorHandles.nativeHandle(c2W), true, true,
                 1, 1, 2, 2, 1, 1, 1, 0, NativeResults.buffer());
         freeResults();
     }

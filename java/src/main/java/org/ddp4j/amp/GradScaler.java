@@ -10,6 +10,7 @@ import org.ddp4j.distributed.Distributed;
 import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.distributed.ReduceOp;
 import org.ddp4j.internal.AmpNatives;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.optim.Optimizer;
 import org.ddp4j.tensor.Device;
 import org.ddp4j.tensor.Tensor;
@@ -148,10 +149,10 @@ public final class GradScaler {
         try (Tensor found = Tensor.zeros(1).to(device)) {
             long[] handles = new long[grads.size()];
             for (int i = 0; i < handles.length; i++) {
-                handles[i] = grads.get(i).nativeHandle();
+                handles[i] = TensorHandles.nativeHandle(grads.get(i));
             }
             if (handles.length > 0) {
-                AmpNatives.nonFiniteCheckAndUnscale(handles, invScale, found.nativeHandle());
+                AmpNatives.nonFiniteCheckAndUnscale(handles, invScale, TensorHandles.nativeHandle(found));
             }
             if (group != null) {
                 group.allReduce(found, ReduceOp.MAX).await();

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Objects;
 import org.ddp4j.distributed.store.Store;
 import org.ddp4j.internal.ProcessGroupNatives;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.Tensor;
 
 /**
@@ -99,14 +100,14 @@ abstract class NativeProcessGroup extends ProcessGroup {
     public synchronized Work allReduce(Tensor tensor, ReduceOp op) {
         Objects.requireNonNull(op, "op");
         checkTensor("allReduce", "tensor", tensor);
-        return work(ProcessGroupNatives.allReduce(handle("allReduce"), tensor.nativeHandle(), op.ordinal()),
+        return work(ProcessGroupNatives.allReduce(handle("allReduce"), TensorHandles.nativeHandle(tensor), op.ordinal()),
                 "allReduce");
     }
 
     @Override
     public synchronized Work allReduceBucket(Tensor tensor, ReduceOp op, boolean runInline, int bucket, int buckets) {
         checkTensor("allReduce", "tensor", tensor);
-        long work = ProcessGroupNatives.allReduceBucket(handle("allReduce"), tensor.nativeHandle(), op.ordinal(),
+        long work = ProcessGroupNatives.allReduceBucket(handle("allReduce"), TensorHandles.nativeHandle(tensor), op.ordinal(),
                 runInline, bucket, buckets);
         return work(work, "allReduce");
     }
@@ -114,7 +115,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
     @Override
     public synchronized Work broadcast(Tensor tensor, int src) {
         checkTensor("broadcast", "tensor", tensor);
-        return work(ProcessGroupNatives.broadcast(handle("broadcast"), tensor.nativeHandle(), src), "broadcast");
+        return work(ProcessGroupNatives.broadcast(handle("broadcast"), TensorHandles.nativeHandle(tensor), src), "broadcast");
     }
 
     @Override
@@ -125,9 +126,9 @@ abstract class NativeProcessGroup extends ProcessGroup {
         for (int i = 0; i < handles.length; i++) {
             Tensor out = outputs.get(i);
             checkTensor("allGather", "output " + i, out);
-            handles[i] = out.nativeHandle();
+            handles[i] = TensorHandles.nativeHandle(out);
         }
-        return work(ProcessGroupNatives.allGather(handle("allGather"), handles, input.nativeHandle()),
+        return work(ProcessGroupNatives.allGather(handle("allGather"), handles, TensorHandles.nativeHandle(input)),
                 "allGather");
     }
 
@@ -135,8 +136,8 @@ abstract class NativeProcessGroup extends ProcessGroup {
     public synchronized Work allGatherIntoTensor(Tensor output, Tensor input) {
         checkTensor("allGatherIntoTensor", "output", output);
         checkTensor("allGatherIntoTensor", "input", input);
-        return work(ProcessGroupNatives.allGatherIntoTensor(handle("allGatherIntoTensor"), output.nativeHandle(),
-                input.nativeHandle()), "allGatherIntoTensor");
+        return work(ProcessGroupNatives.allGatherIntoTensor(handle("allGatherIntoTensor"), TensorHandles.nativeHandle(output),
+                TensorHandles.nativeHandle(input)), "allGatherIntoTensor");
     }
 
     @Override
@@ -148,7 +149,7 @@ abstract class NativeProcessGroup extends ProcessGroup {
     public synchronized Work reduce(Tensor tensor, int dst, ReduceOp op) {
         Objects.requireNonNull(op, "op");
         checkTensor("reduce", "tensor", tensor);
-        return work(ProcessGroupNatives.reduce(handle("reduce"), tensor.nativeHandle(), dst, op.ordinal()), "reduce");
+        return work(ProcessGroupNatives.reduce(handle("reduce"), TensorHandles.nativeHandle(tensor), dst, op.ordinal()), "reduce");
     }
 
     @Override
@@ -160,9 +161,9 @@ abstract class NativeProcessGroup extends ProcessGroup {
         for (int i = 0; i < handles.length; i++) {
             Tensor in = inputs.get(i);
             checkTensor("reduceScatter", "input " + i, in);
-            handles[i] = in.nativeHandle();
+            handles[i] = TensorHandles.nativeHandle(in);
         }
-        return work(ProcessGroupNatives.reduceScatter(handle("reduceScatter"), output.nativeHandle(), handles,
+        return work(ProcessGroupNatives.reduceScatter(handle("reduceScatter"), TensorHandles.nativeHandle(output), handles,
                 op.ordinal()), "reduceScatter");
     }
 
@@ -171,20 +172,20 @@ abstract class NativeProcessGroup extends ProcessGroup {
         Objects.requireNonNull(op, "op");
         checkTensor("reduceScatterTensor", "output", output);
         checkTensor("reduceScatterTensor", "input", input);
-        return work(ProcessGroupNatives.reduceScatterTensor(handle("reduceScatterTensor"), output.nativeHandle(),
-                input.nativeHandle(), op.ordinal()), "reduceScatterTensor");
+        return work(ProcessGroupNatives.reduceScatterTensor(handle("reduceScatterTensor"), TensorHandles.nativeHandle(output),
+                TensorHandles.nativeHandle(input), op.ordinal()), "reduceScatterTensor");
     }
 
     @Override
     public synchronized Work send(Tensor tensor, int dst, int tag) {
         checkTensor("send", "tensor", tensor);
-        return work(ProcessGroupNatives.send(handle("send"), tensor.nativeHandle(), dst, tag), "send");
+        return work(ProcessGroupNatives.send(handle("send"), TensorHandles.nativeHandle(tensor), dst, tag), "send");
     }
 
     @Override
     public synchronized Work recv(Tensor tensor, int src, int tag) {
         checkTensor("recv", "tensor", tensor);
-        return work(ProcessGroupNatives.recv(handle("recv"), tensor.nativeHandle(), src, tag), "recv");
+        return work(ProcessGroupNatives.recv(handle("recv"), TensorHandles.nativeHandle(tensor), src, tag), "recv");
     }
 
     /** A Work for a native work handle; 0 means the collective already finished successfully. */

@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.internal.AdamNatives;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 
@@ -149,12 +150,12 @@ public abstract sealed class AbstractAdam extends Optimizer permits Adam, AdamW 
             if (amsgrad && !state.containsKey(MAX_EXP_AVG_SQ)) {
                 state.put(MAX_EXP_AVG_SQ, param.zerosLike().keep());
             }
-            p[n] = param.nativeHandle();
-            g[n] = param.grad().nativeHandle();
-            m[n] = state.get(EXP_AVG).nativeHandle();
-            v[n] = state.get(EXP_AVG_SQ).nativeHandle();
+            p[n] = TensorHandles.nativeHandle(param);
+            g[n] = TensorHandles.nativeHandle(param.grad());
+            m[n] = TensorHandles.nativeHandle(state.get(EXP_AVG));
+            v[n] = TensorHandles.nativeHandle(state.get(EXP_AVG_SQ));
             if (amsgrad) {
-                vmax[n] = state.get(MAX_EXP_AVG_SQ).nativeHandle();
+                vmax[n] = TensorHandles.nativeHandle(state.get(MAX_EXP_AVG_SQ));
             }
             step[n] = steps[i] + 1;
             index[n++] = i;

@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.internal.SgdNatives;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 
@@ -180,9 +181,9 @@ public final class SGD extends Optimizer {
                     state.put(MOMENTUM_BUFFER, b);
                     first = true;
                 }
-                buf = b.nativeHandle();
+                buf = TensorHandles.nativeHandle(b);
             }
-            SgdNatives.sgdStep(p.nativeHandle(), g.nativeHandle(), buf, lr, momentum, dampening, weightDecay,
+            SgdNatives.sgdStep(TensorHandles.nativeHandle(p), TensorHandles.nativeHandle(g), buf, lr, momentum, dampening, weightDecay,
                     nesterov, first);
         }
     }

@@ -9,6 +9,7 @@ import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import org.ddp4j.internal.ElementwiseNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.internal.TensorNatives;
 
 /**
@@ -101,6 +102,30 @@ public final class Tensor implements AutoCloseable {
 
     private static final DType[] DTYPES = DType.values();
 
+    static { // the JNI bindings in other packages reach the handle methods through org.ddp4j.internal
+        TensorHandles.install(new TensorHandles.Access() {
+            @Override
+            public long nativeHandle(Tensor t) {
+                return t.nativeHandle();
+            }
+
+            @Override
+            public Tensor fromNativeHandle(long handle) {
+                return Tensor.fromNativeHandle(handle);
+            }
+
+            @Override
+            public Tensor fromNativeResult(long handle) {
+                return Tensor.fromNativeResult(handle);
+            }
+
+            @Override
+            public Tensor fromNativeResult(long[] results, int slot) {
+                return Tensor.fromNativeResult(results, slot);
+            }
+        });
+    }
+
     private Tensor(long nativeHandle, DType dtype, Device device, long[] shape, boolean tracked) {
         this.handle = new Handle(nativeHandle);
         this.cleanable = CLEANER.register(this, handle);
@@ -152,7 +177,7 @@ public final class Tensor implements AutoCloseable {
      * scope. For ddp4j's own JNI bindings whose natives do not fill a results buffer (this costs a
      * second crossing for the metadata; prefer {@link #fromNativeResult}).
      */
-    public static Tensor fromNativeHandle(long nativeHandle) {
+    static Tensor fromNativeHandle(long nativeHandle) {
         if (nativeHandle == 0) {
             throw new IllegalArgumentException("null native tensor handle");
         }
@@ -167,7 +192,7 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalArgumentException if nativeHandle is 0
      * @throws IllegalStateException if slot 0 does not hold nativeHandle (the native did not fill it)
      */
-    public static Tensor fromNativeResult(long nativeHandle) {
+    static Tensor fromNativeResult(long nativeHandle) {
         long[] results = NativeResults.buffer();
         if (nativeHandle == 0) {
             throw new IllegalArgumentException("null native tensor handle");
@@ -183,7 +208,7 @@ public final class Tensor implements AutoCloseable {
      * {@link NativeResults}); null where that output's handle is 0 (not requested). Joins the
      * current scope. For ddp4j's own JNI bindings of multi-output ops.
      */
-    public static Tensor fromNativeResult(long[] results, int slot) {
+    static Tensor fromNativeResult(long[] results, int slot) {
         return ofResult(results, slot, true);
     }
 
@@ -294,11 +319,12 @@ public final class Tensor implements AutoCloseable {
     // ---- metadata ---------------------------------------------------------------------------------
 
     /**
-     * The native handle, for ddp4j's JNI bindings.
+     * The native handle, for ddp4j's JNI bindings (outside this package through
+     * {@link org.ddp4j.internal.TensorHandles}).
      *
      * @throws IllegalStateException if this tensor is closed
      */
-    public long nativeHandle() {
+    long nativeHandle() {
         long h = handle.get();
         if (h == 0 && recompute != null && !handle.isClosed()) {
             long recomputed = recompute.getAsLong();

@@ -43,11 +43,13 @@ class NoMessageMatchingTest {
     @Test
     void noMainSourceTestsAnExceptionsWords() throws IOException {
         List<String> found = new ArrayList<>();
-        try (Stream<Path> files = Files.walk(RepoFiles.path("java/src/main/java"))) {
-            for (Path file : files.filter(f -> f.toString().endsWith(".java"))
-                    .filter(f -> !FOREIGN_EXCEPTIONS.contains(f.getFileName().toString())).sorted().toList()) {
-                for (String hit : violations(Files.readString(file))) {
-                    found.add(file.getFileName() + ": " + hit);
+        for (Path root : RepoFiles.mainSources()) {
+            try (Stream<Path> files = Files.walk(root)) {
+                for (Path file : files.filter(f -> f.toString().endsWith(".java"))
+                        .filter(f -> !FOREIGN_EXCEPTIONS.contains(f.getFileName().toString())).sorted().toList()) {
+                    for (String hit : violations(Files.readString(file))) {
+                        found.add(file.getFileName() + ": " + hit);
+                    }
                 }
             }
         }

@@ -49,21 +49,22 @@ class SettingsTableTest {
 
     @Test
     void noSourceOutsideSettingNamesAVariableInALiteral() throws IOException {
-        Path main = RepoFiles.path("java/src/main/java");
         List<String> found = new ArrayList<>();
-        try (Stream<Path> files = Files.walk(main)) {
-            for (Path f : (Iterable<Path>) files.filter(p -> p.toString().endsWith(".java"))::iterator) {
-                if (f.getFileName().toString().equals("Setting.java")) {
-                    continue;
-                }
-                for (String line : Files.readAllLines(f)) {
-                    String code = line.strip();
-                    if (code.startsWith("*") || code.startsWith("/*") || code.startsWith("//")) {
-                        continue; // documentation may name a variable
+        for (Path main : RepoFiles.mainSources()) {
+            try (Stream<Path> files = Files.walk(main)) {
+                for (Path f : (Iterable<Path>) files.filter(p -> p.toString().endsWith(".java"))::iterator) {
+                    if (f.getFileName().toString().equals("Setting.java")) {
+                        continue;
                     }
-                    Matcher m = LITERAL.matcher(code);
-                    while (m.find()) {
-                        found.add(main.relativize(f) + ": " + m.group(1));
+                    for (String line : Files.readAllLines(f)) {
+                        String code = line.strip();
+                        if (code.startsWith("*") || code.startsWith("/*") || code.startsWith("//")) {
+                            continue; // documentation may name a variable
+                        }
+                        Matcher m = LITERAL.matcher(code);
+                        while (m.find()) {
+                            found.add(main.relativize(f) + ": " + m.group(1));
+                        }
                     }
                 }
             }

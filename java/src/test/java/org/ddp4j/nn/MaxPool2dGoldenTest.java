@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import org.ddp4j.internal.NativeResults;
 import org.ddp4j.internal.PoolNatives;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
 import org.ddp4j.testing.Golden;
@@ -35,9 +36,9 @@ class MaxPool2dGoldenTest {
             x.grad().close();
 
             long[] r = NativeResults.buffer();
-            PoolNatives.maxPool2dForward(x.nativeHandle(), kernel, kernel, stride, stride, padding, padding, 1, 1, false, r);
-            Tensor.fromNativeResult(r, 0);
-            Tensor indices = Tensor.fromNativeResult(r, 1);
+            PoolNatives.maxPool2dForward(TensorHandles.nativeHandle(x), kernel, kernel, stride, stride, padding, padding, 1, 1, false, r);
+            TensorHandles.fromNativeResult(r, 0);
+            Tensor indices = TensorHandles.fromNativeResult(r, 1);
             assertArrayEquals(g.longs("indices"), indices.toLongArray(), name + " indices");
         }
     }
@@ -60,10 +61,10 @@ class MaxPool2dGoldenTest {
             assertClose(g.tensor(name + ".grad_x"), x.grad(), 1e-6, 0, name + " grad_x");
 
             long[] r = NativeResults.buffer();
-            PoolNatives.maxPool2dForward(x.nativeHandle(), kernel, kernel, stride, stride, padding, padding, dilation,
+            PoolNatives.maxPool2dForward(TensorHandles.nativeHandle(x), kernel, kernel, stride, stride, padding, padding, dilation,
                     dilation, ceilMode, r);
-            Tensor.fromNativeResult(r, 0);
-            assertArrayEquals(g.longs(name + ".indices"), Tensor.fromNativeResult(r, 1).toLongArray(), name + " indices");
+            TensorHandles.fromNativeResult(r, 0);
+            assertArrayEquals(g.longs(name + ".indices"), TensorHandles.fromNativeResult(r, 1).toLongArray(), name + " indices");
         }
     }
 

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.Arrays;
 import java.util.List;
 import org.ddp4j.internal.AdamNatives;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.nn.Linear;
 import org.ddp4j.nn.MSELoss;
 import org.ddp4j.tensor.Generator;
@@ -148,16 +149,16 @@ class AdamGoldenTest {
         try (var scope = Tensors.scope()) {
             Tensor p = Tensor.zeros(2);
             Tensor g = Tensor.zeros(2);
-            String message = assertThrows(IllegalArgumentException.class, () -> AdamNatives.adamStep(p.nativeHandle(),
-                    g.nativeHandle(), Tensor.zeros(3).nativeHandle(), Tensor.zeros(2).nativeHandle(), 0, 1e-3, 0.9, 0.999,
+            String message = assertThrows(IllegalArgumentException.class, () -> AdamNatives.adamStep(TensorHandles.nativeHandle(p),
+                    TensorHandles.nativeHandle(g), TensorHandles.nativeHandle(Tensor.zeros(3)), TensorHandles.nativeHandle(Tensor.zeros(2)), 0, 1e-3, 0.9, 0.999,
                     1e-8, 0, false, false, 1)).getMessage();
             assertTrue(message.contains("adam: param [2] and exp_avg [3] must have the same shape"), message);
-            message = assertThrows(IllegalArgumentException.class, () -> AdamNatives.adamStep(p.nativeHandle(),
-                    g.nativeHandle(), Tensor.zeros(2).nativeHandle(), Tensor.zeros(2).nativeHandle(), 0, 1e-3, 0.9, 0.999,
+            message = assertThrows(IllegalArgumentException.class, () -> AdamNatives.adamStep(TensorHandles.nativeHandle(p),
+                    TensorHandles.nativeHandle(g), TensorHandles.nativeHandle(Tensor.zeros(2)), TensorHandles.nativeHandle(Tensor.zeros(2)), 0, 1e-3, 0.9, 0.999,
                     1e-8, 0, true, false, 1)).getMessage();
             assertTrue(message.contains("adam: missing max_exp_avg_sq"), message);
-            message = assertThrows(IllegalArgumentException.class, () -> AdamNatives.adamStep(p.nativeHandle(),
-                    g.nativeHandle(), Tensor.zeros(2).nativeHandle(), Tensor.zeros(2).nativeHandle(), 0, 1e-3, 0.9, 0.999,
+            message = assertThrows(IllegalArgumentException.class, () -> AdamNatives.adamStep(TensorHandles.nativeHandle(p),
+                    TensorHandles.nativeHandle(g), TensorHandles.nativeHandle(Tensor.zeros(2)), TensorHandles.nativeHandle(Tensor.zeros(2)), 0, 1e-3, 0.9, 0.999,
                     1e-8, 0, false, false, 0)).getMessage();
             assertTrue(message.contains("adam: step must be at least 1"), message);
         }

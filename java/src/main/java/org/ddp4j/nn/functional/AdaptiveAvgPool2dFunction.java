@@ -3,6 +3,7 @@ package org.ddp4j.nn.functional;
 import java.util.Objects;
 import org.ddp4j.internal.NativeResults;
 import org.ddp4j.internal.PoolNatives;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -28,14 +29,14 @@ public final class AdaptiveAvgPool2dFunction {
      */
     public static Tensor apply(Tensor x, long outH, long outW) {
         Objects.requireNonNull(x, "adaptive_avg_pool2d: input is null");
-        Tensor out = Tensor.fromNativeResult(
-                PoolNatives.adaptiveAvgPool2dForward(x.nativeHandle(), outH, outW, NativeResults.buffer()));
+        Tensor out = TensorHandles.fromNativeResult(
+                PoolNatives.adaptiveAvgPool2dForward(TensorHandles.nativeHandle(x), outH, outW, NativeResults.buffer()));
         long[] inputShape = x.shape();
         return new Node("AdaptiveAvgPool2DBackward", x) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
-                return new Tensor[] {Tensor.fromNativeResult(PoolNatives.adaptiveAvgPool2dBackward(
-                        gradOutput.nativeHandle(), inputShape, NativeResults.buffer()))};
+                return new Tensor[] {TensorHandles.fromNativeResult(PoolNatives.adaptiveAvgPool2dBackward(
+                        TensorHandles.nativeHandle(gradOutput), inputShape, NativeResults.buffer()))};
             }
         }.attach(out);
     }

@@ -3,6 +3,7 @@ package org.ddp4j.nn.functional;
 import java.util.Objects;
 import org.ddp4j.internal.NativeResults;
 import org.ddp4j.internal.PoolNatives;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -54,13 +55,13 @@ public final class AvgPool2dFunction {
                     + divisorOverride);
         }
         long divisor = divisorOverride == null ? 0 : divisorOverride;
-        Tensor out = Tensor.fromNativeResult(PoolNatives.avgPool2dForward(x.nativeHandle(), kernelH, kernelW, strideH,
+        Tensor out = TensorHandles.fromNativeResult(PoolNatives.avgPool2dForward(TensorHandles.nativeHandle(x), kernelH, kernelW, strideH,
                 strideW, padH, padW, ceilMode, countIncludePad, divisor, NativeResults.buffer()));
         long[] inputShape = x.shape();
         return new Node("AvgPool2DBackward", x) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
-                return new Tensor[] {Tensor.fromNativeResult(PoolNatives.avgPool2dBackward(gradOutput.nativeHandle(),
+                return new Tensor[] {TensorHandles.fromNativeResult(PoolNatives.avgPool2dBackward(TensorHandles.nativeHandle(gradOutput),
                         inputShape, kernelH, kernelW, strideH, strideW, padH, padW, ceilMode, countIncludePad, divisor,
                         NativeResults.buffer()))};
             }

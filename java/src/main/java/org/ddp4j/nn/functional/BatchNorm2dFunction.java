@@ -3,6 +3,7 @@ package org.ddp4j.nn.functional;
 import java.util.Objects;
 import org.ddp4j.internal.NormNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -77,12 +78,12 @@ public final class BatchNorm2dFunction {
         Tensor saveInvstd;
         Tensor affine;
         try {
-            NormNatives.batchNorm2dForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
-                    rm.nativeHandle(), rv.nativeHandle(), momentum, eps, r);
-            out = Tensor.fromNativeResult(r, 0);
-            saveMean = Tensor.fromNativeResult(r, 1);
-            saveInvstd = Tensor.fromNativeResult(r, 2);
-            affine = Tensor.fromNativeResult(r, 3); // CPU only
+            NormNatives.batchNorm2dForwardTrain(TensorHandles.nativeHandle(x), TensorHandles.nativeHandle(g), TensorHandles.nativeHandle(b),
+                    TensorHandles.nativeHandle(rm), TensorHandles.nativeHandle(rv), momentum, eps, r);
+            out = TensorHandles.fromNativeResult(r, 0);
+            saveMean = TensorHandles.fromNativeResult(r, 1);
+            saveInvstd = TensorHandles.fromNativeResult(r, 2);
+            affine = TensorHandles.fromNativeResult(r, 3); // CPU only
         } finally {
             if (runningMean == null) {
                 rm.close();
@@ -92,7 +93,7 @@ public final class BatchNorm2dFunction {
         if (affine != null) {
             // y = x * scale + shift again from x, which the backward keeps anyway, so a model may
             // release y (Tensor.release) once its forward is done with it.
-            out.recomputableBy(() -> NormNatives.batchNorm2dRecompute(x.nativeHandle(), affine.nativeHandle(), 0,
+            out.recomputableBy(() -> NormNatives.batchNorm2dRecompute(TensorHandles.nativeHandle(x), TensorHandles.nativeHandle(affine), 0,
                     false, NativeResults.buffer()));
         }
         // gamma stays needed by the backward; a temporary one is copied so closing it here is safe.
@@ -101,15 +102,15 @@ public final class BatchNorm2dFunction {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
                 long[] gr = NativeResults.buffer();
-                NormNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
-                        gammaForBackward.nativeHandle(), saveMean.nativeHandle(), saveInvstd.nativeHandle(), gr);
+                NormNatives.batchNorm2dBackward(TensorHandles.nativeHandle(gradOutput), TensorHandles.nativeHandle(x),
+                        TensorHandles.nativeHandle(gammaForBackward), TensorHandles.nativeHandle(saveMean), TensorHandles.nativeHandle(saveInvstd), gr);
                 // Everything that reads y comes later in the forward, so its backward has run: a
                 // released y that a recomputation brought back goes again, and so does a released x.
                 out.backwardDone();
                 x.backwardDone();
-                Tensor gx = Tensor.fromNativeResult(gr, 0);
-                Tensor gGamma = Tensor.fromNativeResult(gr, 1);
-                Tensor gBeta = Tensor.fromNativeResult(gr, 2);
+                Tensor gx = TensorHandles.fromNativeResult(gr, 0);
+                Tensor gGamma = TensorHandles.fromNativeResult(gr, 1);
+                Tensor gBeta = TensorHandles.fromNativeResult(gr, 2);
                 return new Tensor[] {gx, gGamma, gBeta};
             }
         }.attach(out);
@@ -117,8 +118,8 @@ public final class BatchNorm2dFunction {
 
     private static Tensor eval(Tensor x, Tensor gamma, Tensor beta, Tensor g, Tensor b, Tensor runningMean,
             Tensor runningVar, double eps) {
-        Tensor out = Tensor.fromNativeResult(NormNatives.batchNorm2dForwardEval(x.nativeHandle(), g.nativeHandle(),
-                b.nativeHandle(), runningMean.nativeHandle(), runningVar.nativeHandle(), eps, NativeResults.buffer()));
+        Tensor out = TensorHandles.fromNativeResult(NormNatives.batchNorm2dForwardEval(TensorHandles.nativeHandle(x), TensorHandles.nativeHandle(g),
+                TensorHandles.nativeHandle(b), TensorHandles.nativeHandle(runningMean), TensorHandles.nativeHandle(runningVar), eps, NativeResults.buffer()));
         boolean recorded = Tensors.isGradEnabled()
                 && (x.requiresGrad() || (gamma != null && gamma.requiresGrad()) || (beta != null && beta.requiresGrad()));
         if (!recorded) {
@@ -148,8 +149,8 @@ public final class BatchNorm2dFunction {
                     }
                     try (Tensor s = Tensor.of(scale, scale.length).to(x.device()); Tensor zeros = filled(0, x, scale.length);
                             Tensor ones = filled(1, x, scale.length)) {
-                        gx = Tensor.fromNativeResult(NormNatives.batchNorm2dForwardEval(gradOutput.nativeHandle(),
-                                s.nativeHandle(), zeros.nativeHandle(), zeros.nativeHandle(), ones.nativeHandle(), 0,
+                        gx = TensorHandles.fromNativeResult(NormNatives.batchNorm2dForwardEval(TensorHandles.nativeHandle(gradOutput),
+                                TensorHandles.nativeHandle(s), TensorHandles.nativeHandle(zeros), TensorHandles.nativeHandle(zeros), TensorHandles.nativeHandle(ones), 0,
                                 NativeResults.buffer()));
                     }
                 }
@@ -159,11 +160,11 @@ public final class BatchNorm2dFunction {
                     // With the running statistics as the "saved" ones, the training backward's
                     // gamma and beta gradients (Σ gy * xhat, Σ gy) are the eval-mode ones too.
                     long[] gr = NativeResults.buffer();
-                    NormNatives.batchNorm2dBackward(gradOutput.nativeHandle(), x.nativeHandle(),
-                            gammaForBackward.nativeHandle(), savedMean.nativeHandle(), savedInvstd.nativeHandle(), gr);
-                    Tensor unused = Tensor.fromNativeResult(gr, 0);
-                    gGamma = Tensor.fromNativeResult(gr, 1);
-                    gBeta = Tensor.fromNativeResult(gr, 2);
+                    NormNatives.batchNorm2dBackward(TensorHandles.nativeHandle(gradOutput), TensorHandles.nativeHandle(x),
+                            TensorHandles.nativeHandle(gammaForBackward), TensorHandles.nativeHandle(savedMean), TensorHandles.nativeHandle(savedInvstd), gr);
+                    Tensor unused = TensorHandles.fromNativeResult(gr, 0);
+                    gGamma = TensorHandles.fromNativeResult(gr, 1);
+                    gBeta = TensorHandles.fromNativeResult(gr, 2);
                     unused.close();
                 }
                 return new Tensor[] {gx, gGamma, gBeta};

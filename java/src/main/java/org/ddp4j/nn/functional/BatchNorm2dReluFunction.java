@@ -4,6 +4,7 @@ import java.util.Arrays;
 import java.util.Objects;
 import org.ddp4j.internal.NativeResults;
 import org.ddp4j.internal.NormNatives;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -62,11 +63,11 @@ public final class BatchNorm2dReluFunction {
         // Absent optional tensors become temporaries, so the kernels see one form.
         Tensor g = gamma != null ? gamma : filled(1, x, channels);
         Tensor b = beta != null ? beta : filled(0, x, channels);
-        long r = residual != null ? residual.nativeHandle() : 0;
+        long r = residual != null ? TensorHandles.nativeHandle(residual) : 0;
         try {
             if (!training) {
-                return Tensor.fromNativeResult(NormNatives.batchNorm2dReluForwardEval(x.nativeHandle(), g.nativeHandle(),
-                        b.nativeHandle(), runningMean.nativeHandle(), runningVar.nativeHandle(), eps, r,
+                return TensorHandles.fromNativeResult(NormNatives.batchNorm2dReluForwardEval(TensorHandles.nativeHandle(x), TensorHandles.nativeHandle(g),
+                        TensorHandles.nativeHandle(b), TensorHandles.nativeHandle(runningMean), TensorHandles.nativeHandle(runningVar), eps, r,
                         NativeResults.buffer()));
             }
             return train(x, gamma, beta, g, b, runningMean, runningVar, channels, momentum, eps, residual, r);
@@ -90,12 +91,12 @@ public final class BatchNorm2dReluFunction {
         Tensor saveInvstd;
         Tensor affine;
         try {
-            NormNatives.batchNorm2dReluForwardTrain(x.nativeHandle(), g.nativeHandle(), b.nativeHandle(),
-                    rm.nativeHandle(), rv.nativeHandle(), momentum, eps, r, res);
-            out = Tensor.fromNativeResult(res, 0);
-            saveMean = Tensor.fromNativeResult(res, 1);
-            saveInvstd = Tensor.fromNativeResult(res, 2);
-            affine = Tensor.fromNativeResult(res, 3);
+            NormNatives.batchNorm2dReluForwardTrain(TensorHandles.nativeHandle(x), TensorHandles.nativeHandle(g), TensorHandles.nativeHandle(b),
+                    TensorHandles.nativeHandle(rm), TensorHandles.nativeHandle(rv), momentum, eps, r, res);
+            out = TensorHandles.fromNativeResult(res, 0);
+            saveMean = TensorHandles.fromNativeResult(res, 1);
+            saveInvstd = TensorHandles.fromNativeResult(res, 2);
+            affine = TensorHandles.fromNativeResult(res, 3);
         } finally {
             if (runningMean == null) {
                 rm.close();
@@ -105,8 +106,8 @@ public final class BatchNorm2dReluFunction {
         // y = relu(x * scale + shift + residual) again from x, which the backward keeps anyway (and
         // the residual): the model may release y once its forward is done with it
         // (Tensor.release), and whichever backward reads y next (the next convolution's) recomputes it.
-        out.recomputableBy(() -> NormNatives.batchNorm2dRecompute(x.nativeHandle(), affine.nativeHandle(),
-                residual != null ? residual.nativeHandle() : 0, true, NativeResults.buffer()));
+        out.recomputableBy(() -> NormNatives.batchNorm2dRecompute(TensorHandles.nativeHandle(x), TensorHandles.nativeHandle(affine),
+                residual != null ? TensorHandles.nativeHandle(residual) : 0, true, NativeResults.buffer()));
         Tensor gammaForBackward = gamma != null ? gamma : filled(1, x, channels);
         // The ReLU's mask comes from the output (y > 0 ⇔ the ReLU's input > 0), or without a
         // residual from x and the affine coefficients, so y and x are all the backward keeps.
@@ -117,17 +118,17 @@ public final class BatchNorm2dReluFunction {
                 long[] gr = NativeResults.buffer();
                 // Without a residual the ReLU's mask is formed from x (the same bits), so y is neither
                 // kept for this nor recomputed when it was released.
-                NormNatives.batchNorm2dReluBackward(gradOutput.nativeHandle(),
-                        residual != null ? out.nativeHandle() : 0, x.nativeHandle(), gammaForBackward.nativeHandle(),
-                        saveMean.nativeHandle(), saveInvstd.nativeHandle(), wantMasked,
-                        residual != null ? 0 : affine.nativeHandle(), gr);
+                NormNatives.batchNorm2dReluBackward(TensorHandles.nativeHandle(gradOutput),
+                        residual != null ? TensorHandles.nativeHandle(out) : 0, TensorHandles.nativeHandle(x), TensorHandles.nativeHandle(gammaForBackward),
+                        TensorHandles.nativeHandle(saveMean), TensorHandles.nativeHandle(saveInvstd), wantMasked,
+                        residual != null ? 0 : TensorHandles.nativeHandle(affine), gr);
                 // The last reader of y and of x in the backward: released ones go (Tensor.release).
                 out.backwardDone();
                 x.backwardDone();
-                Tensor gx = Tensor.fromNativeResult(gr, 0);
-                Tensor gGamma = Tensor.fromNativeResult(gr, 1);
-                Tensor gBeta = Tensor.fromNativeResult(gr, 2);
-                Tensor gResidual = wantMasked ? Tensor.fromNativeResult(gr, 3) : null;
+                Tensor gx = TensorHandles.fromNativeResult(gr, 0);
+                Tensor gGamma = TensorHandles.fromNativeResult(gr, 1);
+                Tensor gBeta = TensorHandles.fromNativeResult(gr, 2);
+                Tensor gResidual = wantMasked ? TensorHandles.fromNativeResult(gr, 3) : null;
                 return new Tensor[] {gx, gGamma, gBeta, gResidual};
             }
         }.attach(out);

@@ -4,6 +4,7 @@ import java.util.Objects;
 import org.ddp4j.amp.Autocast;
 import org.ddp4j.internal.ConvNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -74,18 +75,18 @@ public final class Conv2dFunction {
         final Tensor xc = compute == DType.FLOAT32 ? x : Autocast.widen(x);
         final Tensor wc = compute == DType.FLOAT32 ? weight : Autocast.widen(weight);
         final Tensor bc = compute == DType.FLOAT32 ? bias : Autocast.widen(bias);
-        Tensor out = Tensor.fromNativeResult(ConvNatives.conv2dForward(xc.nativeHandle(), wc.nativeHandle(),
-                bc == null ? 0 : bc.nativeHandle(), strideH, strideW, padH, padW, dilationH, dilationW, groups,
+        Tensor out = TensorHandles.fromNativeResult(ConvNatives.conv2dForward(TensorHandles.nativeHandle(xc), TensorHandles.nativeHandle(wc),
+                bc == null ? 0 : TensorHandles.nativeHandle(bc), strideH, strideW, padH, padW, dilationH, dilationW, groups,
                 compute.ordinal(), NativeResults.buffer()));
         return new Node("ConvolutionBackward", xc, wc, bc) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
                 long[] r = NativeResults.buffer();
-                ConvNatives.conv2dBackward(gradOutput.nativeHandle(), xc.nativeHandle(), wc.nativeHandle(),
+                ConvNatives.conv2dBackward(TensorHandles.nativeHandle(gradOutput), TensorHandles.nativeHandle(xc), TensorHandles.nativeHandle(wc),
                         needsInputGrad(0), needsInputGrad(2), strideH, strideW, padH, padW, dilationH, dilationW,
                         groups, compute.ordinal(), r);
-                return new Tensor[] {Tensor.fromNativeResult(r, 0), Tensor.fromNativeResult(r, 1),
-                    Tensor.fromNativeResult(r, 2)};
+                return new Tensor[] {TensorHandles.fromNativeResult(r, 0), TensorHandles.fromNativeResult(r, 1),
+                    TensorHandles.fromNativeResult(r, 2)};
             }
         }.attach(out);
     }

@@ -2,6 +2,7 @@ package org.ddp4j.nn.functional;
 
 import org.ddp4j.internal.LossNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.internal.TransformerNatives;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -28,14 +29,14 @@ public final class CrossEntropyFunction {
      */
     public static Tensor apply(Tensor logits, Tensor target) {
         long[] r = NativeResults.buffer();
-        LossNatives.crossEntropyForward(logits.nativeHandle(), target.nativeHandle(), r);
-        Tensor loss = Tensor.fromNativeResult(r, 0);
-        Tensor probs = Tensor.fromNativeResult(r, 1);
+        LossNatives.crossEntropyForward(TensorHandles.nativeHandle(logits), TensorHandles.nativeHandle(target), r);
+        Tensor loss = TensorHandles.fromNativeResult(r, 0);
+        Tensor probs = TensorHandles.fromNativeResult(r, 1);
         Node node = new Node("CrossEntropyLossBackward", logits) {
             @Override
             protected Tensor[] backward(Tensor gout) {
-                return new Tensor[] {Tensor.fromNativeResult(LossNatives.crossEntropyBackward(
-                        gout.nativeHandle(), probs.nativeHandle(), target.nativeHandle(), NativeResults.buffer()))};
+                return new Tensor[] {TensorHandles.fromNativeResult(LossNatives.crossEntropyBackward(
+                        TensorHandles.nativeHandle(gout), TensorHandles.nativeHandle(probs), TensorHandles.nativeHandle(target), NativeResults.buffer()))};
             }
         };
         node.attach(loss);
@@ -61,14 +62,14 @@ public final class CrossEntropyFunction {
      */
     public static Tensor apply(Tensor logits, Tensor target, long ignoreIndex) {
         long[] r = NativeResults.buffer();
-        TransformerNatives.crossEntropyLseForward(logits.nativeHandle(), target.nativeHandle(), ignoreIndex, r);
-        Tensor loss = Tensor.fromNativeResult(r, 0);
-        Tensor lse = Tensor.fromNativeResult(r, 1);
+        TransformerNatives.crossEntropyLseForward(TensorHandles.nativeHandle(logits), TensorHandles.nativeHandle(target), ignoreIndex, r);
+        Tensor loss = TensorHandles.fromNativeResult(r, 0);
+        Tensor lse = TensorHandles.fromNativeResult(r, 1);
         Node node = new Node("CrossEntropyLossBackward", logits) {
             @Override
             protected Tensor[] backward(Tensor gout) {
-                return new Tensor[] {Tensor.fromNativeResult(TransformerNatives.crossEntropyLseBackward(gout.nativeHandle(),
-                        logits.nativeHandle(), lse.nativeHandle(), target.nativeHandle(), ignoreIndex,
+                return new Tensor[] {TensorHandles.fromNativeResult(TransformerNatives.crossEntropyLseBackward(TensorHandles.nativeHandle(gout),
+                        TensorHandles.nativeHandle(logits), TensorHandles.nativeHandle(lse), TensorHandles.nativeHandle(target), ignoreIndex,
                         NativeResults.buffer()))};
             }
         };

@@ -1,6 +1,7 @@
 package org.ddp4j.nn.functional;
 
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.internal.TransformerNatives;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
@@ -37,13 +38,13 @@ public final class EmbeddingFunction {
         }
         final long numEmbeddings = weight.size(0);
         final long padding = normalizePaddingIdx(paddingIdx, numEmbeddings);
-        Tensor out = Tensor.fromNativeResult(TransformerNatives.embeddingForward(input.nativeHandle(),
-                weight.nativeHandle(), NativeResults.buffer()));
+        Tensor out = TensorHandles.fromNativeResult(TransformerNatives.embeddingForward(TensorHandles.nativeHandle(input),
+                TensorHandles.nativeHandle(weight), NativeResults.buffer()));
         return new Node("EmbeddingBackward", null, weight) {
             @Override
             protected Tensor[] backward(Tensor gout) {
-                return new Tensor[] {null, Tensor.fromNativeResult(TransformerNatives.embeddingBackward(
-                        gout.nativeHandle(), input.nativeHandle(), numEmbeddings, padding, NativeResults.buffer()))};
+                return new Tensor[] {null, TensorHandles.fromNativeResult(TransformerNatives.embeddingBackward(
+                        TensorHandles.nativeHandle(gout), TensorHandles.nativeHandle(input), numEmbeddings, padding, NativeResults.buffer()))};
             }
         }.attach(out);
     }

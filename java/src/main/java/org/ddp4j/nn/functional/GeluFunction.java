@@ -1,6 +1,7 @@
 package org.ddp4j.nn.functional;
 
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.internal.TransformerNatives;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -21,12 +22,12 @@ public final class GeluFunction {
      */
     public static Tensor apply(Tensor x, String approximate) {
         final boolean tanh = isTanh(approximate);
-        Tensor y = Tensor.fromNativeResult(TransformerNatives.geluForward(x.nativeHandle(), tanh, NativeResults.buffer()));
+        Tensor y = TensorHandles.fromNativeResult(TransformerNatives.geluForward(TensorHandles.nativeHandle(x), tanh, NativeResults.buffer()));
         return new Node("GeluBackward", x) {
             @Override
             protected Tensor[] backward(Tensor gy) {
-                return new Tensor[] {Tensor.fromNativeResult(
-                        TransformerNatives.geluBackward(gy.nativeHandle(), x.nativeHandle(), tanh, NativeResults.buffer()))};
+                return new Tensor[] {TensorHandles.fromNativeResult(
+                        TransformerNatives.geluBackward(TensorHandles.nativeHandle(gy), TensorHandles.nativeHandle(x), tanh, NativeResults.buffer()))};
             }
         }.attach(y);
     }

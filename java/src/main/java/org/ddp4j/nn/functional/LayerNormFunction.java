@@ -2,6 +2,7 @@ package org.ddp4j.nn.functional;
 
 import java.util.Arrays;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.internal.TransformerNatives;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -38,20 +39,20 @@ public final class LayerNormFunction {
                     + norm.substring(1) + ")");
         }
         long[] r = NativeResults.buffer();
-        TransformerNatives.layerNormForward(x.nativeHandle(), dims, weight == null ? 0 : weight.nativeHandle(),
-                bias == null ? 0 : bias.nativeHandle(), eps, r);
-        Tensor y = Tensor.fromNativeResult(r, 0);
-        Tensor mean = Tensor.fromNativeResult(r, 1);
-        Tensor rstd = Tensor.fromNativeResult(r, 2);
+        TransformerNatives.layerNormForward(TensorHandles.nativeHandle(x), dims, weight == null ? 0 : TensorHandles.nativeHandle(weight),
+                bias == null ? 0 : TensorHandles.nativeHandle(bias), eps, r);
+        Tensor y = TensorHandles.fromNativeResult(r, 0);
+        Tensor mean = TensorHandles.fromNativeResult(r, 1);
+        Tensor rstd = TensorHandles.fromNativeResult(r, 2);
         Node node = new Node("LayerNormBackward", x, weight, bias) {
             @Override
             protected Tensor[] backward(Tensor gy) {
                 long[] g = NativeResults.buffer();
-                TransformerNatives.layerNormBackward(gy.nativeHandle(), x.nativeHandle(), dims, mean.nativeHandle(),
-                        rstd.nativeHandle(), weight == null ? 0 : weight.nativeHandle(), bias != null, g);
-                Tensor gx = Tensor.fromNativeResult(g, 0);
-                Tensor gw = Tensor.fromNativeResult(g, 1);
-                Tensor gb = Tensor.fromNativeResult(g, 2);
+                TransformerNatives.layerNormBackward(TensorHandles.nativeHandle(gy), TensorHandles.nativeHandle(x), dims, TensorHandles.nativeHandle(mean),
+                        TensorHandles.nativeHandle(rstd), weight == null ? 0 : TensorHandles.nativeHandle(weight), bias != null, g);
+                Tensor gx = TensorHandles.fromNativeResult(g, 0);
+                Tensor gw = TensorHandles.fromNativeResult(g, 1);
+                Tensor gb = TensorHandles.fromNativeResult(g, 2);
                 return new Tensor[] {gx, gw, gb};
             }
         };

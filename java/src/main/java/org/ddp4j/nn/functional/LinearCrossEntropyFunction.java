@@ -2,6 +2,7 @@ package org.ddp4j.nn.functional;
 
 import org.ddp4j.amp.Autocast;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.internal.TransformerNatives;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
@@ -41,11 +42,11 @@ public final class LinearCrossEntropyFunction {
         boolean needGh = grads && hc.requiresGrad();
         boolean needGw = grads && wc.requiresGrad();
         long[] r = NativeResults.buffer();
-        TransformerNatives.linearCrossEntropy(hc.nativeHandle(), wc.nativeHandle(), target.nativeHandle(), ignoreIndex,
+        TransformerNatives.linearCrossEntropy(TensorHandles.nativeHandle(hc), TensorHandles.nativeHandle(wc), TensorHandles.nativeHandle(target), ignoreIndex,
                 needGh, needGw, compute.ordinal(), r);
-        Tensor loss = Tensor.fromNativeResult(r, 0);
-        final Tensor gh = needGh ? Tensor.fromNativeResult(r, 1) : null;
-        final Tensor gw = needGw ? Tensor.fromNativeResult(r, 2) : null;
+        Tensor loss = TensorHandles.fromNativeResult(r, 0);
+        final Tensor gh = needGh ? TensorHandles.fromNativeResult(r, 1) : null;
+        final Tensor gw = needGw ? TensorHandles.fromNativeResult(r, 2) : null;
         Node node = new Node("LinearCrossEntropyBackward", hc, wc) {
             @Override
             protected Tensor[] backward(Tensor gout) {

@@ -3,6 +3,7 @@ package org.ddp4j.nn.functional;
 import org.ddp4j.amp.Autocast;
 import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -52,25 +53,25 @@ public final class LinearFunction {
         final Tensor xc = compute == DType.FLOAT32 ? x : Autocast.widen(x);
         final Tensor wc = compute == DType.FLOAT32 ? w : Autocast.widen(w);
         final Tensor bc = compute == DType.FLOAT32 ? b : Autocast.widen(b);
-        long bias = bc == null ? 0 : bc.nativeHandle();
-        Tensor y = Tensor.fromNativeResult(wInOut
-                ? LinearNatives.addmmForward(bias, xc.nativeHandle(), wc.nativeHandle(), compute.ordinal(), NativeResults.buffer())
-                : LinearNatives.linearForward(xc.nativeHandle(), wc.nativeHandle(), bias, compute.ordinal(), NativeResults.buffer()));
+        long bias = bc == null ? 0 : TensorHandles.nativeHandle(bc);
+        Tensor y = TensorHandles.fromNativeResult(wInOut
+                ? LinearNatives.addmmForward(bias, TensorHandles.nativeHandle(xc), TensorHandles.nativeHandle(wc), compute.ordinal(), NativeResults.buffer())
+                : LinearNatives.linearForward(TensorHandles.nativeHandle(xc), TensorHandles.nativeHandle(wc), bias, compute.ordinal(), NativeResults.buffer()));
         return new Node(wInOut ? "AddmmBackward" : "LinearBackward", xc, wc, bc) {
             @Override
             protected Tensor[] backward(Tensor gy) {
                 boolean needGb = needsInputGrad(2);
                 long[] r = NativeResults.buffer();
                 if (wInOut) {
-                    LinearNatives.addmmBackward(gy.nativeHandle(), xc.nativeHandle(), wc.nativeHandle(),
+                    LinearNatives.addmmBackward(TensorHandles.nativeHandle(gy), TensorHandles.nativeHandle(xc), TensorHandles.nativeHandle(wc),
                             needsInputGrad(0), needGb, compute.ordinal(), r);
                 } else {
-                    LinearNatives.linearBackward(gy.nativeHandle(), xc.nativeHandle(), wc.nativeHandle(),
+                    LinearNatives.linearBackward(TensorHandles.nativeHandle(gy), TensorHandles.nativeHandle(xc), TensorHandles.nativeHandle(wc),
                             needsInputGrad(0), needGb, compute.ordinal(), r);
                 }
-                Tensor gx = Tensor.fromNativeResult(r, 0);
-                Tensor gw = Tensor.fromNativeResult(r, 1);
-                Tensor gb = Tensor.fromNativeResult(r, 2);
+                Tensor gx = TensorHandles.fromNativeResult(r, 0);
+                Tensor gw = TensorHandles.fromNativeResult(r, 1);
+                Tensor gb = TensorHandles.fromNativeResult(r, 2);
                 if (!needsInputGrad(1)) {
                     // The native op always computes gw (it is cheap next to gx); drop it when unused.
                     gw.close();

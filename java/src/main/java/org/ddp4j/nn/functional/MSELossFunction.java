@@ -2,6 +2,7 @@ package org.ddp4j.nn.functional;
 
 import org.ddp4j.internal.LossNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -23,13 +24,13 @@ public final class MSELossFunction {
      *     message names both shapes)
      */
     public static Tensor apply(Tensor input, Tensor target) {
-        Tensor out = Tensor.fromNativeResult(
-                LossNatives.mseLossForward(input.nativeHandle(), target.nativeHandle(), NativeResults.buffer()));
+        Tensor out = TensorHandles.fromNativeResult(
+                LossNatives.mseLossForward(TensorHandles.nativeHandle(input), TensorHandles.nativeHandle(target), NativeResults.buffer()));
         return new Node("MseLossBackward", input, target) {
             @Override
             protected Tensor[] backward(Tensor gout) {
-                Tensor gin = Tensor.fromNativeResult(LossNatives.mseLossBackward(
-                        gout.nativeHandle(), input.nativeHandle(), target.nativeHandle(), NativeResults.buffer()));
+                Tensor gin = TensorHandles.fromNativeResult(LossNatives.mseLossBackward(
+                        TensorHandles.nativeHandle(gout), TensorHandles.nativeHandle(input), TensorHandles.nativeHandle(target), NativeResults.buffer()));
                 Tensor gtarget = needsInputGrad(1) ? gin.mul(-1f) : null;
                 if (!needsInputGrad(0)) {
                     gin.close();

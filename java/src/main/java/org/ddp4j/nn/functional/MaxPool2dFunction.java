@@ -3,6 +3,7 @@ package org.ddp4j.nn.functional;
 import java.util.Objects;
 import org.ddp4j.internal.PoolNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -56,16 +57,16 @@ public final class MaxPool2dFunction {
             int dilationH, int dilationW, boolean ceilMode) {
         Objects.requireNonNull(x, "max_pool2d: input is null");
         long[] r = NativeResults.buffer();
-        PoolNatives.maxPool2dForward(x.nativeHandle(), kernelH, kernelW, strideH, strideW, padH, padW, dilationH, dilationW,
+        PoolNatives.maxPool2dForward(TensorHandles.nativeHandle(x), kernelH, kernelW, strideH, strideW, padH, padW, dilationH, dilationW,
                 ceilMode, r);
-        Tensor out = Tensor.fromNativeResult(r, 0);
-        Tensor indices = Tensor.fromNativeResult(r, 1);
+        Tensor out = TensorHandles.fromNativeResult(r, 0);
+        Tensor indices = TensorHandles.fromNativeResult(r, 1);
         long[] inputShape = x.shape();
         Node node = new Node("MaxPool2DWithIndicesBackward", x) {
             @Override
             protected Tensor[] backward(Tensor gradOutput) {
-                return new Tensor[] {Tensor.fromNativeResult(PoolNatives.maxPool2dBackward(
-                        gradOutput.nativeHandle(), indices.nativeHandle(), inputShape, NativeResults.buffer()))};
+                return new Tensor[] {TensorHandles.fromNativeResult(PoolNatives.maxPool2dBackward(
+                        TensorHandles.nativeHandle(gradOutput), TensorHandles.nativeHandle(indices), inputShape, NativeResults.buffer()))};
             }
         };
         node.attach(out);

@@ -2,6 +2,7 @@ package org.ddp4j.nn.functional;
 
 import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
 
@@ -18,13 +19,13 @@ public final class ReluFunction {
      * @throws IllegalArgumentException if x is not float32
      */
     public static Tensor apply(Tensor x) {
-        Tensor y = Tensor.fromNativeResult(LinearNatives.reluForward(x.nativeHandle(), NativeResults.buffer()));
+        Tensor y = TensorHandles.fromNativeResult(LinearNatives.reluForward(TensorHandles.nativeHandle(x), NativeResults.buffer()));
         // The backward needs only the output (y > 0 ⇔ x > 0), as PyTorch's threshold_backward.
         return new Node("ReluBackward", x) {
             @Override
             protected Tensor[] backward(Tensor gy) {
-                return new Tensor[] {Tensor.fromNativeResult(
-                        LinearNatives.reluBackward(gy.nativeHandle(), y.nativeHandle(), NativeResults.buffer()))};
+                return new Tensor[] {TensorHandles.fromNativeResult(
+                        LinearNatives.reluBackward(TensorHandles.nativeHandle(gy), TensorHandles.nativeHandle(y), NativeResults.buffer()))};
             }
         }.attach(y);
     }

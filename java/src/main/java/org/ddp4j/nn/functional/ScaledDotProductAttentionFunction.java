@@ -2,6 +2,7 @@ package org.ddp4j.nn.functional;
 
 import org.ddp4j.internal.AttentionNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -46,19 +47,19 @@ public final class ScaledDotProductAttentionFunction {
         final double s = checkedScale(scale, "E");
         final long seed = dropoutSeed(dropoutP, generator);
         long[] r = NativeResults.buffer();
-        AttentionNatives.attentionForward(q.nativeHandle(), k.nativeHandle(), v.nativeHandle(), maskHandle(attnMask), isCausal, s,
+        AttentionNatives.attentionForward(TensorHandles.nativeHandle(q), TensorHandles.nativeHandle(k), TensorHandles.nativeHandle(v), maskHandle(attnMask), isCausal, s,
                 dropoutP, seed, r);
-        Tensor out = Tensor.fromNativeResult(r, 0);
-        Tensor lse = Tensor.fromNativeResult(r, 1);
+        Tensor out = TensorHandles.fromNativeResult(r, 0);
+        Tensor lse = TensorHandles.fromNativeResult(r, 1);
         Node node = new Node("ScaledDotProductAttentionBackward", q, k, v) {
             @Override
             protected Tensor[] backward(Tensor gout) {
                 long[] g = NativeResults.buffer();
-                AttentionNatives.attentionBackward(gout.nativeHandle(), q.nativeHandle(), k.nativeHandle(),
-                        v.nativeHandle(), maskHandle(attnMask), out.nativeHandle(), lse.nativeHandle(), isCausal, s, dropoutP, seed, g);
-                Tensor dq = Tensor.fromNativeResult(g, 0);
-                Tensor dk = Tensor.fromNativeResult(g, 1);
-                Tensor dv = Tensor.fromNativeResult(g, 2);
+                AttentionNatives.attentionBackward(TensorHandles.nativeHandle(gout), TensorHandles.nativeHandle(q), TensorHandles.nativeHandle(k),
+                        TensorHandles.nativeHandle(v), maskHandle(attnMask), TensorHandles.nativeHandle(out), TensorHandles.nativeHandle(lse), isCausal, s, dropoutP, seed, g);
+                Tensor dq = TensorHandles.fromNativeResult(g, 0);
+                Tensor dk = TensorHandles.fromNativeResult(g, 1);
+                Tensor dv = TensorHandles.fromNativeResult(g, 2);
                 return new Tensor[] {keepIf(needsInputGrad(0), dq), keepIf(needsInputGrad(1), dk),
                     keepIf(needsInputGrad(2), dv)};
             }
@@ -91,14 +92,14 @@ public final class ScaledDotProductAttentionFunction {
         final double s = checkedScale(scale, "D");
         final long seed = dropoutSeed(dropoutP, generator);
         long[] r = NativeResults.buffer();
-        AttentionNatives.attentionPackedForward(qkv.nativeHandle(), heads, isCausal, s, dropoutP, seed, r);
-        Tensor out = Tensor.fromNativeResult(r, 0);
-        Tensor lse = Tensor.fromNativeResult(r, 1);
+        AttentionNatives.attentionPackedForward(TensorHandles.nativeHandle(qkv), heads, isCausal, s, dropoutP, seed, r);
+        Tensor out = TensorHandles.fromNativeResult(r, 0);
+        Tensor lse = TensorHandles.fromNativeResult(r, 1);
         Node node = new Node("ScaledDotProductAttentionBackward", qkv) {
             @Override
             protected Tensor[] backward(Tensor gout) {
-                return new Tensor[] {Tensor.fromNativeResult(AttentionNatives.attentionPackedBackward(gout.nativeHandle(),
-                        qkv.nativeHandle(), out.nativeHandle(), lse.nativeHandle(), heads, isCausal, s, dropoutP, seed,
+                return new Tensor[] {TensorHandles.fromNativeResult(AttentionNatives.attentionPackedBackward(TensorHandles.nativeHandle(gout),
+                        TensorHandles.nativeHandle(qkv), TensorHandles.nativeHandle(out), TensorHandles.nativeHandle(lse), heads, isCausal, s, dropoutP, seed,
                         NativeResults.buffer()))};
             }
         };
@@ -130,7 +131,7 @@ public final class ScaledDotProductAttentionFunction {
 
     /** The mask's handle, asked for at each use: a closed mask then fails in Java, not in native code. */
     private static long maskHandle(Tensor attnMask) {
-        return attnMask == null ? 0 : attnMask.nativeHandle();
+        return attnMask == null ? 0 : TensorHandles.nativeHandle(attnMask);
     }
 
     /** 64 random bits from two draws of generator: the dropout mask's seed for one call. */

@@ -9,6 +9,7 @@ import org.ddp4j.distributed.ReduceOp;
 import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.internal.NativeResults;
 import org.ddp4j.internal.SyncBatchNormNatives;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Node;
 import org.ddp4j.tensor.Tensor;
@@ -101,7 +102,7 @@ public final class SyncBatchNormFunction {
         long count;
         Tensor out;
         try {
-            try (Tensor stats = Tensor.fromNativeResult(SyncBatchNormNatives.syncBatchNormStats(x.nativeHandle(),
+            try (Tensor stats = TensorHandles.fromNativeResult(SyncBatchNormNatives.syncBatchNormStats(TensorHandles.nativeHandle(x),
                     NativeResults.buffer()));
                     Tensor gathered = Tensor.full(0, DType.FLOAT32, x.device(), group.size() * stats.numel())) {
                 try {
@@ -110,16 +111,16 @@ public final class SyncBatchNormFunction {
                     throw namingTheLayer(e, channels, group, "statistics all-gather");
                 }
                 long[] r = NativeResults.buffer();
-                count = SyncBatchNormNatives.syncBatchNormGatherStats(gathered.nativeHandle(), channels,
-                        runningMean != null ? runningMean.nativeHandle() : 0,
-                        runningVar != null ? runningVar.nativeHandle() : 0, momentum, eps, r);
-                saveMean = Tensor.fromNativeResult(r, 0);
-                saveInvstd = Tensor.fromNativeResult(r, 1);
-                saveMeanLo = Tensor.fromNativeResult(r, 2);
+                count = SyncBatchNormNatives.syncBatchNormGatherStats(TensorHandles.nativeHandle(gathered), channels,
+                        runningMean != null ? TensorHandles.nativeHandle(runningMean) : 0,
+                        runningVar != null ? TensorHandles.nativeHandle(runningVar) : 0, momentum, eps, r);
+                saveMean = TensorHandles.fromNativeResult(r, 0);
+                saveInvstd = TensorHandles.fromNativeResult(r, 1);
+                saveMeanLo = TensorHandles.fromNativeResult(r, 2);
             }
-            out = Tensor.fromNativeResult(SyncBatchNormNatives.syncBatchNormElemt(x.nativeHandle(),
-                    saveMean.nativeHandle(), saveMeanLo.nativeHandle(), saveInvstd.nativeHandle(), g.nativeHandle(),
-                    b.nativeHandle(), residual != null ? residual.nativeHandle() : 0, relu, NativeResults.buffer()));
+            out = TensorHandles.fromNativeResult(SyncBatchNormNatives.syncBatchNormElemt(TensorHandles.nativeHandle(x),
+                    TensorHandles.nativeHandle(saveMean), TensorHandles.nativeHandle(saveMeanLo), TensorHandles.nativeHandle(saveInvstd), TensorHandles.nativeHandle(g),
+                    TensorHandles.nativeHandle(b), residual != null ? TensorHandles.nativeHandle(residual) : 0, relu, NativeResults.buffer()));
         } finally {
             if (beta == null) {
                 b.close();
@@ -135,15 +136,15 @@ public final class SyncBatchNormFunction {
             protected Tensor[] backward(Tensor gradOutput) {
                 // Under the ReLU: its mask on the gradient first (y > 0 ⇔ the ReLU's input > 0);
                 // that masked gradient is also the residual's.
-                Tensor gy = relu ? Tensor.fromNativeResult(LinearNatives.reluBackward(gradOutput.nativeHandle(),
-                        out.nativeHandle(), NativeResults.buffer())) : gradOutput;
+                Tensor gy = relu ? TensorHandles.fromNativeResult(LinearNatives.reluBackward(TensorHandles.nativeHandle(gradOutput),
+                        TensorHandles.nativeHandle(out), NativeResults.buffer())) : gradOutput;
                 long[] gr = NativeResults.buffer();
-                SyncBatchNormNatives.syncBatchNormBackwardReduce(gy.nativeHandle(), x.nativeHandle(),
-                        saveMean.nativeHandle(), saveMeanLo.nativeHandle(), saveInvstd.nativeHandle(), gr);
+                SyncBatchNormNatives.syncBatchNormBackwardReduce(TensorHandles.nativeHandle(gy), TensorHandles.nativeHandle(x),
+                        TensorHandles.nativeHandle(saveMean), TensorHandles.nativeHandle(saveMeanLo), TensorHandles.nativeHandle(saveInvstd), gr);
                 Tensor gx = null;
-                try (Tensor sums = Tensor.fromNativeResult(gr, 0)) {
-                    Tensor gGamma = Tensor.fromNativeResult(gr, 1);
-                    Tensor gBeta = Tensor.fromNativeResult(gr, 2);
+                try (Tensor sums = TensorHandles.fromNativeResult(gr, 0)) {
+                    Tensor gGamma = TensorHandles.fromNativeResult(gr, 1);
+                    Tensor gBeta = TensorHandles.fromNativeResult(gr, 2);
                     // As PyTorch: the input gradient needs the group's sums; the weight and bias
                     // gradients stay this rank's (DDP averages them).
                     if (needsInputGrad(0)) {
@@ -152,9 +153,9 @@ public final class SyncBatchNormFunction {
                         } catch (DistributedException e) {
                             throw namingTheLayer(e, channels, group, "gradient all-reduce");
                         }
-                        gx = Tensor.fromNativeResult(SyncBatchNormNatives.syncBatchNormBackwardElemt(gy.nativeHandle(),
-                                x.nativeHandle(), saveMean.nativeHandle(), saveMeanLo.nativeHandle(),
-                                saveInvstd.nativeHandle(), gammaForBackward.nativeHandle(), sums.nativeHandle(), total,
+                        gx = TensorHandles.fromNativeResult(SyncBatchNormNatives.syncBatchNormBackwardElemt(TensorHandles.nativeHandle(gy),
+                                TensorHandles.nativeHandle(x), TensorHandles.nativeHandle(saveMean), TensorHandles.nativeHandle(saveMeanLo),
+                                TensorHandles.nativeHandle(saveInvstd), TensorHandles.nativeHandle(gammaForBackward), TensorHandles.nativeHandle(sums), total,
                                 NativeResults.buffer()));
                     }
                     Tensor gResidual = null;

@@ -3,6 +3,7 @@ package org.ddp4j.distributed.algorithms.ddpcommhooks;
 import org.ddp4j.amp.Autocast;
 import org.ddp4j.internal.LinearNatives;
 import org.ddp4j.internal.NativeResults;
+import org.ddp4j.internal.TensorHandles;
 import org.ddp4j.nn.functional.LinearFunction;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Tensor;
@@ -37,9 +38,9 @@ final class LowRankMath {
             long r = p.size(1);
             Tensor shapeOfW = Tensor.zeros(r, m.size(1)); // only its shape is read (no input gradient asked)
             long[] results = NativeResults.buffer();
-            LinearNatives.linearBackward(p.nativeHandle(), m.nativeHandle(), shapeOfW.nativeHandle(), false, false,
+            LinearNatives.linearBackward(TensorHandles.nativeHandle(p), TensorHandles.nativeHandle(m), TensorHandles.nativeHandle(shapeOfW), false, false,
                     DType.FLOAT32.ordinal(), results); // float32 whatever autocast says: the factors need the precision
-            Tensor qt = Tensor.fromNativeResult(results, 1);
+            Tensor qt = TensorHandles.fromNativeResult(results, 1);
             q.copyFrom(transpose(qt));
         }
     }

@@ -25,6 +25,7 @@ import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;
+import org.ddp4j.testing.RepoFiles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -36,7 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class SafeTensorsPythonReaderTest {
     static final Path PYTHON = Path.of("/usr/bin/python3");
-    static final Path READER = Path.of("src/test/python/read_safetensors.py");
+    static final Path READER = RepoFiles.path("java/src/test/python/read_safetensors.py");
 
     @TempDir
     Path dir;

@@ -21,6 +21,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.ddp4j.distributed.environment.SlurmEnvironment;
+import org.ddp4j.testing.RepoFiles;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -47,7 +48,7 @@ class RealSlurmTest {
 
     @BeforeAll
     static void startCluster() throws Exception {
-        script = Path.of(System.getProperty("user.dir")).resolve("../scripts/slurm-local.sh").normalize();
+        script = RepoFiles.path("scripts/slurm-local.sh").toAbsolutePath();
         assertTrue(Files.isExecutable(script), script + " is missing");
         String uid = command(List.of("id", "-u"), 10).text().trim();
         assumeTrue(uid.equals("0"), "real-SLURM test skipped: slurmd must run as root, and this test runs as uid " + uid);
