@@ -8,7 +8,7 @@ import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import org.ddp4j.serialization.AtomicFiles;
+import org.ddp4j.internal.AtomicFiles;
 
 /**
  * A file of token ids in nanoGPT's layout ({@code train.bin} / {@code val.bin}): unsigned 16-bit

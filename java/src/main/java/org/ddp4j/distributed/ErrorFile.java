@@ -11,7 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.ddp4j.internal.Setting;
-import org.ddp4j.serialization.AtomicFiles;
+import org.ddp4j.internal.AtomicFiles;
 
 /**
  * A worker's own record of its failure, written where its launcher says ({@code DDP4J_ERROR_FILE}), in JSON,

@@ -27,7 +27,7 @@ import org.ddp4j.distributed.store.Store;
 import org.ddp4j.internal.FlightRecordLayout;
 import org.ddp4j.internal.ProcessGroupNatives;
 import org.ddp4j.internal.Setting;
-import org.ddp4j.serialization.AtomicFiles;
+import org.ddp4j.internal.AtomicFiles;
 import org.ddp4j.tensor.DType;
 
 /**

@@ -3,7 +3,7 @@ package org.ddp4j.launch;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import org.ddp4j.serialization.AtomicFiles;
+import org.ddp4j.internal.AtomicFiles;
 
 /**
  * A launcher's folder for what its workers leave for it: one error file per worker and attempt

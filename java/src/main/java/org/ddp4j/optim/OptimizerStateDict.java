@@ -64,7 +64,11 @@ public record OptimizerStateDict(String optimizer, Map<Integer, Map<String, Tens
      * {@link SafeTensors#saveFile(Map, Path, Map)}).
      *
      * @throws UncheckedIOException naming the file when it cannot be written
+     * @deprecated a file is serialization's job, as {@code torch.save}: use
+     *     {@code new Checkpoint().put("optimizer", optimizer).save(file)} ({@link org.ddp4j.serialization.Checkpoint}),
+     *     or {@code SafeTensors.saveFile(state.tensors(), file, state.metadata())}
      */
+    @Deprecated
     public void save(Path file) {
         SafeTensors.saveFile(tensors(), file, metadata());
     }
@@ -77,7 +81,11 @@ public record OptimizerStateDict(String optimizer, Map<Integer, Map<String, Tens
      * @throws IllegalArgumentException naming the file when it is a safetensors file but not an
      *     optimizer state (no {@code optimizer} or {@code param_groups} metadata, or a tensor
      *     name other than {@code state.<index>.<name>})
+     * @deprecated use {@code Checkpoint.load(file).restore("optimizer", optimizer)}
+     *     ({@link org.ddp4j.serialization.Checkpoint}), or
+     *     {@code OptimizerStateDict.of(SafeTensors.loadFile(file), SafeTensors.loadMetadata(file), file.toString())}
      */
+    @Deprecated
     public static OptimizerStateDict load(Path file) {
         return of(SafeTensors.loadFile(file), SafeTensors.loadMetadata(file), file.toString());
     }

@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import org.ddp4j.internal.AtomicFiles;
 import org.ddp4j.nn.Module;
 import org.ddp4j.optim.LRScheduler;
 import org.ddp4j.optim.Optimizer;

@@ -12,6 +12,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.zip.CRC32;
+import org.ddp4j.internal.AtomicFiles;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;

@@ -17,7 +17,7 @@ import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import org.ddp4j.data.TokenFile;
 import org.ddp4j.internal.VersionProvider;
-import org.ddp4j.serialization.AtomicFiles;
+import org.ddp4j.internal.AtomicFiles;
 import org.ddp4j.tensor.Generator;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;

@@ -17,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
+import org.ddp4j.internal.AtomicFiles;
 import org.ddp4j.tensor.DType;
 import org.ddp4j.tensor.Tensor;
 import org.ddp4j.tensor.Tensors;

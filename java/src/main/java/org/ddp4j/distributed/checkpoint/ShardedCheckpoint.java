@@ -24,7 +24,7 @@ import org.ddp4j.distributed.optim.ZeroRedundancyOptimizer;
 import org.ddp4j.nn.Module;
 import org.ddp4j.optim.Optimizer;
 import org.ddp4j.optim.OptimizerStateDict;
-import org.ddp4j.serialization.AtomicFiles;
+import org.ddp4j.internal.AtomicFiles;
 import org.ddp4j.serialization.Checkpoint;
 import org.ddp4j.serialization.SafeTensors;
 import org.ddp4j.tensor.DType;

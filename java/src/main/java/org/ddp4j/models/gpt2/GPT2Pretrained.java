@@ -14,7 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
-import org.ddp4j.serialization.AtomicFiles;
+import org.ddp4j.internal.AtomicFiles;
 import org.ddp4j.serialization.SafeTensors;
 import org.ddp4j.tensor.Generator;
 import org.ddp4j.tensor.Tensor;

@@ -1,4 +1,4 @@
-package org.ddp4j.serialization;
+package org.ddp4j.internal;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
