@@ -169,7 +169,7 @@ class DocsExamplesTest {
         for (Path file : markdownFiles()) {
             broken.addAll(brokenLinks(file, anchors));
         }
-        assertEquals(List.of(), broken, "broken links in the documentation");
+        assertTrue(broken.isEmpty(), broken.size() + " broken link(s) in the documentation:\n" + String.join("\n", broken));
     }
 
     @Test
@@ -240,7 +240,7 @@ class DocsExamplesTest {
                 Path resolved = pathPart.isEmpty() ? file : file.getParent().resolve(pathPart).normalize();
                 String where = RepoFilesRelative.of(file) + ":" + (i + 1) + ": " + target;
                 if (!Files.exists(resolved)) {
-                    broken.add(where + " (no such file: " + resolved + ")");
+                    broken.add(where + " (no such file: " + RepoFilesRelative.of(resolved) + ")");
                 } else if (anchor != null && resolved.toString().endsWith(".md")
                         && !anchors.computeIfAbsent(resolved, DocsExamplesTest::headingAnchors).contains(anchor)) {
                     broken.add(where + " (no heading with the anchor #" + anchor + " in " + resolved.getFileName() + ")");
@@ -277,7 +277,7 @@ class DocsExamplesTest {
     /** A path as the failure messages show it: relative to the repository root when it is inside it. */
     private static final class RepoFilesRelative {
         static String of(Path file) {
-            Path root = RepoFiles.path("README.md").toAbsolutePath().getParent();
+            Path root = RepoFiles.path("README.md").toAbsolutePath().normalize().getParent();
             Path abs = file.toAbsolutePath().normalize();
             return abs.startsWith(root) ? root.relativize(abs).toString() : abs.toString();
         }
