@@ -53,7 +53,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/ddp4j-artifact-check.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cp -r "$root/scripts/artifact-check/." "$work/"
 # the README's tutorial, as written: its block from the first import to the closing fence
-sed -n '/^## Tutorial: your own model/,/^## Launching from your own jar/p' "$root/README.md" \
+sed -n '/^## Tutorial: your own model/,/^## Launching from your own jar/p' "$root/docs/getting-started.md" \
   | sed -n '/^```java$/,/^```$/p' | sed '1d;$d' > "$work/src/main/java/TrainMlp.java"
 grep -q "^public class TrainMlp" "$work/src/main/java/TrainMlp.java" || fail "could not find the README's tutorial block"
 cd "$work"
@@ -167,7 +167,7 @@ mkdir -p "$bench_work/src/main/java/com/example"
   printf 'import org.ddp4j.benchmarks.collective.CollectiveBenchmark;\nimport org.ddp4j.distributed.ProcessGroup;\n'
   printf 'import org.ddp4j.tensor.Tensor;\n\n'
   # the README's block, from its first line to the closing fence
-  sed -n '/^public class AllGatherListBenchmark extends CollectiveBenchmark/,/^```$/p' "$root/README.md" | sed '$d'
+  sed -n '/^public class AllGatherListBenchmark extends CollectiveBenchmark/,/^```$/p' "$root/docs/performance.md" | sed '$d'
 } > "$bench_work/src/main/java/com/example/AllGatherListBenchmark.java"
 grep -q "awaitBlocking" "$bench_work/src/main/java/com/example/AllGatherListBenchmark.java" \
   || fail "could not find the README's AllGatherListBenchmark block"

@@ -20,26 +20,24 @@ import org.ddp4j.testing.RepoFiles;
 import org.junit.jupiter.api.Test;
 
 /**
- * Every DDP4J_* variable lives in {@link Setting}: the README's table lists exactly those, with the
- * same defaults, and no Java source outside Setting names one in a string literal of its own.
+ * Every DDP4J_* variable lives in {@link Setting}: the table in docs/settings.md lists exactly those, with
+ * the same defaults, and no Java source outside Setting names one in a string literal of its own.
  */
 class SettingsTableTest {
     private static final Pattern ROW = Pattern.compile("^\\| `(DDP4J_[A-Z0-9_]+)` \\| (.*?) \\| (.*) \\|$");
     private static final Pattern LITERAL = Pattern.compile("\"(DDP4J_[A-Z0-9_]+)\"");
 
     @Test
-    void theReadmeTableIsTheEnum() throws IOException {
-        String readme = Files.readString(RepoFiles.path("README.md"));
-        int start = readme.indexOf("\n## Settings\n");
-        assertTrue(start >= 0, "README.md has no '## Settings' section");
-        int end = readme.indexOf("\n## ", start + 1);
+    void theSettingsPageTableIsTheEnum() throws IOException {
+        String page = Files.readString(RepoFiles.path("docs/settings.md"));
         Map<String, String> table = new LinkedHashMap<>();
-        for (String line : readme.substring(start, end).split("\n")) {
+        for (String line : page.split("\n")) {
             Matcher m = ROW.matcher(line);
             if (m.matches()) {
                 table.put(m.group(1), m.group(2));
             }
         }
+        assertFalse(table.isEmpty(), "docs/settings.md has no table of DDP4J_* variables");
         Map<String, String> expected = new LinkedHashMap<>();
         for (Setting s : Setting.values()) {
             expected.put(s.variable(), s.defaultValue());

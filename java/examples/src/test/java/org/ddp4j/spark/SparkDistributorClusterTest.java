@@ -359,7 +359,7 @@ class SparkDistributorClusterTest {
     }
 
     /**
-     * The README's spark-submit line, against this cluster: SparkRun as the application, ddp4j as its
+     * The spark-submit line of docs/launching.md, against this cluster: SparkRun as the application, ddp4j as its
      * jar. Last, because this JVM's application holds both cores until it stops.
      */
     @Test
