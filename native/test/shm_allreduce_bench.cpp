@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "comm/gloo/process_group.h"
-#include "comm/host/shm/shm_reduce.h"
-#include "comm/host/shm/shm_transport.h"
+#include "comm/local/shm/shm_reduce.h"
+#include "comm/local/shm/shm_transport.h"
 
 using namespace ddp4j;
 using Clock = std::chrono::steady_clock;

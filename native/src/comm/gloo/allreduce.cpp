@@ -9,9 +9,9 @@
 #include "comm/gloo/ring.h"
 #include "comm/gloo/small_allreduce.h"
 #include "comm/gloo/tensor_checks.h"
-#include "comm/host/host_collectives.h"
-#include "comm/host/shm/shm_reduce.h"
-#include "comm/host/shm/shm_segment.h"
+#include "comm/local/local_collectives.h"
+#include "comm/local/shm/shm_reduce.h"
+#include "comm/local/shm/shm_segment.h"
 
 namespace ddp4j {
 
@@ -41,11 +41,11 @@ GlooProcessGroup::Movement GlooProcessGroup::allreduce_movement(const Tensor& te
     if (op == ReduceOp::AVG) gloo_detail::divide_by_world(t, static_cast<size_t>(t.numel()), world);
   };
 
-  if (host_) {
+  if (local_) {
     // One host: the transport compares fingerprints in every step. Hierarchical: the ranks
     // exchange them first, since the leaders' ring follows (see below).
-    std::shared_ptr<HostCollectives> host = host_;
-    return {[t, op, host](uint32_t tag, const Fingerprint& f) { host->allreduce(t, op, tag, &f); },
+    std::shared_ptr<LocalCollectives> local = local_;
+    return {[t, op, local](uint32_t tag, const Fingerprint& f) { local->allreduce(t, op, tag, &f); },
             shm_only() ? Check::kAlong : Check::kBefore};
   }
   if (small_ && t.nbytes() <= small_->capacity) {
@@ -117,9 +117,9 @@ std::shared_ptr<Work> GlooProcessGroup::reduce(const Tensor& tensor, int root, R
     // The fingerprints are exchanged first (through the segment, microseconds), as for broadcast:
     // the transport's small reduce lets a non-root publish and leave without reading its peers,
     // so it would not notice a peer that named another root.
-    std::shared_ptr<HostCollectives> host = host_;
+    std::shared_ptr<LocalCollectives> local = local_;
     Tensor t = tensor;
-    return enqueue(fp, {tensor}, [t, root, op, host](uint32_t, const Fingerprint& f) { host->reduce(t, root, op, &f); },
+    return enqueue(fp, {tensor}, [t, root, op, local](uint32_t, const Fingerprint& f) { local->reduce(t, root, op, &f); },
                    Check::kBefore, inline_ok);
   }
   if (rank() == root) {
@@ -189,15 +189,15 @@ std::shared_ptr<Work> GlooProcessGroup::reduce_scatter_blocks(const Tensor& outp
   fp.numel = static_cast<uint64_t>(elements);
   if (shm_only() && !aliases_another_block(output, blocks, rank())) {
     // One host: each rank reduces its own block from the others' pieces in the segment.
-    std::shared_ptr<HostCollectives> host = host_;
+    std::shared_ptr<LocalCollectives> local = local_;
     Tensor out = output;
     const int world = size();
     std::vector<Tensor> keep(blocks);
     keep.push_back(output);
-    return enqueue(fp, std::move(keep), [host, out, blocks, world, op](uint32_t, const Fingerprint& f) {
+    return enqueue(fp, std::move(keep), [local, out, blocks, world, op](uint32_t, const Fingerprint& f) {
       std::vector<const void*> pointers(static_cast<size_t>(world));
       for (int r = 0; r < world; r++) pointers[static_cast<size_t>(r)] = block_pointer(blocks, r, out.nbytes());
-      host->reduce_scatter(pointers, out.raw_data(), static_cast<size_t>(out.numel()), out.dtype(), op, &f);
+      local->reduce_scatter(pointers, out.raw_data(), static_cast<size_t>(out.numel()), out.dtype(), op, &f);
     }, Check::kAlong, shm_inline(out.nbytes() * static_cast<size_t>(world)));
   }
   // All-reduce a copy of the whole input and keep this rank's block: the copy also makes an

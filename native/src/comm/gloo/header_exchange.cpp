@@ -4,7 +4,7 @@
 
 #include "comm/gloo/process_group.h"
 #include "comm/gloo/small_allreduce.h"
-#include "comm/host/host_collectives.h"
+#include "comm/local/local_collectives.h"
 
 namespace ddp4j {
 
@@ -31,7 +31,7 @@ void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
   if (shm_only()) {
     // Through the segment: a peer inside any other shared-memory collective is seen at once (the
     // transport compares fingerprints) instead of both waiting for the timeout.
-    host_->allgather(&mine, all.data(), sizeof(Fingerprint), &mine);
+    local_->allgather(&mine, all.data(), sizeof(Fingerprint), &mine);
   } else {
     gloo::AllgatherOptions opts(context_);
     opts.setTag(tag);

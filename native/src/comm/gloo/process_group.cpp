@@ -14,7 +14,7 @@
 #include "comm/gloo/point_to_point.h"
 #include "comm/gloo/rendezvous.h"
 #include "comm/gloo/small_allreduce.h"
-#include "comm/host/host_collectives.h"
+#include "comm/local/local_collectives.h"
 
 namespace ddp4j {
 
@@ -36,11 +36,11 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
   gloo_detail::wait_for_ranks(store, rank, size, options_.timeout);
   connect_mesh(store, device);
   connect_small_allreduce(store, device);
-  host_ = HostCollectives::create(store, device, rank, size, options_.timeout, options_.shm, options_.shm_host_id);
-  if (host_) {
-    flight_transport_ = host_->single_host() ? FlightTransport::kShm : FlightTransport::kShmGloo;
+  local_ = LocalCollectives::create(store, device, rank, size, options_.timeout, options_.shm, options_.shm_host_id);
+  if (local_) {
+    flight_transport_ = local_->single_host() ? FlightTransport::kShm : FlightTransport::kShmGloo;
     // A leader's failed step among the leaders then names the peer leader, and reads its record.
-    const auto& leaders = host_->leader_addresses();
+    const auto& leaders = local_->leader_addresses();
     for (size_t r = 0; r < leaders.size() && r < peer_addresses_.size(); r++) {
       peer_addresses_[r].insert(peer_addresses_[r].end(), leaders[r].begin(), leaders[r].end());
     }
@@ -117,8 +117,8 @@ GlooProcessGroup::~GlooProcessGroup() {
   }
   p2p_.reset();  // joins the transfers' threads, frees their buffers
   // Peers still waiting in the segment for this rank fail now, naming it, instead of at their timeout.
-  if (host_) host_->abort(detail::concat("rank ", rank(), " closed its process group"), ErrorKind::PeerLost);
-  host_.reset();     // unmaps the segment, closes the leaders' connections
+  if (local_) local_->abort(detail::concat("rank ", rank(), " closed its process group"), ErrorKind::PeerLost);
+  local_.reset();     // unmaps the segment, closes the leaders' connections
   small_.reset();    // unregisters its buffers from the pairs
   context_.reset();  // closes the pairs and stops Gloo's network thread
 }
@@ -143,7 +143,7 @@ Error GlooProcessGroup::gloo_failure(const std::string& description, const std::
   return e;
 }
 
-std::string GlooProcessGroup::transport() const { return host_ ? host_->transport() : "gloo"; }
+std::string GlooProcessGroup::transport() const { return local_ ? local_->transport() : "gloo"; }
 
 std::string GlooProcessGroup::broken() const {
   std::lock_guard<std::mutex> lock(broken_mutex_);
@@ -163,8 +163,8 @@ void GlooProcessGroup::set_lost(int dead_rank, long dead_pid) {
   }
 }
 
-void GlooProcessGroup::abort_host(const std::string& reason) {
-  host_aborted_ = true;
+void GlooProcessGroup::abort_local(const std::string& reason) {
+  local_aborted_ = true;
   int dead_rank;
   long dead_pid;
   {
@@ -173,9 +173,9 @@ void GlooProcessGroup::abort_host(const std::string& reason) {
     dead_pid = lost_pid_;
   }
   if (dead_rank >= 0) {
-    host_->abort_for_death(reason, dead_rank, dead_pid);
+    local_->abort_for_death(reason, dead_rank, dead_pid);
   } else {
-    host_->abort(reason);
+    local_->abort(reason);
   }
 }
 
@@ -185,10 +185,10 @@ void GlooProcessGroup::close_connections() {
     if (small_) small_->context->closeConnections();
   } catch (const std::exception&) {
   }
-  if (host_) {
-    host_->close_connections();
+  if (local_) {
+    local_->close_connections();
     // A leader whose Gloo step failed must release its host's other ranks too, not only its sockets.
-    abort_host(detail::concat("rank ", rank(), "'s process group failed: ", broken()));
+    abort_local(detail::concat("rank ", rank(), "'s process group failed: ", broken()));
   }
 }
 

@@ -31,7 +31,7 @@ class Device;
 namespace ddp4j {
 
 class SmallAllreduce;
-class HostCollectives;
+class LocalCollectives;
 class GlooPointToPoint;
 class PeerLossRecords;
 
@@ -52,7 +52,7 @@ class PeerLossRecords;
  * their own call and a peer's (see Fingerprint, allreduce_bucket); that leaves the group usable.
  *
  * Ranks that share a host may run collectives through shared memory (GlooOptions::shm,
- * HostCollectives; transport() says which); a failure there (dead peer, timeout, disagreement the
+ * LocalCollectives; transport() says which); a failure there (dead peer, timeout, disagreement the
  * transport detects) also makes the group unusable.
  */
 class GlooProcessGroup : public ProcessGroup {
@@ -158,9 +158,9 @@ class GlooProcessGroup : public ProcessGroup {
   void set_lost(int dead_rank, long dead_pid);
   /**
    * Breaks this host's shared-memory transport quoting `reason`, naming the dead rank there when
-   * set_lost knows one (HostCollectives::abort_for_death). Only the thread that runs the ops.
+   * set_lost knows one (LocalCollectives::abort_for_death). Only the thread that runs the ops.
    */
-  void abort_host(const std::string& reason);
+  void abort_local(const std::string& reason);
   void worker_loop();
   void run_op(Op& op);
   void exchange_headers(const Op& op, uint32_t tag);
@@ -176,7 +176,7 @@ class GlooProcessGroup : public ProcessGroup {
   FlightRecorder recorder_;  // before every member whose threads record into it
   FlightTransport flight_transport_ = FlightTransport::kGloo;
   std::shared_ptr<gloo::Context> context_;
-  std::shared_ptr<HostCollectives> host_;  // shared memory; null: plain Gloo (see GlooOptions::shm)
+  std::shared_ptr<LocalCollectives> local_;  // shared memory; null: plain Gloo (see GlooOptions::shm)
   std::shared_ptr<SmallAllreduce> small_;  // the small all-reduce (see GlooOptions); null when off. Only
                                            // the op that holds running_ uses it
   std::unique_ptr<PeerLossRecords> loss_;  // null without a records store
@@ -197,7 +197,7 @@ class GlooProcessGroup : public ProcessGroup {
   std::string broken_;  // first network error or timeout; later collectives and transfers fail fast
   int lost_rank_ = -1;  // the rank whose death broke the group (set_lost), or -1
   long lost_pid_ = 0;
-  bool host_aborted_ = false;  // only the thread that set running_ (the worker, or a caller running an op inline)
+  bool local_aborted_ = false;  // only the thread that set running_ (the worker, or a caller running an op inline)
 
   std::thread worker_;
 };

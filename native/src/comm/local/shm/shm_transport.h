@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
-#include "comm/host/shm/shm_segment.h"
-#include "comm/host/shm/shm_sync.h"
+#include "comm/local/shm/shm_segment.h"
+#include "comm/local/shm/shm_sync.h"
 #include "ddp4j/process_group.h"
 #include "ddp4j/tensor.h"
 

@@ -1,7 +1,9 @@
-// host_collectives.h: how a Gloo process group uses shared memory. Decides at construction which
+// local_collectives.h: how a Gloo process group uses shared memory. Decides at construction which
 // ranks share a host and whether the whole group agrees to use shared memory, then runs the
 // collectives that shared memory serves: everything on one host, or the hierarchical all-reduce
 // and broadcast (shared memory inside each host, Gloo among one leader per host) across hosts.
+// "local" as in PyTorch's LOCAL_RANK: within one machine (node). Here "host" is a machine, as in
+// host name, never host (CPU) memory.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -42,7 +44,7 @@ class ShmTransport;
  * Error(Distributed / Timeout) from the transport (then broken() is true and every later call
  * fails at once), std::exception from Gloo among the leaders (the caller translates it).
  */
-class HostCollectives {
+class LocalCollectives {
  public:
   /**
    * @param store    the group's store (construction only; keys under "ddp4j/shm/")
@@ -52,11 +54,11 @@ class HostCollectives {
    * Throws Error(Timeout) when not every rank publishes within `timeout`, and connection errors
    * of the leaders' context.
    */
-  static std::unique_ptr<HostCollectives> create(gloo::rendezvous::Store& store,
+  static std::unique_ptr<LocalCollectives> create(gloo::rendezvous::Store& store,
                                                  const std::shared_ptr<gloo::transport::Device>& device, int rank,
                                                  int size, std::chrono::milliseconds timeout, bool enabled,
                                                  const std::string& host_id);
-  ~HostCollectives();
+  ~LocalCollectives();
 
   /** "shm" (one host) or "shm+gloo" (hierarchical). */
   const char* transport() const { return hosts_ == 1 ? "shm" : "shm+gloo"; }
@@ -128,9 +130,9 @@ class HostCollectives {
   void abort_for_death(const std::string& reason, int dead_rank, long dead_pid);
 
  private:
-  HostCollectives() = default;
+  LocalCollectives() = default;
 
-  // Steps of create() (host_setup.cpp).
+  // Steps of create() (local_setup.cpp).
   /** Numbers every rank's host and local rank from the published identities; whether any host has two ranks. */
   bool assign_hosts(gloo::rendezvous::Store& store, const std::string& identity);
   /** This host's transport (when it has two ranks or more); returns this rank's verdict, "ok" or "fail ...". */
