@@ -132,7 +132,7 @@ class ProcessGroup {
    * DDP's all-reduce of its bucket `bucket` (0-based) of `buckets`: a backend may replace its
    * up-front agreement check (a round trip) by one that travels with the data, naming the bucket
    * in its messages, and with `run_inline` run the op on the calling thread when nothing else is
-   * queued (the returned Work is then complete). See GlooProcessGroup::allreduce_bucket for
+   * queued (the returned Work is then complete). See ProcessGroupGloo::allreduce_bucket for
    * what Gloo catches. Default: allreduce (NCCL: a mismatch hangs until the timeout).
    */
   virtual std::shared_ptr<Work> allreduce_bucket(const Tensor& tensor, ReduceOp op, bool run_inline,

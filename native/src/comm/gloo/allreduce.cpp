@@ -20,7 +20,7 @@ using gloo_detail::check_collective_tensor;
 using gloo_detail::check_reduction;
 using gloo_detail::reduce_function;
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket,
+std::shared_ptr<Work> ProcessGroupGloo::allreduce_any(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket,
                                                       int buckets) {
   check_reduction("allReduce", "input", tensor, op);
   Fingerprint fp;
@@ -34,7 +34,7 @@ std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, Redu
   return enqueue(fp, {tensor}, std::move(m.run), m.check, run_inline || shm_inline(tensor.nbytes()));
 }
 
-GlooProcessGroup::Movement GlooProcessGroup::allreduce_movement(const Tensor& tensor, ReduceOp op) {
+ProcessGroupGloo::Movement ProcessGroupGloo::allreduce_movement(const Tensor& tensor, ReduceOp op) {
   Tensor t = tensor;
   const int world = size();
   auto divide_if_avg = [t, op, world] {
@@ -51,7 +51,7 @@ GlooProcessGroup::Movement GlooProcessGroup::allreduce_movement(const Tensor& te
   if (small_ && t.nbytes() <= small_->capacity) {
     // The fingerprint rides in the message's header: no message of its own.
     std::shared_ptr<SmallAllreduce> small = small_;
-    GlooProcessGroup* self = this;  // ops run before the destructor returns (it joins the worker)
+    ProcessGroupGloo* self = this;  // ops run before the destructor returns (it joins the worker)
     return {[t, op, small, self, divide_if_avg](uint32_t, const Fingerprint& f) {
               const size_t n = static_cast<size_t>(t.numel());
               const int parity = small->exchange(f, t.raw_data(), t.nbytes());
@@ -94,16 +94,16 @@ GlooProcessGroup::Movement GlooProcessGroup::allreduce_movement(const Tensor& te
           Check::kBefore};
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupGloo::allreduce(const Tensor& tensor, ReduceOp op) {
   return allreduce_any(tensor, op, /*run_inline=*/false, -1, 0);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce_bucket(const Tensor& tensor, ReduceOp op, bool run_inline,
+std::shared_ptr<Work> ProcessGroupGloo::allreduce_bucket(const Tensor& tensor, ReduceOp op, bool run_inline,
                                                             int bucket, int buckets) {
   return allreduce_any(tensor, op, run_inline, bucket, buckets);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::reduce(const Tensor& tensor, int root, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupGloo::reduce(const Tensor& tensor, int root, ReduceOp op) {
   check_reduction("reduce", "input", tensor, op);
   check_peer("reduce", "destination", root, /*may_be_self=*/true);
   Fingerprint fp;
@@ -137,7 +137,7 @@ std::shared_ptr<Work> GlooProcessGroup::reduce(const Tensor& tensor, int root, R
   }, m.check, inline_ok);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
   check_reduction("reduceScatter", "input", input, op);
   check_collective_tensor("reduceScatter", "output", output);
   DDP4J_CHECK_ARG(output.dtype() == input.dtype(), "reduceScatter: output ", output.describe(), " and input ",
@@ -148,7 +148,7 @@ std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(const Tensor& output, con
   return reduce_scatter_blocks(output, {input}, input.numel(), op);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                                                        ReduceOp op) {
   check_reduction("reduceScatter", "output", output, op);
   check_reduce_scatter_inputs(output, inputs,
@@ -180,7 +180,7 @@ bool aliases_another_block(const Tensor& output, const std::vector<Tensor>& bloc
 
 }  // namespace
 
-std::shared_ptr<Work> GlooProcessGroup::reduce_scatter_blocks(const Tensor& output, const std::vector<Tensor>& blocks,
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter_blocks(const Tensor& output, const std::vector<Tensor>& blocks,
                                                               int64_t elements, ReduceOp op) {
   Fingerprint fp;
   fp.kind = Fingerprint::kReduceScatter;

@@ -15,12 +15,12 @@ namespace ddp4j {
 using Millis = std::chrono::milliseconds;
 using gloo_detail::check_collective_tensor;
 
-bool GlooProcessGroup::shm_only() const { return local_ && local_->single_host(); }
+bool ProcessGroupGloo::shm_only() const { return local_ && local_->single_host(); }
 
 // A small op costs microseconds through shared memory; a hand-off to the worker would cost tens.
-bool GlooProcessGroup::shm_inline(size_t bytes) const { return shm_only() && bytes <= local_->inline_bytes(); }
+bool ProcessGroupGloo::shm_inline(size_t bytes) const { return shm_only() && bytes <= local_->inline_bytes(); }
 
-std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root) {
+std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root) {
   check_collective_tensor("broadcast", "input", tensor);
   DDP4J_CHECK_ARG(root >= 0 && root < size(), "broadcast: source rank ", root, " is not in [0, ", size(), ")");
   Fingerprint fp;
@@ -50,7 +50,7 @@ std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root
   }, Check::kBefore);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Tensor& input) {
+std::shared_ptr<Work> ProcessGroupGloo::allgather(const Tensor& output, const Tensor& input) {
   check_collective_tensor("allGather", "input", input);
   check_collective_tensor("allGather", "output", output);
   DDP4J_CHECK_ARG(output.dtype() == input.dtype(), "allGather: output ", output.describe(),
@@ -82,7 +82,7 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Te
   }, Check::kBefore);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
+std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_collective_tensor("allGather", "input", input);
   check_allgather_outputs(outputs, input, [&](const Tensor& t) { check_collective_tensor("allGather", "output", t); });
   Fingerprint fp;
@@ -120,7 +120,7 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& out
   }, local ? Check::kAlong : Check::kBefore, local && inline_ok);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::barrier() {
+std::shared_ptr<Work> ProcessGroupGloo::barrier() {
   // The header exchange is an allgather, which no rank leaves before every rank has entered it:
   // that is the barrier. On one host the shared-memory barrier replaces it.
   Fingerprint fp;
@@ -132,13 +132,13 @@ std::shared_ptr<Work> GlooProcessGroup::barrier() {
   return enqueue(fp, {}, nullptr, Check::kBefore);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::send(const Tensor& tensor, int dst, int tag) {
+std::shared_ptr<Work> ProcessGroupGloo::send(const Tensor& tensor, int dst, int tag) {
   check_collective_tensor("send", "input", tensor);
   check_peer("send", "destination", dst, /*may_be_self=*/false);
   return p2p_->send(tensor, dst, tag);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::recv(const Tensor& tensor, int src, int tag) {
+std::shared_ptr<Work> ProcessGroupGloo::recv(const Tensor& tensor, int src, int tag) {
   check_collective_tensor("recv", "output", tensor);
   check_peer("recv", "source", src, /*may_be_self=*/false);
   return p2p_->recv(tensor, src, tag);

@@ -8,7 +8,7 @@
 
 namespace ddp4j {
 
-void GlooProcessGroup::check_peers(const Fingerprint& mine, int parity) {
+void ProcessGroupGloo::check_peers(const Fingerprint& mine, int parity) {
   for (int r = 0; r < size(); r++) {
     if (r == rank()) continue;
     const Fingerprint theirs = small_->fingerprint(parity, r);
@@ -18,7 +18,7 @@ void GlooProcessGroup::check_peers(const Fingerprint& mine, int parity) {
   }
 }
 
-void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
+void ProcessGroupGloo::exchange_headers(const Op& op, uint32_t tag) {
   const int n = size();
   if (n == 1) return;
   const Fingerprint& mine = op.fp;

@@ -7,7 +7,7 @@
 
 namespace ddp4j {
 
-std::shared_ptr<Work> GlooProcessGroup::enqueue(const Fingerprint& fp, std::vector<Tensor> keep_alive,
+std::shared_ptr<Work> ProcessGroupGloo::enqueue(const Fingerprint& fp, std::vector<Tensor> keep_alive,
                                                 std::function<void(uint32_t, const Fingerprint&)> run, Check check,
                                                 bool run_inline) {
   if (check == Check::kBefore && !options_.check_collectives) check = Check::kNone;
@@ -48,7 +48,7 @@ std::shared_ptr<Work> GlooProcessGroup::enqueue(const Fingerprint& fp, std::vect
   return work;
 }
 
-void GlooProcessGroup::worker_loop() {
+void ProcessGroupGloo::worker_loop() {
   while (true) {
     Op op;
     {
@@ -65,7 +65,7 @@ void GlooProcessGroup::worker_loop() {
   }
 }
 
-void GlooProcessGroup::run_op(Op& op) {
+void ProcessGroupGloo::run_op(Op& op) {
   const uint64_t seq = op.fp.seq;
   // Distinct tags per op keep a fast rank's next collective apart from a slow rank's current one.
   const uint32_t header_tag = static_cast<uint32_t>(seq * 2);

@@ -8,7 +8,7 @@
 namespace ddp4j {
 
 /**
- * How a GlooProcessGroup connects and how long its operations may take. Plain values: the Java
+ * How a ProcessGroupGloo connects and how long its operations may take. Plain values: the Java
  * layer reads the environment (org.ddp4j.distributed.GlooOptions) and passes them down.
  */
 struct GlooOptions {

@@ -21,7 +21,7 @@ namespace ddp4j {
 // ---------------------------------------------------------------------------------------------
 // Construction: device, rendezvous, full mesh.
 
-GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
+ProcessGroupGloo::ProcessGroupGloo(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
                                    std::shared_ptr<gloo::rendezvous::Store> records)
     : ProcessGroup(rank, size), options_(std::move(options)), recorder_(FlightRecorder::capacity_from_environment()) {
   DDP4J_CHECK_ARG(size >= 1, "process group size must be at least 1, got ", size);
@@ -48,7 +48,7 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
   worker_ = std::thread([this] { worker_loop(); });
 }
 
-void GlooProcessGroup::connect_mesh(gloo::rendezvous::Store& store,
+void ProcessGroupGloo::connect_mesh(gloo::rendezvous::Store& store,
                                     const std::shared_ptr<gloo::transport::Device>& device) {
   context_ = gloo_detail::connect_full_mesh(store, "ddp4j/gloo", device, rank(), size(), options_.timeout);
   {
@@ -70,7 +70,7 @@ void GlooProcessGroup::connect_mesh(gloo::rendezvous::Store& store,
       });
 }
 
-void GlooProcessGroup::connect_small_allreduce(gloo::rendezvous::Store& store,
+void ProcessGroupGloo::connect_small_allreduce(gloo::rendezvous::Store& store,
                                                const std::shared_ptr<gloo::transport::Device>& device) {
   const int n = size();
   if (!(n > 1 && n <= 8 && options_.small_allreduce_bytes > 0)) return;
@@ -92,7 +92,7 @@ void GlooProcessGroup::connect_small_allreduce(gloo::rendezvous::Store& store,
 // ---------------------------------------------------------------------------------------------
 // Destruction and the failure state.
 
-GlooProcessGroup::~GlooProcessGroup() {
+ProcessGroupGloo::~ProcessGroupGloo() {
   std::deque<Op> abandoned;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -123,7 +123,7 @@ GlooProcessGroup::~GlooProcessGroup() {
   context_.reset();  // closes the pairs and stops Gloo's network thread
 }
 
-Error GlooProcessGroup::gloo_failure(const std::string& description, const std::string& gloo_message, uint64_t seq) {
+Error ProcessGroupGloo::gloo_failure(const std::string& description, const std::string& gloo_message, uint64_t seq) {
   const int peer = loss_ ? closed_peer(gloo_message, peer_addresses_) : -1;
   bool exited = false;
   if (peer >= 0) {
@@ -143,19 +143,19 @@ Error GlooProcessGroup::gloo_failure(const std::string& description, const std::
   return e;
 }
 
-std::string GlooProcessGroup::transport() const { return local_ ? local_->transport() : "gloo"; }
+std::string ProcessGroupGloo::transport() const { return local_ ? local_->transport() : "gloo"; }
 
-std::string GlooProcessGroup::broken() const {
+std::string ProcessGroupGloo::broken() const {
   std::lock_guard<std::mutex> lock(broken_mutex_);
   return broken_;
 }
 
-void GlooProcessGroup::set_broken(const std::string& reason) {
+void ProcessGroupGloo::set_broken(const std::string& reason) {
   std::lock_guard<std::mutex> lock(broken_mutex_);
   if (broken_.empty()) broken_ = reason;
 }
 
-void GlooProcessGroup::set_lost(int dead_rank, long dead_pid) {
+void ProcessGroupGloo::set_lost(int dead_rank, long dead_pid) {
   std::lock_guard<std::mutex> lock(broken_mutex_);
   if (lost_rank_ < 0) {
     lost_rank_ = dead_rank;
@@ -163,7 +163,7 @@ void GlooProcessGroup::set_lost(int dead_rank, long dead_pid) {
   }
 }
 
-void GlooProcessGroup::abort_local(const std::string& reason) {
+void ProcessGroupGloo::abort_local(const std::string& reason) {
   local_aborted_ = true;
   int dead_rank;
   long dead_pid;
@@ -179,7 +179,7 @@ void GlooProcessGroup::abort_local(const std::string& reason) {
   }
 }
 
-void GlooProcessGroup::close_connections() {
+void ProcessGroupGloo::close_connections() {
   try {
     context_->closeConnections();
     if (small_) small_->context->closeConnections();

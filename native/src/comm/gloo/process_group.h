@@ -38,7 +38,8 @@ class PeerLossRecords;
 /**
  * A ProcessGroup over Gloo's TCP transport (and shared memory between ranks of one host) for CPU
  * tensors of every dtype the collectives take: float32, bfloat16, float16, int64 (two 16-bit values
- * are combined in float32 and rounded back, reduce_functions.h).
+ * are combined in float32 and rounded back, reduce_functions.h). Named as PyTorch's C++ class;
+ * Java's org.ddp4j.distributed.ProcessGroupGloo drives it through jni/gloo_natives.cpp.
  *
  * Construction is the rendezvous: every rank sets "ddp4j/joined/<rank>" in the store and waits for
  * all of them (timeout: Error(Timeout) naming the missing ranks), then Gloo exchanges addresses
@@ -55,17 +56,17 @@ class PeerLossRecords;
  * LocalCollectives; transport() says which); a failure there (dead peer, timeout, disagreement the
  * transport detects) also makes the group unusable.
  */
-class GlooProcessGroup : public ProcessGroup {
+class ProcessGroupGloo : public ProcessGroup {
  public:
   /**
    * `records`: where a rank that loses a peer in a collective records the death, and reads its
    * peers' records (PeerLossRecords), so that every survivor names the dead rank; its calls must
    * give up within seconds. Null: errors name the peer whose connection closed.
    */
-  GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
+  ProcessGroupGloo(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
                    std::shared_ptr<gloo::rendezvous::Store> records = nullptr);
   /** Fails collectives that have not started, waits for the running one, closes the connections. */
-  ~GlooProcessGroup() override;
+  ~ProcessGroupGloo() override;
 
   std::string backend() const override { return "gloo"; }
   /** "shm" (all ranks on one host, shared memory), "shm+gloo" (hierarchical) or "gloo". */

@@ -31,7 +31,7 @@ class ShmTransport;
 }
 
 /**
- * The shared-memory side of one GlooProcessGroup. create() is collective over the whole group and
+ * The shared-memory side of one ProcessGroupGloo. create() is collective over the whole group and
  * returns null when the group runs on plain Gloo (shared memory off on some rank, every host with
  * one rank, or a host whose transport could not be set up): all ranks decide the same way.
  *
@@ -65,7 +65,7 @@ class LocalCollectives {
   bool single_host() const { return hosts_ == 1; }
   /**
    * Single-host ops of at most this many bytes run on the caller's thread when the group's queue
-   * is idle (GlooProcessGroup::shm_inline) instead of being handed to the group's worker. Why 2
+   * is idle (ProcessGroupGloo::shm_inline) instead of being handed to the group's worker. Why 2
    * MiB: the hand-off costs two thread wake-ups per call (caller -> worker, worker -> caller),
    * 20-130 us on the 2-vCPU KVM guest this was measured on (more on a busy machine), as much as
    * or more than the all-reduce itself up to about 1 MiB (a 1 MiB all-reduce takes 40-90 us);
