@@ -37,9 +37,10 @@ class PeerLossRecords;
 
 /**
  * A ProcessGroup over Gloo's TCP transport (and shared memory between ranks of one host) for CPU
- * tensors of every dtype the collectives take: float32, bfloat16, float16, int64 (two 16-bit values
- * are combined in float32 and rounded back, reduce_functions.h). Named as PyTorch's C++ class;
- * Java's org.ddp4j.distributed.ProcessGroupGloo drives it through jni/gloo_natives.cpp.
+ * tensors of every dtype: broadcast, allgather, send and recv move float32, int64, bfloat16, float16
+ * and bool alike (as bytes); the reductions take all but bool (bfloat16 / float16 combined in
+ * float32 and rounded back, reduce_functions.h), AVG the floating ones only. Named as PyTorch's
+ * C++ class; Java's org.ddp4j.distributed.ProcessGroupGloo drives it through jni/gloo_natives.cpp.
  *
  * Construction is the rendezvous: every rank sets "ddp4j/joined/<rank>" in the store and waits for
  * all of them (timeout: Error(Timeout) naming the missing ranks), then Gloo exchanges addresses

@@ -93,9 +93,9 @@ class LocalCollectives {
   const std::vector<std::vector<std::string>>& leader_addresses() const { return leader_addresses_; }
 
   /**
-   * In place; AVG (float32) divides by the world size once. `fp` (every call here; may be null):
-   * the group's fingerprint of the call, compared by the shared-memory transport among this
-   * host's ranks (see ShmTransport::allreduce).
+   * In place; AVG (float32, bfloat16, float16) divides by the world size once. `fp` (every call
+   * here; may be null): the group's fingerprint of the call, compared by the shared-memory
+   * transport among this host's ranks (see ShmTransport::allreduce).
    */
   void allreduce(const Tensor& t, ReduceOp op, uint32_t tag, const Fingerprint* fp = nullptr);
   /**
