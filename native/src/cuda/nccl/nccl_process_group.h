@@ -37,8 +37,8 @@ struct NcclOptions {
 };
 
 /**
- * A ProcessGroup over NCCL for CUDA tensors (float32, int64, bfloat16, float16; not bool, which
- * NCCL has no type for) on one device per rank.
+ * A ProcessGroup over NCCL for CUDA tensors (float32, int64, bfloat16, float16; every collective
+ * refuses bool, see nccl_type) on one device per rank.
  * Mirrors torch.distributed's ProcessGroupNCCL.
  *
  * Construction joins the communicator described by `unique_id` (rank 0 creates it with
