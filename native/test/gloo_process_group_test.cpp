@@ -1,4 +1,4 @@
-// GlooProcessGroup through the backend-neutral ProcessGroup API, ranks as threads in one process,
+// ProcessGroupGloo through the backend-neutral ProcessGroup API, ranks as threads in one process,
 // rendezvous through Gloo's in-memory HashStore. Returns non-zero on failure.
 // `gloo_process_group_test --bench` also measures what the per-collective header check costs.
 #include <gloo/rendezvous/hash_store.h>
@@ -67,7 +67,7 @@ void test_bucket_inline() {
   options.timeout = std::chrono::seconds(10);
   const int world = 3;
   run_ranks(world, options, [&](int rank, ProcessGroup& base) {
-    auto& pg = dynamic_cast<GlooProcessGroup&>(base);
+    auto& pg = dynamic_cast<ProcessGroupGloo&>(base);
     for (int round = 0; round < 20; round++) {
       Tensor a = filled(1000, static_cast<float>(rank + 1));
       Tensor b = filled(3, static_cast<float>(rank + round));
@@ -131,7 +131,7 @@ void test_peer_leaves_bucket() {
   for (int r = 0; r < 2; r++) {
     threads.emplace_back([&, r] {
       try {
-        auto group = std::make_unique<GlooProcessGroup>(store, r, 2, options);
+        auto group = std::make_unique<ProcessGroupGloo>(store, r, 2, options);
         Tensor t = filled(16, 1.0f);
         group->allreduce_bucket(t, ReduceOp::SUM, true)->wait();
         CHECK_NEAR(t.data<float>()[0], 2.0, 0.0);
@@ -182,7 +182,7 @@ void test_peer_leaves() {
   for (int r = 0; r < 2; r++) {
     threads.emplace_back([&, r] {
       try {
-        auto group = std::make_unique<GlooProcessGroup>(store, r, 2, options);
+        auto group = std::make_unique<ProcessGroupGloo>(store, r, 2, options);
         group->barrier()->wait();
         if (r == 1) {
           group.reset();
@@ -260,11 +260,11 @@ void bench_size(int64_t numel, int iterations) {
       o.check_collectives = false;
       o.small_allreduce_bytes = 0;
       o.shm = false;  // this benchmark compares Gloo's paths
-      GlooProcessGroup g_off(store_off, r, 2, o);
+      ProcessGroupGloo g_off(store_off, r, 2, o);
       o.check_collectives = true;
-      GlooProcessGroup g_ring(store_ring, r, 2, o);
+      ProcessGroupGloo g_ring(store_ring, r, 2, o);
       o.small_allreduce_bytes = GlooOptions().small_allreduce_bytes;
-      GlooProcessGroup g_on(store_on, r, 2, o);
+      ProcessGroupGloo g_on(store_on, r, 2, o);
       Tensor t = filled(numel, 1.0f);
       auto run = [&](int which) {
         if (which == 0) g_ring.allreduce(t, ReduceOp::SUM)->wait();

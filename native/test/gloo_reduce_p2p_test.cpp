@@ -1,4 +1,4 @@
-// reduce, reduce_scatter, send and recv of GlooProcessGroup, ranks as threads of one process:
+// reduce, reduce_scatter, send and recv of ProcessGroupGloo, ranks as threads of one process:
 // values against the arithmetic done by hand, on every data path (shared memory, the small
 // all-reduce, Gloo's ring), and the errors of ranks that disagree. Returns non-zero on failure.
 #include <chrono>
@@ -226,7 +226,7 @@ void test_close_with_transfers_pending() {
   for (int r = 0; r < 2; r++) {
     threads.emplace_back([&, r] {
       try {
-        auto group = std::make_unique<GlooProcessGroup>(store, r, 2, options(false, std::chrono::seconds(30)));
+        auto group = std::make_unique<ProcessGroupGloo>(store, r, 2, options(false, std::chrono::seconds(30)));
         pending[r] = group->recv(filled(3, 0.0f), 1 - r, 0);  // nobody sends
         {
           std::unique_lock<std::mutex> lock(m);

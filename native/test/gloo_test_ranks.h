@@ -1,4 +1,4 @@
-// gloo_test_ranks.h: ranks of a GlooProcessGroup as threads of one test process, rendezvous
+// gloo_test_ranks.h: ranks of a ProcessGroupGloo as threads of one test process, rendezvous
 // through Gloo's in-memory HashStore.
 #pragma once
 #include <gloo/rendezvous/hash_store.h>
@@ -22,7 +22,7 @@ inline void run_ranks(int world, GlooOptions options, const std::function<void(i
   for (int r = 0; r < world; r++) {
     threads.emplace_back([&, r] {
       try {
-        GlooProcessGroup group(store, r, world, options);
+        ProcessGroupGloo group(store, r, world, options);
         body(r, group);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: unexpected exception: %s\n", r, e.what());

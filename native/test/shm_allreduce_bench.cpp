@@ -8,7 +8,7 @@
 //                       [--variants "chunk=B small=B spin=US;chunk=..."] [--copy BYTES]
 //
 // --path transport (default) calls ShmTransport::allreduce itself; --path group goes through a
-// GlooProcessGroup (allreduce, then Work::wait), the path Java's ProcessGroup.allReduce takes, with
+// ProcessGroupGloo (allreduce, then Work::wait), the path Java's ProcessGroup.allReduce takes, with
 // its queue and worker thread. --variants (transport path) runs several option sets, one transport
 // each, interleaved size by size and repetition by repetition, so that a before/after comparison
 // sees the same machine load; each row is the median over --reps repetitions of each one's
@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "comm/gloo/process_group.h"
-#include "comm/host/shm/shm_reduce.h"
-#include "comm/host/shm/shm_transport.h"
+#include "comm/local/shm/shm_reduce.h"
+#include "comm/local/shm/shm_transport.h"
 
 using namespace ddp4j;
 using Clock = std::chrono::steady_clock;
@@ -182,11 +182,11 @@ int main(int argc, char** argv) {
       std::vector<int> globals;
       for (int g = 0; g < ranks; g++) globals.push_back(g);
       std::vector<std::unique_ptr<shm::ShmTransport>> transports;
-      std::unique_ptr<GlooProcessGroup> group;
+      std::unique_ptr<ProcessGroupGloo> group;
       if (path == "group") {
         GlooOptions go;
         go.timeout = std::chrono::seconds(60);
-        group = std::make_unique<GlooProcessGroup>(store, r, ranks, go);
+        group = std::make_unique<ProcessGroupGloo>(store, r, ranks, go);
         // A transport of its own beside the group's, for the "transport" variant.
         transports.push_back(std::make_unique<shm::ShmTransport>(store, "bench", r, ranks, globals, options));
       } else {

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/host/shm/host_identity.h"
+#include "comm/local/shm/host_identity.h"
 #include "test_util.h"
 
 using namespace ddp4j;

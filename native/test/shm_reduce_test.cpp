@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "comm/host/shm/shm_reduce.h"
+#include "comm/local/shm/shm_reduce.h"
 #include "ddp4j/errors.h"
 #include "ddp4j/half.h"
 #include "test_util.h"

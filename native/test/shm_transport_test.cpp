@@ -32,7 +32,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "comm/host/shm/shm_transport.h"
+#include "comm/local/shm/shm_transport.h"
 #include "ddp4j/errors.h"
 #include "test_util.h"
 

@@ -62,7 +62,7 @@ using triangle_fn = void (*)(const Tensor& x, int64_t diagonal, bool upper, Tens
 enum class BinaryOp : int32_t { Add = 0, Sub = 1, Mul = 2, Div = 3, Eq = 4, Ne = 5, Lt = 6, Gt = 7, Le = 8, Ge = 9 };
 /**
  * out = a op b with a and b broadcast to out's shape. Add..Div: float32 in and out; Eq..Ge: a and
- * b of one dtype (float32 or int64), out bool.
+ * b of one dtype (float32, int64 or bool), out bool.
  */
 using broadcast_binary_fn = void (*)(const Tensor& a, const Tensor& b, BinaryOp op, Tensor& out);
 /** out = condition ? a : b, each broadcast to out's shape; condition bool, a, b and out of one dtype. torch.where. */

@@ -24,7 +24,8 @@ class FlightRecorder;
 /**
  * Element-wise reduction of allreduce. Values match org.ddp4j.distributed.ReduceOp ordinals and
  * PyTorch's c10d::ReduceOp::RedOpType numbering (SUM 0, AVG 1, PRODUCT 2, MIN 3, MAX 4).
- * AVG is SUM followed by a division by the world size (float32 only).
+ * AVG is SUM followed by a division by the world size, on floating dtypes only (float32, bfloat16,
+ * float16; int64 is refused).
  */
 enum class ReduceOp : int32_t { SUM = 0, AVG = 1, PRODUCT = 2, MIN = 3, MAX = 4 };
 constexpr int kNumReduceOps = 5;
@@ -132,7 +133,7 @@ class ProcessGroup {
    * DDP's all-reduce of its bucket `bucket` (0-based) of `buckets`: a backend may replace its
    * up-front agreement check (a round trip) by one that travels with the data, naming the bucket
    * in its messages, and with `run_inline` run the op on the calling thread when nothing else is
-   * queued (the returned Work is then complete). See GlooProcessGroup::allreduce_bucket for
+   * queued (the returned Work is then complete). See ProcessGroupGloo::allreduce_bucket for
    * what Gloo catches. Default: allreduce (NCCL: a mismatch hangs until the timeout).
    */
   virtual std::shared_ptr<Work> allreduce_bucket(const Tensor& tensor, ReduceOp op, bool run_inline,
@@ -164,7 +165,7 @@ class ProcessGroup {
   /**
    * Reduces every rank's `tensor` element-wise into rank `root`'s `tensor` (in place there);
    * the other ranks' tensors are left as they were. Same dtype and element count on every rank;
-   * AVG: float32 only. Mirrors reduce(tensor, dst=root, op).
+   * AVG: floating dtypes only (not int64). Mirrors reduce(tensor, dst=root, op).
    */
   virtual std::shared_ptr<Work> reduce(const Tensor& tensor, int root, ReduceOp op) = 0;
 

@@ -58,13 +58,13 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_GlooNatives_create(JNIEnv* env, 
     const GlooOptions gloo_options = gloo_options_of(env, options);
     JavaStore java_store(env, store);
     std::shared_ptr<JavaStore> lost_peers = records != nullptr ? std::make_shared<JavaStore>(env, records) : nullptr;
-    return group_handle(new GlooProcessGroup(java_store, rank, size, gloo_options, lost_peers));
+    return group_handle(new ProcessGroupGloo(java_store, rank, size, gloo_options, lost_peers));
   });
 }
 
 JNIEXPORT jstring JNICALL Java_org_ddp4j_internal_GlooNatives_transport(JNIEnv* env, jclass, jlong handle) {
   return guarded(env, [&]() -> jstring {
-    auto* gloo = dynamic_cast<GlooProcessGroup*>(&group_of(handle));
+    auto* gloo = dynamic_cast<ProcessGroupGloo*>(&group_of(handle));
     DDP4J_CHECK(gloo != nullptr, IllegalState, "not a Gloo process group");
     return env->NewStringUTF(gloo->transport().c_str());
   });

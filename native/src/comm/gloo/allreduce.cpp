@@ -9,9 +9,9 @@
 #include "comm/gloo/ring.h"
 #include "comm/gloo/small_allreduce.h"
 #include "comm/gloo/tensor_checks.h"
-#include "comm/host/host_collectives.h"
-#include "comm/host/shm/shm_reduce.h"
-#include "comm/host/shm/shm_segment.h"
+#include "comm/local/local_collectives.h"
+#include "comm/local/shm/shm_reduce.h"
+#include "comm/local/shm/shm_segment.h"
 
 namespace ddp4j {
 
@@ -20,7 +20,7 @@ using gloo_detail::check_collective_tensor;
 using gloo_detail::check_reduction;
 using gloo_detail::reduce_function;
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket,
+std::shared_ptr<Work> ProcessGroupGloo::allreduce_any(const Tensor& tensor, ReduceOp op, bool run_inline, int bucket,
                                                       int buckets) {
   check_reduction("allReduce", "input", tensor, op);
   Fingerprint fp;
@@ -34,24 +34,24 @@ std::shared_ptr<Work> GlooProcessGroup::allreduce_any(const Tensor& tensor, Redu
   return enqueue(fp, {tensor}, std::move(m.run), m.check, run_inline || shm_inline(tensor.nbytes()));
 }
 
-GlooProcessGroup::Movement GlooProcessGroup::allreduce_movement(const Tensor& tensor, ReduceOp op) {
+ProcessGroupGloo::Movement ProcessGroupGloo::allreduce_movement(const Tensor& tensor, ReduceOp op) {
   Tensor t = tensor;
   const int world = size();
   auto divide_if_avg = [t, op, world] {
     if (op == ReduceOp::AVG) gloo_detail::divide_by_world(t, static_cast<size_t>(t.numel()), world);
   };
 
-  if (host_) {
+  if (local_) {
     // One host: the transport compares fingerprints in every step. Hierarchical: the ranks
     // exchange them first, since the leaders' ring follows (see below).
-    std::shared_ptr<HostCollectives> host = host_;
-    return {[t, op, host](uint32_t tag, const Fingerprint& f) { host->allreduce(t, op, tag, &f); },
+    std::shared_ptr<LocalCollectives> local = local_;
+    return {[t, op, local](uint32_t tag, const Fingerprint& f) { local->allreduce(t, op, tag, &f); },
             shm_only() ? Check::kAlong : Check::kBefore};
   }
   if (small_ && t.nbytes() <= small_->capacity) {
     // The fingerprint rides in the message's header: no message of its own.
     std::shared_ptr<SmallAllreduce> small = small_;
-    GlooProcessGroup* self = this;  // ops run before the destructor returns (it joins the worker)
+    ProcessGroupGloo* self = this;  // ops run before the destructor returns (it joins the worker)
     return {[t, op, small, self, divide_if_avg](uint32_t, const Fingerprint& f) {
               const size_t n = static_cast<size_t>(t.numel());
               const int parity = small->exchange(f, t.raw_data(), t.nbytes());
@@ -94,16 +94,16 @@ GlooProcessGroup::Movement GlooProcessGroup::allreduce_movement(const Tensor& te
           Check::kBefore};
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupGloo::allreduce(const Tensor& tensor, ReduceOp op) {
   return allreduce_any(tensor, op, /*run_inline=*/false, -1, 0);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allreduce_bucket(const Tensor& tensor, ReduceOp op, bool run_inline,
+std::shared_ptr<Work> ProcessGroupGloo::allreduce_bucket(const Tensor& tensor, ReduceOp op, bool run_inline,
                                                             int bucket, int buckets) {
   return allreduce_any(tensor, op, run_inline, bucket, buckets);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::reduce(const Tensor& tensor, int root, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupGloo::reduce(const Tensor& tensor, int root, ReduceOp op) {
   check_reduction("reduce", "input", tensor, op);
   check_peer("reduce", "destination", root, /*may_be_self=*/true);
   Fingerprint fp;
@@ -117,9 +117,9 @@ std::shared_ptr<Work> GlooProcessGroup::reduce(const Tensor& tensor, int root, R
     // The fingerprints are exchanged first (through the segment, microseconds), as for broadcast:
     // the transport's small reduce lets a non-root publish and leave without reading its peers,
     // so it would not notice a peer that named another root.
-    std::shared_ptr<HostCollectives> host = host_;
+    std::shared_ptr<LocalCollectives> local = local_;
     Tensor t = tensor;
-    return enqueue(fp, {tensor}, [t, root, op, host](uint32_t, const Fingerprint& f) { host->reduce(t, root, op, &f); },
+    return enqueue(fp, {tensor}, [t, root, op, local](uint32_t, const Fingerprint& f) { local->reduce(t, root, op, &f); },
                    Check::kBefore, inline_ok);
   }
   if (rank() == root) {
@@ -137,7 +137,7 @@ std::shared_ptr<Work> GlooProcessGroup::reduce(const Tensor& tensor, int root, R
   }, m.check, inline_ok);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
   check_reduction("reduceScatter", "input", input, op);
   check_collective_tensor("reduceScatter", "output", output);
   DDP4J_CHECK_ARG(output.dtype() == input.dtype(), "reduceScatter: output ", output.describe(), " and input ",
@@ -148,7 +148,7 @@ std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(const Tensor& output, con
   return reduce_scatter_blocks(output, {input}, input.numel(), op);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                                                        ReduceOp op) {
   check_reduction("reduceScatter", "output", output, op);
   check_reduce_scatter_inputs(output, inputs,
@@ -180,7 +180,7 @@ bool aliases_another_block(const Tensor& output, const std::vector<Tensor>& bloc
 
 }  // namespace
 
-std::shared_ptr<Work> GlooProcessGroup::reduce_scatter_blocks(const Tensor& output, const std::vector<Tensor>& blocks,
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter_blocks(const Tensor& output, const std::vector<Tensor>& blocks,
                                                               int64_t elements, ReduceOp op) {
   Fingerprint fp;
   fp.kind = Fingerprint::kReduceScatter;
@@ -189,15 +189,15 @@ std::shared_ptr<Work> GlooProcessGroup::reduce_scatter_blocks(const Tensor& outp
   fp.numel = static_cast<uint64_t>(elements);
   if (shm_only() && !aliases_another_block(output, blocks, rank())) {
     // One host: each rank reduces its own block from the others' pieces in the segment.
-    std::shared_ptr<HostCollectives> host = host_;
+    std::shared_ptr<LocalCollectives> local = local_;
     Tensor out = output;
     const int world = size();
     std::vector<Tensor> keep(blocks);
     keep.push_back(output);
-    return enqueue(fp, std::move(keep), [host, out, blocks, world, op](uint32_t, const Fingerprint& f) {
+    return enqueue(fp, std::move(keep), [local, out, blocks, world, op](uint32_t, const Fingerprint& f) {
       std::vector<const void*> pointers(static_cast<size_t>(world));
       for (int r = 0; r < world; r++) pointers[static_cast<size_t>(r)] = block_pointer(blocks, r, out.nbytes());
-      host->reduce_scatter(pointers, out.raw_data(), static_cast<size_t>(out.numel()), out.dtype(), op, &f);
+      local->reduce_scatter(pointers, out.raw_data(), static_cast<size_t>(out.numel()), out.dtype(), op, &f);
     }, Check::kAlong, shm_inline(out.nbytes() * static_cast<size_t>(world)));
   }
   // All-reduce a copy of the whole input and keep this rank's block: the copy also makes an

@@ -8,19 +8,19 @@
 #include "comm/gloo/point_to_point.h"
 #include "comm/gloo/process_group.h"
 #include "comm/gloo/tensor_checks.h"
-#include "comm/host/host_collectives.h"
+#include "comm/local/local_collectives.h"
 
 namespace ddp4j {
 
 using Millis = std::chrono::milliseconds;
 using gloo_detail::check_collective_tensor;
 
-bool GlooProcessGroup::shm_only() const { return host_ && host_->single_host(); }
+bool ProcessGroupGloo::shm_only() const { return local_ && local_->single_host(); }
 
 // A small op costs microseconds through shared memory; a hand-off to the worker would cost tens.
-bool GlooProcessGroup::shm_inline(size_t bytes) const { return shm_only() && bytes <= host_->inline_bytes(); }
+bool ProcessGroupGloo::shm_inline(size_t bytes) const { return shm_only() && bytes <= local_->inline_bytes(); }
 
-std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root) {
+std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root) {
   check_collective_tensor("broadcast", "input", tensor);
   DDP4J_CHECK_ARG(root >= 0 && root < size(), "broadcast: source rank ", root, " is not in [0, ", size(), ")");
   Fingerprint fp;
@@ -31,12 +31,12 @@ std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root
   Tensor t = tensor;
   auto context = context_;
   const Millis timeout = options_.timeout;
-  if (host_) {
-    std::shared_ptr<HostCollectives> host = host_;
+  if (local_) {
+    std::shared_ptr<LocalCollectives> local = local_;
     // The fingerprint exchange stays on even on one host: the transport's broadcast root only
     // publishes and never reads its peers, so two ranks that both think they are the root would
     // not notice.
-    return enqueue(fp, {tensor}, [t, root, host](uint32_t tag, const Fingerprint& f) { host->broadcast(t, root, tag, &f); },
+    return enqueue(fp, {tensor}, [t, root, local](uint32_t tag, const Fingerprint& f) { local->broadcast(t, root, tag, &f); },
                    Check::kBefore, shm_inline(t.nbytes()));
   }
   return enqueue(fp, {tensor}, [t, root, context, timeout](uint32_t tag, const Fingerprint&) {
@@ -50,7 +50,7 @@ std::shared_ptr<Work> GlooProcessGroup::broadcast(const Tensor& tensor, int root
   }, Check::kBefore);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Tensor& input) {
+std::shared_ptr<Work> ProcessGroupGloo::allgather(const Tensor& output, const Tensor& input) {
   check_collective_tensor("allGather", "input", input);
   check_collective_tensor("allGather", "output", output);
   DDP4J_CHECK_ARG(output.dtype() == input.dtype(), "allGather: output ", output.describe(),
@@ -66,9 +66,9 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Te
   auto context = context_;
   const Millis timeout = options_.timeout;
   if (shm_only()) {
-    std::shared_ptr<HostCollectives> host = host_;
-    return enqueue(fp, {input, output}, [in, out, host](uint32_t, const Fingerprint& f) {
-      host->allgather(in.raw_data(), out.raw_data(), in.nbytes(), &f);
+    std::shared_ptr<LocalCollectives> local = local_;
+    return enqueue(fp, {input, output}, [in, out, local](uint32_t, const Fingerprint& f) {
+      local->allgather(in.raw_data(), out.raw_data(), in.nbytes(), &f);
     }, Check::kAlong, shm_inline(out.nbytes()));
   }
   return enqueue(fp, {input, output}, [in, out, context, timeout](uint32_t tag, const Fingerprint&) {
@@ -82,7 +82,7 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const Tensor& output, const Te
   }, Check::kBefore);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
+std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_collective_tensor("allGather", "input", input);
   check_allgather_outputs(outputs, input, [&](const Tensor& t) { check_collective_tensor("allGather", "output", t); });
   Fingerprint fp;
@@ -96,15 +96,15 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& out
   auto context = context_;
   const Millis timeout = options_.timeout;
   const int world = size();
-  std::shared_ptr<HostCollectives> host = shm_only() ? host_ : nullptr;
+  std::shared_ptr<LocalCollectives> local = shm_only() ? local_ : nullptr;
   const bool inline_ok = shm_inline(in.nbytes() * static_cast<size_t>(world));
-  return enqueue(fp, std::move(keep), [in, outs, context, timeout, world, host](uint32_t tag, const Fingerprint& f) {
+  return enqueue(fp, std::move(keep), [in, outs, context, timeout, world, local](uint32_t tag, const Fingerprint& f) {
     if (in.numel() == 0) return;
     // Gather into one flat buffer (Gloo's layout), then copy each rank's block out. The flat buffer
     // also keeps this correct when an output aliases the input.
     Tensor flat = Tensor::empty({in.numel() * world}, in.dtype(), in.device());
-    if (host) {
-      host->allgather(in.raw_data(), flat.raw_data(), in.nbytes(), &f);
+    if (local) {
+      local->allgather(in.raw_data(), flat.raw_data(), in.nbytes(), &f);
     } else {
       gloo::AllgatherOptions opts(context);
       opts.setTag(tag);
@@ -117,28 +117,28 @@ std::shared_ptr<Work> GlooProcessGroup::allgather(const std::vector<Tensor>& out
     for (size_t r = 0; r < outs.size(); r++) {
       std::memcpy(outs[r].raw_data(), static_cast<const char*>(flat.raw_data()) + r * block, block);
     }
-  }, host ? Check::kAlong : Check::kBefore, host && inline_ok);
+  }, local ? Check::kAlong : Check::kBefore, local && inline_ok);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::barrier() {
+std::shared_ptr<Work> ProcessGroupGloo::barrier() {
   // The header exchange is an allgather, which no rank leaves before every rank has entered it:
   // that is the barrier. On one host the shared-memory barrier replaces it.
   Fingerprint fp;
   fp.kind = Fingerprint::kBarrier;
   if (shm_only()) {
-    std::shared_ptr<HostCollectives> host = host_;
-    return enqueue(fp, {}, [host](uint32_t, const Fingerprint& f) { host->barrier(&f); }, Check::kAlong, true);
+    std::shared_ptr<LocalCollectives> local = local_;
+    return enqueue(fp, {}, [local](uint32_t, const Fingerprint& f) { local->barrier(&f); }, Check::kAlong, true);
   }
   return enqueue(fp, {}, nullptr, Check::kBefore);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::send(const Tensor& tensor, int dst, int tag) {
+std::shared_ptr<Work> ProcessGroupGloo::send(const Tensor& tensor, int dst, int tag) {
   check_collective_tensor("send", "input", tensor);
   check_peer("send", "destination", dst, /*may_be_self=*/false);
   return p2p_->send(tensor, dst, tag);
 }
 
-std::shared_ptr<Work> GlooProcessGroup::recv(const Tensor& tensor, int src, int tag) {
+std::shared_ptr<Work> ProcessGroupGloo::recv(const Tensor& tensor, int src, int tag) {
   check_collective_tensor("recv", "output", tensor);
   check_peer("recv", "source", src, /*may_be_self=*/false);
   return p2p_->recv(tensor, src, tag);

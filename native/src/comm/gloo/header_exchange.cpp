@@ -4,11 +4,11 @@
 
 #include "comm/gloo/process_group.h"
 #include "comm/gloo/small_allreduce.h"
-#include "comm/host/host_collectives.h"
+#include "comm/local/local_collectives.h"
 
 namespace ddp4j {
 
-void GlooProcessGroup::check_peers(const Fingerprint& mine, int parity) {
+void ProcessGroupGloo::check_peers(const Fingerprint& mine, int parity) {
   for (int r = 0; r < size(); r++) {
     if (r == rank()) continue;
     const Fingerprint theirs = small_->fingerprint(parity, r);
@@ -18,7 +18,7 @@ void GlooProcessGroup::check_peers(const Fingerprint& mine, int parity) {
   }
 }
 
-void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
+void ProcessGroupGloo::exchange_headers(const Op& op, uint32_t tag) {
   const int n = size();
   if (n == 1) return;
   const Fingerprint& mine = op.fp;
@@ -31,7 +31,7 @@ void GlooProcessGroup::exchange_headers(const Op& op, uint32_t tag) {
   if (shm_only()) {
     // Through the segment: a peer inside any other shared-memory collective is seen at once (the
     // transport compares fingerprints) instead of both waiting for the timeout.
-    host_->allgather(&mine, all.data(), sizeof(Fingerprint), &mine);
+    local_->allgather(&mine, all.data(), sizeof(Fingerprint), &mine);
   } else {
     gloo::AllgatherOptions opts(context_);
     opts.setTag(tag);

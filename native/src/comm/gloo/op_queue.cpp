@@ -3,11 +3,11 @@
 #include "comm/gloo/peer_errors.h"
 #include "comm/gloo/peer_loss.h"
 #include "comm/gloo/process_group.h"
-#include "comm/host/host_collectives.h"
+#include "comm/local/local_collectives.h"
 
 namespace ddp4j {
 
-std::shared_ptr<Work> GlooProcessGroup::enqueue(const Fingerprint& fp, std::vector<Tensor> keep_alive,
+std::shared_ptr<Work> ProcessGroupGloo::enqueue(const Fingerprint& fp, std::vector<Tensor> keep_alive,
                                                 std::function<void(uint32_t, const Fingerprint&)> run, Check check,
                                                 bool run_inline) {
   if (check == Check::kBefore && !options_.check_collectives) check = Check::kNone;
@@ -48,7 +48,7 @@ std::shared_ptr<Work> GlooProcessGroup::enqueue(const Fingerprint& fp, std::vect
   return work;
 }
 
-void GlooProcessGroup::worker_loop() {
+void ProcessGroupGloo::worker_loop() {
   while (true) {
     Op op;
     {
@@ -65,7 +65,7 @@ void GlooProcessGroup::worker_loop() {
   }
 }
 
-void GlooProcessGroup::run_op(Op& op) {
+void ProcessGroupGloo::run_op(Op& op) {
   const uint64_t seq = op.fp.seq;
   // Distinct tags per op keep a fast rank's next collective apart from a slow rank's current one.
   const uint32_t header_tag = static_cast<uint32_t>(seq * 2);
@@ -74,9 +74,9 @@ void GlooProcessGroup::run_op(Op& op) {
   if (!op.inline_op) recorder_.started(op.record);
   const std::string failed = broken();
   if (!failed.empty()) {
-    if (host_ && !host_aborted_) {
+    if (local_ && !local_aborted_) {
       // A failed transfer broke the group from another thread: release this host's other ranks.
-      abort_host(detail::concat("rank ", rank(), "'s process group failed: ", failed));
+      abort_local(detail::concat("rank ", rank(), "'s process group failed: ", failed));
     }
     error = std::make_exception_ptr(Error(
         ErrorKind::Distributed,
@@ -92,15 +92,15 @@ void GlooProcessGroup::run_op(Op& op) {
       // A disagreement between ranks, found before any data moved (every rank finds it in the
       // same exchange): the connections are intact.
       error = std::current_exception();
-      if (host_ && host_->broken()) {
+      if (local_ && local_->broken()) {
         // The shared-memory transport fails for good (its peers see the segment aborted); the
         // other hosts' ranks must not wait for this one until their timeout either.
         set_broken(e.what());
         // A rank of this host died: record it before the leaders' connections close, so that the
         // other hosts' leaders name it rather than this rank (peer_loss.h).
-        if (host_->dead_rank() >= 0) {
-          set_lost(host_->dead_rank(), host_->dead_pid());
-          if (loss_) loss_->record(DeadRank{host_->dead_rank(), std::to_string(host_->dead_pid())});
+        if (local_->dead_rank() >= 0) {
+          set_lost(local_->dead_rank(), local_->dead_pid());
+          if (loss_) loss_->record(DeadRank{local_->dead_rank(), std::to_string(local_->dead_pid())});
         }
         close_connections();
       }

@@ -8,7 +8,7 @@
 namespace ddp4j {
 
 /**
- * How a GlooProcessGroup connects and how long its operations may take. Plain values: the Java
+ * How a ProcessGroupGloo connects and how long its operations may take. Plain values: the Java
  * layer reads the environment (org.ddp4j.distributed.GlooOptions) and passes them down.
  */
 struct GlooOptions {
@@ -47,7 +47,7 @@ struct GlooOptions {
    */
   bool small_allreduce_sync_reads = true;
   /**
-   * Ranks that share a host run collectives through shared memory (HostCollectives): the whole
+   * Ranks that share a host run collectives through shared memory (LocalCollectives): the whole
    * group when it is on one host, the intra-host stages of a hierarchical all-reduce and broadcast
    * otherwise. Off on any rank turns it off for the whole group (DDP4J_SHM=0 in Java).
    */

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "comm/host/shm/shm_transport.h"  // kPeerKilled: the words of a death, as the shared-memory transport's
+#include "comm/local/shm/shm_transport.h"  // kPeerKilled: the words of a death, as the shared-memory transport's
 #include "ddp4j/process_group.h"
 
 namespace ddp4j {

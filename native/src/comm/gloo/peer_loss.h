@@ -24,7 +24,7 @@ struct DeadRank {
 /**
  * The group's records of lost peers, in its store: "ddp4j/pid/R" (rank R's pid, set at creation),
  * "ddp4j/lost/R" ("D PID": rank R failed because rank D died) and Java's "ddp4j/exited/R". Every
- * store call is bounded by the store itself (ProcessGroupGloo gives a store whose calls give up
+ * store call is bounded by the store itself (Java's ProcessGroupGloo gives a store whose calls give up
  * after a few seconds): a dead or hung store leaves the messages as they were, naming the peer
  * whose connection closed.
  */

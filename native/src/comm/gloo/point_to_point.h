@@ -1,4 +1,4 @@
-// point_to_point.h: send and recv of a GlooProcessGroup, over the group's Gloo pairs with
+// point_to_point.h: send and recv of a ProcessGroupGloo, over the group's Gloo pairs with
 // unbound buffers. Both ends first swap their Fingerprints (one 40-byte message each way, sent at
 // the same time), so that a send and a recv that disagree on dtype or size fail cleanly on both
 // ranks instead of Gloo aborting the process; then the data moves.

@@ -14,14 +14,14 @@
 #include "comm/gloo/point_to_point.h"
 #include "comm/gloo/rendezvous.h"
 #include "comm/gloo/small_allreduce.h"
-#include "comm/host/host_collectives.h"
+#include "comm/local/local_collectives.h"
 
 namespace ddp4j {
 
 // ---------------------------------------------------------------------------------------------
 // Construction: device, rendezvous, full mesh.
 
-GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
+ProcessGroupGloo::ProcessGroupGloo(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
                                    std::shared_ptr<gloo::rendezvous::Store> records)
     : ProcessGroup(rank, size), options_(std::move(options)), recorder_(FlightRecorder::capacity_from_environment()) {
   DDP4J_CHECK_ARG(size >= 1, "process group size must be at least 1, got ", size);
@@ -36,11 +36,11 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
   gloo_detail::wait_for_ranks(store, rank, size, options_.timeout);
   connect_mesh(store, device);
   connect_small_allreduce(store, device);
-  host_ = HostCollectives::create(store, device, rank, size, options_.timeout, options_.shm, options_.shm_host_id);
-  if (host_) {
-    flight_transport_ = host_->single_host() ? FlightTransport::kShm : FlightTransport::kShmGloo;
+  local_ = LocalCollectives::create(store, device, rank, size, options_.timeout, options_.shm, options_.shm_host_id);
+  if (local_) {
+    flight_transport_ = local_->single_host() ? FlightTransport::kShm : FlightTransport::kShmGloo;
     // A leader's failed step among the leaders then names the peer leader, and reads its record.
-    const auto& leaders = host_->leader_addresses();
+    const auto& leaders = local_->leader_addresses();
     for (size_t r = 0; r < leaders.size() && r < peer_addresses_.size(); r++) {
       peer_addresses_[r].insert(peer_addresses_[r].end(), leaders[r].begin(), leaders[r].end());
     }
@@ -48,7 +48,7 @@ GlooProcessGroup::GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int
   worker_ = std::thread([this] { worker_loop(); });
 }
 
-void GlooProcessGroup::connect_mesh(gloo::rendezvous::Store& store,
+void ProcessGroupGloo::connect_mesh(gloo::rendezvous::Store& store,
                                     const std::shared_ptr<gloo::transport::Device>& device) {
   context_ = gloo_detail::connect_full_mesh(store, "ddp4j/gloo", device, rank(), size(), options_.timeout);
   {
@@ -70,7 +70,7 @@ void GlooProcessGroup::connect_mesh(gloo::rendezvous::Store& store,
       });
 }
 
-void GlooProcessGroup::connect_small_allreduce(gloo::rendezvous::Store& store,
+void ProcessGroupGloo::connect_small_allreduce(gloo::rendezvous::Store& store,
                                                const std::shared_ptr<gloo::transport::Device>& device) {
   const int n = size();
   if (!(n > 1 && n <= 8 && options_.small_allreduce_bytes > 0)) return;
@@ -92,7 +92,7 @@ void GlooProcessGroup::connect_small_allreduce(gloo::rendezvous::Store& store,
 // ---------------------------------------------------------------------------------------------
 // Destruction and the failure state.
 
-GlooProcessGroup::~GlooProcessGroup() {
+ProcessGroupGloo::~ProcessGroupGloo() {
   std::deque<Op> abandoned;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -117,13 +117,13 @@ GlooProcessGroup::~GlooProcessGroup() {
   }
   p2p_.reset();  // joins the transfers' threads, frees their buffers
   // Peers still waiting in the segment for this rank fail now, naming it, instead of at their timeout.
-  if (host_) host_->abort(detail::concat("rank ", rank(), " closed its process group"), ErrorKind::PeerLost);
-  host_.reset();     // unmaps the segment, closes the leaders' connections
+  if (local_) local_->abort(detail::concat("rank ", rank(), " closed its process group"), ErrorKind::PeerLost);
+  local_.reset();     // unmaps the segment, closes the leaders' connections
   small_.reset();    // unregisters its buffers from the pairs
   context_.reset();  // closes the pairs and stops Gloo's network thread
 }
 
-Error GlooProcessGroup::gloo_failure(const std::string& description, const std::string& gloo_message, uint64_t seq) {
+Error ProcessGroupGloo::gloo_failure(const std::string& description, const std::string& gloo_message, uint64_t seq) {
   const int peer = loss_ ? closed_peer(gloo_message, peer_addresses_) : -1;
   bool exited = false;
   if (peer >= 0) {
@@ -143,19 +143,19 @@ Error GlooProcessGroup::gloo_failure(const std::string& description, const std::
   return e;
 }
 
-std::string GlooProcessGroup::transport() const { return host_ ? host_->transport() : "gloo"; }
+std::string ProcessGroupGloo::transport() const { return local_ ? local_->transport() : "gloo"; }
 
-std::string GlooProcessGroup::broken() const {
+std::string ProcessGroupGloo::broken() const {
   std::lock_guard<std::mutex> lock(broken_mutex_);
   return broken_;
 }
 
-void GlooProcessGroup::set_broken(const std::string& reason) {
+void ProcessGroupGloo::set_broken(const std::string& reason) {
   std::lock_guard<std::mutex> lock(broken_mutex_);
   if (broken_.empty()) broken_ = reason;
 }
 
-void GlooProcessGroup::set_lost(int dead_rank, long dead_pid) {
+void ProcessGroupGloo::set_lost(int dead_rank, long dead_pid) {
   std::lock_guard<std::mutex> lock(broken_mutex_);
   if (lost_rank_ < 0) {
     lost_rank_ = dead_rank;
@@ -163,8 +163,8 @@ void GlooProcessGroup::set_lost(int dead_rank, long dead_pid) {
   }
 }
 
-void GlooProcessGroup::abort_host(const std::string& reason) {
-  host_aborted_ = true;
+void ProcessGroupGloo::abort_local(const std::string& reason) {
+  local_aborted_ = true;
   int dead_rank;
   long dead_pid;
   {
@@ -173,22 +173,22 @@ void GlooProcessGroup::abort_host(const std::string& reason) {
     dead_pid = lost_pid_;
   }
   if (dead_rank >= 0) {
-    host_->abort_for_death(reason, dead_rank, dead_pid);
+    local_->abort_for_death(reason, dead_rank, dead_pid);
   } else {
-    host_->abort(reason);
+    local_->abort(reason);
   }
 }
 
-void GlooProcessGroup::close_connections() {
+void ProcessGroupGloo::close_connections() {
   try {
     context_->closeConnections();
     if (small_) small_->context->closeConnections();
   } catch (const std::exception&) {
   }
-  if (host_) {
-    host_->close_connections();
+  if (local_) {
+    local_->close_connections();
     // A leader whose Gloo step failed must release its host's other ranks too, not only its sockets.
-    abort_host(detail::concat("rank ", rank(), "'s process group failed: ", broken()));
+    abort_local(detail::concat("rank ", rank(), "'s process group failed: ", broken()));
   }
 }
 

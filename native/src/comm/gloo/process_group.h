@@ -31,14 +31,16 @@ class Device;
 namespace ddp4j {
 
 class SmallAllreduce;
-class HostCollectives;
+class LocalCollectives;
 class GlooPointToPoint;
 class PeerLossRecords;
 
 /**
  * A ProcessGroup over Gloo's TCP transport (and shared memory between ranks of one host) for CPU
- * tensors of every dtype the collectives take: float32, bfloat16, float16, int64 (two 16-bit values
- * are combined in float32 and rounded back, reduce_functions.h).
+ * tensors of every dtype: broadcast, allgather, send and recv move float32, int64, bfloat16, float16
+ * and bool alike (as bytes); the reductions take all but bool (bfloat16 / float16 combined in
+ * float32 and rounded back, reduce_functions.h), AVG the floating ones only. Named as PyTorch's
+ * C++ class; Java's org.ddp4j.distributed.ProcessGroupGloo drives it through jni/gloo_natives.cpp.
  *
  * Construction is the rendezvous: every rank sets "ddp4j/joined/<rank>" in the store and waits for
  * all of them (timeout: Error(Timeout) naming the missing ranks), then Gloo exchanges addresses
@@ -52,20 +54,20 @@ class PeerLossRecords;
  * their own call and a peer's (see Fingerprint, allreduce_bucket); that leaves the group usable.
  *
  * Ranks that share a host may run collectives through shared memory (GlooOptions::shm,
- * HostCollectives; transport() says which); a failure there (dead peer, timeout, disagreement the
+ * LocalCollectives; transport() says which); a failure there (dead peer, timeout, disagreement the
  * transport detects) also makes the group unusable.
  */
-class GlooProcessGroup : public ProcessGroup {
+class ProcessGroupGloo : public ProcessGroup {
  public:
   /**
    * `records`: where a rank that loses a peer in a collective records the death, and reads its
    * peers' records (PeerLossRecords), so that every survivor names the dead rank; its calls must
    * give up within seconds. Null: errors name the peer whose connection closed.
    */
-  GlooProcessGroup(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
+  ProcessGroupGloo(gloo::rendezvous::Store& store, int rank, int size, GlooOptions options,
                    std::shared_ptr<gloo::rendezvous::Store> records = nullptr);
   /** Fails collectives that have not started, waits for the running one, closes the connections. */
-  ~GlooProcessGroup() override;
+  ~ProcessGroupGloo() override;
 
   std::string backend() const override { return "gloo"; }
   /** "shm" (all ranks on one host, shared memory), "shm+gloo" (hierarchical) or "gloo". */
@@ -158,9 +160,9 @@ class GlooProcessGroup : public ProcessGroup {
   void set_lost(int dead_rank, long dead_pid);
   /**
    * Breaks this host's shared-memory transport quoting `reason`, naming the dead rank there when
-   * set_lost knows one (HostCollectives::abort_for_death). Only the thread that runs the ops.
+   * set_lost knows one (LocalCollectives::abort_for_death). Only the thread that runs the ops.
    */
-  void abort_host(const std::string& reason);
+  void abort_local(const std::string& reason);
   void worker_loop();
   void run_op(Op& op);
   void exchange_headers(const Op& op, uint32_t tag);
@@ -176,7 +178,7 @@ class GlooProcessGroup : public ProcessGroup {
   FlightRecorder recorder_;  // before every member whose threads record into it
   FlightTransport flight_transport_ = FlightTransport::kGloo;
   std::shared_ptr<gloo::Context> context_;
-  std::shared_ptr<HostCollectives> host_;  // shared memory; null: plain Gloo (see GlooOptions::shm)
+  std::shared_ptr<LocalCollectives> local_;  // shared memory; null: plain Gloo (see GlooOptions::shm)
   std::shared_ptr<SmallAllreduce> small_;  // the small all-reduce (see GlooOptions); null when off. Only
                                            // the op that holds running_ uses it
   std::unique_ptr<PeerLossRecords> loss_;  // null without a records store
@@ -197,7 +199,7 @@ class GlooProcessGroup : public ProcessGroup {
   std::string broken_;  // first network error or timeout; later collectives and transfers fail fast
   int lost_rank_ = -1;  // the rank whose death broke the group (set_lost), or -1
   long lost_pid_ = 0;
-  bool host_aborted_ = false;  // only the thread that set running_ (the worker, or a caller running an op inline)
+  bool local_aborted_ = false;  // only the thread that set running_ (the worker, or a caller running an op inline)
 
   std::thread worker_;
 };

@@ -17,7 +17,7 @@ namespace ddp4j {
 /**
  * One-round all-reduce for small tensors over Gloo's bound buffers, registered once per group:
  * every message starts with the sender's Fingerprint of its call, so the receiver can compare it
- * with its own before it uses the data (the process group does; see GlooProcessGroup). The
+ * with its own before it uses the data (the process group does; see ProcessGroupGloo). The
  * group's fingerprint exchange before its other collectives is one such message with no payload.
  * every rank sends its bytes to every peer, which receive them straight into a registered block
  * (no rendezvous message first, unlike unbound buffers), and each rank reduces the blocks in rank

@@ -1,5 +1,6 @@
 // tensor_checks.h: the argument checks of the Gloo group's collectives (a defined CPU tensor of any
-// dtype: float32, int64, bfloat16, float16; a known ReduceOp, AVG on the floating dtypes only).
+// dtype: float32, int64, bfloat16, float16, bool; reductions: not bool, a known ReduceOp, AVG on
+// the floating dtypes only).
 #pragma once
 #include "ddp4j/errors.h"
 #include "ddp4j/process_group.h"

@@ -37,7 +37,8 @@ struct NcclOptions {
 };
 
 /**
- * A ProcessGroup over NCCL for CUDA tensors (float32, int64) on one device per rank.
+ * A ProcessGroup over NCCL for CUDA tensors (float32, int64, bfloat16, float16; every collective
+ * refuses bool, see nccl_type) on one device per rank.
  * Mirrors torch.distributed's ProcessGroupNCCL.
  *
  * Construction joins the communicator described by `unique_id` (rank 0 creates it with
@@ -81,7 +82,7 @@ class NcclProcessGroup : public ProcessGroup {
   /** Whether the communicator was aborted (after which every call fails). */
   bool aborted() const { return abort_state_->aborted.load(); }
 
-  /** In-place all-reduce; AVG is ncclAvg (float32 only, like the Gloo backend). */
+  /** In-place all-reduce; AVG is ncclAvg (floating dtypes only, like the Gloo backend). */
   std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op) override;
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root) override;
   std::shared_ptr<Work> allgather(const Tensor& output, const Tensor& input) override;
@@ -94,7 +95,7 @@ class NcclProcessGroup : public ProcessGroup {
    * ncclReduce in place (sendbuff = recvbuff = tensor's data) on every rank: NCCL writes the
    * result only on `root` and leaves recvbuff alone elsewhere (nccl.h: recvbuff "may be NULL on
    * all calls except for root"), so the other ranks' tensors keep their values, as PyTorch's.
-   * AVG is ncclAvg (float32 only). Mirrors ProcessGroupNCCL::reduce. Throws
+   * AVG is ncclAvg (floating dtypes only). Mirrors ProcessGroupNCCL::reduce. Throws
    * Error(InvalidArgument) for a tensor off this group's device, an unsupported dtype, a root
    * outside [0, size()) or AVG on int64.
    */

@@ -15,7 +15,7 @@ import org.ddp4j.distributed.ReduceOp;
  * due, the choice of the broadcasting rank and the buffer broadcast (modules with buffers), then
  * every gradient bucket in launch order. PyTorch all-reduces a separate "still training" count
  * every iteration; here that count is a flag inside bucket 0's own all-reduce (see
- * {@link GradientBucket}), so a training step pays no extra collective. When bucket 0 shows no
+ * {@link ReducerBucket}), so a training step pays no extra collective. When bucket 0 shows no
  * rank training, every rank is in close(); the highest of the ranks that joined last (they hold
  * the model trained to the end) broadcasts parameters and buffers to all, and close() returns.
  *

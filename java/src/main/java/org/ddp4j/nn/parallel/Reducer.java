@@ -35,7 +35,7 @@ import org.ddp4j.internal.Setting;
  *
  * <p>Unused parameters are found for free: the hooks that did not fire by the end of backward are
  * the parameters this rank did not use. Each bucket carries one "used" flag per parameter in its
- * own all-reduce (see {@link GradientBucket}); a parameter no rank used gets no gradient
+ * own all-reduce (see {@link ReducerBucket}); a parameter no rank used gets no gradient
  * ({@code grad()} null, so optimizers skip it), one used by some ranks gets the average with zeros
  * from the others: PyTorch's {@code find_unused_parameters=True} result, with no graph walk. The
  * flags are read back only on a rank that itself left a parameter of the bucket unused. While a
@@ -55,8 +55,8 @@ final class Reducer implements AutoCloseable {
     /** The parameters that get gradients, in parameter order. */
     private final List<Tensor> params;
     private final Map<Tensor, Integer> paramIndex = new IdentityHashMap<>();
-    private final List<GradientBucket> buckets = new ArrayList<>();
-    private final Map<Tensor, GradientBucket> bucketOf = new IdentityHashMap<>();
+    private final List<ReducerBucket> buckets = new ArrayList<>();
+    private final Map<Tensor, ReducerBucket> bucketOf = new IdentityHashMap<>();
     /** Each parameter's position in its bucket. */
     private final Map<Tensor, Integer> slotOf = new IdentityHashMap<>();
     private int nextToLaunch;
@@ -111,7 +111,7 @@ final class Reducer implements AutoCloseable {
 
     /** Bucket sizes in bytes, in launch order. */
     List<Long> bucketBytes() {
-        return buckets.stream().map(GradientBucket::bytes).toList();
+        return buckets.stream().map(ReducerBucket::bytes).toList();
     }
 
     /** Elements each bucket all-reduces (gradients and flags), in launch order. */
@@ -200,9 +200,9 @@ final class Reducer implements AutoCloseable {
     private void buildBuckets(List<Integer> order) {
         // An old bucket is freed as soon as its last gradient has moved: a rebuild then needs about
         // one bucket more than the gradients, not a second copy of them all (GPT-2 large: 3 GB a rank).
-        Map<Tensor, GradientBucket> oldBucketOf = new IdentityHashMap<>(bucketOf);
-        Map<GradientBucket, Integer> notMoved = new IdentityHashMap<>();
-        for (GradientBucket b : buckets) {
+        Map<Tensor, ReducerBucket> oldBucketOf = new IdentityHashMap<>(bucketOf);
+        Map<ReducerBucket, Integer> notMoved = new IdentityHashMap<>();
+        for (ReducerBucket b : buckets) {
             notMoved.put(b, b.parameters.size());
         }
         buckets.clear();
@@ -230,10 +230,10 @@ final class Reducer implements AutoCloseable {
     }
 
     /** Closes the old buckets whose every gradient has now moved to a new bucket. */
-    private static void freeEmptied(List<Tensor> moved, Map<Tensor, GradientBucket> oldBucketOf,
-            Map<GradientBucket, Integer> notMoved) {
+    private static void freeEmptied(List<Tensor> moved, Map<Tensor, ReducerBucket> oldBucketOf,
+            Map<ReducerBucket, Integer> notMoved) {
         for (Tensor p : moved) {
-            GradientBucket old = oldBucketOf.get(p);
+            ReducerBucket old = oldBucketOf.get(p);
             if (old != null && notMoved.merge(old, -1, Integer::sum) == 0) {
                 old.close();
             }
@@ -265,7 +265,7 @@ final class Reducer implements AutoCloseable {
             slotOf.put(p, slot);
             offset += p.numel();
         }
-        GradientBucket bucket = new GradientBucket(buckets.size(), bucketParams, flat, views, numel);
+        ReducerBucket bucket = new ReducerBucket(buckets.size(), bucketParams, flat, views, numel);
         buckets.add(bucket);
         for (Tensor p : bucketParams) {
             bucketOf.put(p, bucket);
@@ -317,7 +317,7 @@ final class Reducer implements AutoCloseable {
             newOrder.add((int) index);
         }
         List<Integer> currentOrder = new ArrayList<>();
-        for (GradientBucket b : buckets) {
+        for (ReducerBucket b : buckets) {
             for (Tensor p : b.parameters) {
                 currentOrder.add(paramIndex.get(p));
             }
@@ -340,7 +340,7 @@ final class Reducer implements AutoCloseable {
             return;
         }
         List<Tensor> used = new ArrayList<>();
-        for (GradientBucket b : buckets) {
+        for (ReducerBucket b : buckets) {
             for (int slot = 0; slot < b.parameters.size(); slot++) {
                 if (b.usedLocally(slot)) {
                     used.add(b.parameters.get(slot));
@@ -385,7 +385,7 @@ final class Reducer implements AutoCloseable {
     /** The post-accumulate hook of every parameter: marks its bucket, launches what is ready. */
     private void onGradientReady(Tensor parameter) {
         checkBackwardFollowsForward();
-        GradientBucket bucket = bucketOf.get(parameter);
+        ReducerBucket bucket = bucketOf.get(parameter);
         int slot = slotOf.get(parameter);
         adoptGradient(parameter, bucket.views.get(slot));
         bucket.markUsed(slot); // inside noSync too: a use there counts at the next sync, as PyTorch
@@ -434,7 +434,7 @@ final class Reducer implements AutoCloseable {
      * since backward waits for it straight away.
      */
     private void launchNext() {
-        GradientBucket b = buckets.get(nextToLaunch++);
+        ReducerBucket b = buckets.get(nextToLaunch++);
         // A parameter this rank left without a gradient contributes zeros, as PyTorch's reducer: its
         // slice may still hold an old gradient when zeroGrad(true) dropped it since (set_to_none).
         for (int slot = 0; slot < b.parameters.size(); slot++) {
@@ -451,7 +451,7 @@ final class Reducer implements AutoCloseable {
      * hook on the gradients followed by an all-reduce of the flags alone (so that unused
      * parameters and join keep working under any hook).
      */
-    private void launch(GradientBucket b, boolean last) {
+    private void launch(ReducerBucket b, boolean last) {
         started = true;
         if (hook == null) {
             b.work = group.allReduceBucket(b.flat, ReduceOp.AVG, last, b.index, buckets.size());
@@ -466,7 +466,7 @@ final class Reducer implements AutoCloseable {
      * and the collectives they issue, run here: in bucket order on every rank) and the result
      * copied into the bucket when the hook returned another tensor.
      */
-    private void await(GradientBucket b) {
+    private void await(ReducerBucket b) {
         if (b.future != null) {
             Tensor result = b.future.value();
             Tensor gradients = b.gradients();
@@ -495,12 +495,12 @@ final class Reducer implements AutoCloseable {
                 while (nextToLaunch < buckets.size()) {
                     launchNext();
                 }
-                for (GradientBucket b : buckets) {
+                for (ReducerBucket b : buckets) {
                     await(b);
                 }
                 readyOrderComplete = readyOrder != null;
             }
-            for (GradientBucket b : buckets) {
+            for (ReducerBucket b : buckets) {
                 if (!b.allUsedLocally()) {
                     applyUsage(b, communicates() ? b.flags.toFloatArray() : null);
                 }
@@ -618,7 +618,7 @@ final class Reducer implements AutoCloseable {
      *
      * @param flags the averaged flags, or null at world size one (then this rank's own use decides)
      */
-    private static void applyUsage(GradientBucket b, float[] flags) {
+    private static void applyUsage(ReducerBucket b, float[] flags) {
         for (int slot = 0; slot < b.parameters.size(); slot++) {
             Tensor p = b.parameters.get(slot);
             Tensor view = b.views.get(slot);
@@ -645,7 +645,7 @@ final class Reducer implements AutoCloseable {
         try {
             rebuildBeforeFirstHook();
             for (int i = 0; i < buckets.size(); i++) {
-                GradientBucket b = buckets.get(i);
+                ReducerBucket b = buckets.get(i);
                 b.flat.fill(0);
                 launch(b, i == buckets.size() - 1);
                 if (i == 0) {
@@ -659,7 +659,7 @@ final class Reducer implements AutoCloseable {
                     }
                 }
             }
-            for (GradientBucket b : buckets) {
+            for (ReducerBucket b : buckets) {
                 await(b);
             }
             readyOrderComplete = readyOrder != null;
@@ -671,7 +671,7 @@ final class Reducer implements AutoCloseable {
     }
 
     private void zeroSlicesWithoutGradient() {
-        for (GradientBucket b : buckets) {
+        for (ReducerBucket b : buckets) {
             for (int slot = 0; slot < b.parameters.size(); slot++) {
                 if (b.parameters.get(slot).grad() == null) {
                     b.views.get(slot).fill(0);
@@ -682,7 +682,7 @@ final class Reducer implements AutoCloseable {
 
     /** Every bucket's gradients outstanding again, nothing launched, no end-of-backward queued. */
     private void resetForNextBackward() {
-        for (GradientBucket b : buckets) {
+        for (ReducerBucket b : buckets) {
             b.reset();
             b.clearUsed();
         }
@@ -693,7 +693,7 @@ final class Reducer implements AutoCloseable {
     /** Frees the buckets, which are the parameters' gradients. */
     @Override
     public void close() {
-        for (GradientBucket b : buckets) {
+        for (ReducerBucket b : buckets) {
             b.close();
         }
     }

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
-#include "comm/host/shm/shm_segment.h"
-#include "comm/host/shm/shm_sync.h"
+#include "comm/local/shm/shm_segment.h"
+#include "comm/local/shm/shm_sync.h"
 #include "ddp4j/process_group.h"
 #include "ddp4j/tensor.h"
 
@@ -183,8 +183,9 @@ class ShmTransport {
   /**
    * Element-wise reduction of `count` elements across the local ranks: output = input[0] op
    * input[1] op ... op input[n-1] in local-rank order, bit-identical on every rank. `input` and
-   * `output` are this process's buffers of count elements of `dtype` (Float32 or Int64); they may
-   * be the same buffer (in place) but must not otherwise overlap. AVG (float32 only) is SUM times
+   * `output` are this process's buffers of count elements of `dtype` (Float32, Int64, BFloat16 or
+   * Float16; not Bool); they may be the same buffer (in place) but must not otherwise overlap. AVG
+   * (floating dtypes only; 16-bit ones combined in float32 and rounded once, shm_reduce.h) is SUM times
    * 1.0f / local_size; for a hierarchical AVG use SUM here and divide by the world size once.
    *
    * `caller` (optional, also on every call below): the process group's fingerprint of the call.

@@ -1,5 +1,5 @@
 // The memfd segment and its rendezvous (see shm_segment.h).
-#include "comm/host/shm/shm_segment.h"
+#include "comm/local/shm/shm_segment.h"
 
 #include <fcntl.h>
 #include <gloo/rendezvous/store.h>

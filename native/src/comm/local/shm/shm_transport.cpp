@@ -10,7 +10,7 @@
 // waits for peers' counters to reach a phase. A slot alternates between steps; a rank rewrites
 // its slot s only once every peer has posted the phase after the step that last read it
 // (slot_free_), which they have almost always done already, so the check costs one read per peer.
-#include "comm/host/shm/shm_transport.h"
+#include "comm/local/shm/shm_transport.h"
 
 #include <immintrin.h>
 #include <sched.h>
@@ -22,7 +22,7 @@
 #include <mutex>
 #include <utility>
 
-#include "comm/host/shm/shm_reduce.h"
+#include "comm/local/shm/shm_reduce.h"
 #include "ddp4j/errors.h"
 
 namespace ddp4j::shm {

@@ -10,7 +10,8 @@ import org.ddp4j.tensor.Tensor;
 /**
  * One DDP bucket: a flat float32 tensor whose slices are the gradients of a group of parameters,
  * so that one all-reduce covers them all without copying. Ready when every parameter in it has
- * had its gradient accumulated in this backward pass.
+ * had its gradient accumulated in this backward pass. The {@link Reducer}'s own bucket, as PyTorch's
+ * c10d {@code Reducer::Bucket}; a communication hook sees it through the public {@link GradBucket}.
  *
  * <p>Layout of {@link #flat}: the gradients ({@link #gradientNumel} elements, one slice per
  * parameter in bucket order), then one "used" flag per parameter, then one "still training" flag.
@@ -20,7 +21,7 @@ import org.ddp4j.tensor.Tensor;
  * parameters were used anywhere, and whether any rank still trains, costs no extra round trip:
  * after the average a flag is k/world, non-zero exactly when k &gt; 0 ranks set it.
  */
-final class GradientBucket {
+final class ReducerBucket {
     final int index;
     final List<Tensor> parameters;
     final Tensor flat;
@@ -40,7 +41,7 @@ final class GradientBucket {
     private Tensor gradients;
     private GradBucket hookView;
 
-    GradientBucket(int index, List<Tensor> parameters, Tensor flat, List<Tensor> views, long gradientNumel) {
+    ReducerBucket(int index, List<Tensor> parameters, Tensor flat, List<Tensor> views, long gradientNumel) {
         this.index = index;
         this.parameters = parameters;
         this.flat = flat;

@@ -2,7 +2,7 @@
 // block of 4 vectors (rather than n-1 pairwise passes) so each output byte is written once and the
 // sources stream from cache. Functions that use AVX-512 carry target attributes, so the library
 // still loads and runs on AVX2-only CPUs (the AVX2 path is the build's baseline, -mavx2).
-#include "comm/host/shm/shm_reduce.h"
+#include "comm/local/shm/shm_reduce.h"
 
 #include <immintrin.h>
 

@@ -1,4 +1,4 @@
-// HostCollectives::create: the group-wide decision at construction (which ranks share a host,
+// LocalCollectives::create: the group-wide decision at construction (which ranks share a host,
 // whether every rank agrees to use shared memory) and the hosts' leaders' own Gloo mesh.
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -9,9 +9,9 @@
 #include <map>
 
 #include "comm/gloo/peer_errors.h"
-#include "comm/host/host_collectives.h"
-#include "comm/host/shm/host_identity.h"
-#include "comm/host/shm/shm_transport.h"
+#include "comm/local/local_collectives.h"
+#include "comm/local/shm/host_identity.h"
+#include "comm/local/shm/shm_transport.h"
 
 namespace ddp4j {
 namespace {
@@ -55,7 +55,7 @@ bool group_agrees(gloo::rendezvous::Store& store, int rank, int size, const std:
 
 }  // namespace
 
-std::unique_ptr<HostCollectives> HostCollectives::create(gloo::rendezvous::Store& store,
+std::unique_ptr<LocalCollectives> LocalCollectives::create(gloo::rendezvous::Store& store,
                                                          const std::shared_ptr<gloo::transport::Device>& device,
                                                          int rank, int size, Millis timeout, bool enabled,
                                                          const std::string& host_id) {
@@ -66,7 +66,7 @@ std::unique_ptr<HostCollectives> HostCollectives::create(gloo::rendezvous::Store
                                                  : host_id;
   const std::vector<int> local = shm::same_host_ranks(store, "ddp4j/shm", rank, size, identity, timeout);
 
-  std::unique_ptr<HostCollectives> self(new HostCollectives());
+  std::unique_ptr<LocalCollectives> self(new LocalCollectives());
   self->world_ = size;
   self->rank_ = rank;
   self->timeout_ = timeout;
@@ -79,7 +79,7 @@ std::unique_ptr<HostCollectives> HostCollectives::create(gloo::rendezvous::Store
   return self;
 }
 
-bool HostCollectives::assign_hosts(gloo::rendezvous::Store& store, const std::string& identity) {
+bool LocalCollectives::assign_hosts(gloo::rendezvous::Store& store, const std::string& identity) {
   // Every rank's host, from the identities same_host_ranks waited for: hosts numbered in the
   // order of their lowest rank, so that every rank numbers them alike.
   host_of_.assign(static_cast<size_t>(world_), 0);
@@ -100,7 +100,7 @@ bool HostCollectives::assign_hosts(gloo::rendezvous::Store& store, const std::st
   return any_shared;
 }
 
-std::string HostCollectives::open_transport(gloo::rendezvous::Store& store, const std::vector<int>& local,
+std::string LocalCollectives::open_transport(gloo::rendezvous::Store& store, const std::vector<int>& local,
                                             bool enabled) {
   // This host's transport. Its local ranks succeed or fail together (the transport's own vote).
   std::string verdict = "ok";
@@ -121,7 +121,7 @@ std::string HostCollectives::open_transport(gloo::rendezvous::Store& store, cons
   return verdict;
 }
 
-void HostCollectives::connect_leaders(gloo::rendezvous::Store& store,
+void LocalCollectives::connect_leaders(gloo::rendezvous::Store& store,
                                       const std::shared_ptr<gloo::transport::Device>& device) {
   // The leaders' own mesh: rank = host index, size = number of hosts.
   auto context = std::make_shared<gloo::rendezvous::Context>(host_index_, hosts_);

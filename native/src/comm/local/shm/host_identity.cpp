@@ -1,5 +1,5 @@
 // Host identity for the shared-memory transport (see host_identity.h).
-#include "comm/host/shm/host_identity.h"
+#include "comm/local/shm/host_identity.h"
 
 #include <gloo/rendezvous/store.h>
 #include <sys/stat.h>

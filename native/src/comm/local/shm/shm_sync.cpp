@@ -1,5 +1,5 @@
 // Futex and peer-liveness primitives (see shm_sync.h).
-#include "comm/host/shm/shm_sync.h"
+#include "comm/local/shm/shm_sync.h"
 
 #include <linux/futex.h>
 #include <poll.h>

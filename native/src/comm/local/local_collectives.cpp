@@ -1,25 +1,25 @@
 // Shared memory inside a Gloo process group: the composed collectives (all on one host, or
-// hierarchical across hosts). See host_collectives.h for the contract, host_setup.cpp for create().
-#include "comm/host/host_collectives.h"
+// hierarchical across hosts). See local_collectives.h for the contract, local_setup.cpp for create().
+#include "comm/local/local_collectives.h"
 
 #include <gloo/broadcast.h>
 #include <gloo/context.h>
 
 #include "comm/gloo/reduce_functions.h"
 #include "comm/gloo/ring.h"
-#include "comm/host/shm/shm_transport.h"
+#include "comm/local/shm/shm_transport.h"
 
 namespace ddp4j {
 
-HostCollectives::~HostCollectives() = default;
+LocalCollectives::~LocalCollectives() = default;
 
-bool HostCollectives::broken() const { return shm_ && shm_->broken(); }
+bool LocalCollectives::broken() const { return shm_ && shm_->broken(); }
 
-int HostCollectives::dead_rank() const { return shm_ ? shm_->dead_rank() : -1; }
+int LocalCollectives::dead_rank() const { return shm_ ? shm_->dead_rank() : -1; }
 
-long HostCollectives::dead_pid() const { return shm_ ? static_cast<long>(shm_->dead_pid()) : 0; }
+long LocalCollectives::dead_pid() const { return shm_ ? static_cast<long>(shm_->dead_pid()) : 0; }
 
-void HostCollectives::allreduce(const Tensor& t, ReduceOp op, uint32_t tag, const Fingerprint* fp) {
+void LocalCollectives::allreduce(const Tensor& t, ReduceOp op, uint32_t tag, const Fingerprint* fp) {
   if (t.numel() == 0) return;
   const size_t n = static_cast<size_t>(t.numel());
   void* p = t.raw_data();
@@ -36,7 +36,7 @@ void HostCollectives::allreduce(const Tensor& t, ReduceOp op, uint32_t tag, cons
   if (op == ReduceOp::AVG) gloo_detail::divide_by_world(t, n, world_);
 }
 
-void HostCollectives::reduce(const Tensor& t, int root, ReduceOp op, const Fingerprint* fp) {
+void LocalCollectives::reduce(const Tensor& t, int root, ReduceOp op, const Fingerprint* fp) {
   if (t.numel() == 0) return;
   void* p = t.raw_data();
   // The transport's reduce leaves non-roots' buffers alone (their output is null) and skips the
@@ -45,7 +45,7 @@ void HostCollectives::reduce(const Tensor& t, int root, ReduceOp op, const Finge
                local_index_[static_cast<size_t>(root)], fp);
 }
 
-void HostCollectives::broadcast(const Tensor& t, int root, uint32_t tag, const Fingerprint* fp) {
+void LocalCollectives::broadcast(const Tensor& t, int root, uint32_t tag, const Fingerprint* fp) {
   if (t.numel() == 0) return;
   void* p = t.raw_data();
   const size_t bytes = t.nbytes();
@@ -68,29 +68,29 @@ void HostCollectives::broadcast(const Tensor& t, int root, uint32_t tag, const F
   if (host_index_ != root_host && shm_) shm_->broadcast(p, bytes, 0, fp);
 }
 
-void HostCollectives::allgather(const void* in, void* out, size_t bytes, const Fingerprint* fp) {
+void LocalCollectives::allgather(const void* in, void* out, size_t bytes, const Fingerprint* fp) {
   if (bytes == 0) return;
   shm_->allgather(in, out, bytes, fp);
 }
 
-void HostCollectives::reduce_scatter(const std::vector<const void*>& blocks, void* out, size_t count, DType dtype,
+void LocalCollectives::reduce_scatter(const std::vector<const void*>& blocks, void* out, size_t count, DType dtype,
                                      ReduceOp op, const Fingerprint* fp) {
   std::vector<const void*> by_local(blocks.size());
   for (size_t r = 0; r < blocks.size(); r++) by_local[static_cast<size_t>(local_index_[r])] = blocks[r];
   shm_->reduce_scatter(by_local.data(), out, count, dtype, op, fp);
 }
 
-void HostCollectives::barrier(const Fingerprint* fp) { shm_->barrier(fp); }
+void LocalCollectives::barrier(const Fingerprint* fp) { shm_->barrier(fp); }
 
-void HostCollectives::abort(const std::string& reason, ErrorKind kind) {
+void LocalCollectives::abort(const std::string& reason, ErrorKind kind) {
   if (shm_) shm_->abort(reason, kind);
 }
 
-void HostCollectives::abort_for_death(const std::string& reason, int dead_rank, long dead_pid) {
+void LocalCollectives::abort_for_death(const std::string& reason, int dead_rank, long dead_pid) {
   if (shm_) shm_->abort_for_death(reason, dead_rank, static_cast<pid_t>(dead_pid));
 }
 
-void HostCollectives::close_connections() {
+void LocalCollectives::close_connections() {
   if (!leaders_) return;
   try {
     leaders_->closeConnections();

@@ -1,7 +1,9 @@
-// host_collectives.h: how a Gloo process group uses shared memory. Decides at construction which
+// local_collectives.h: how a Gloo process group uses shared memory. Decides at construction which
 // ranks share a host and whether the whole group agrees to use shared memory, then runs the
 // collectives that shared memory serves: everything on one host, or the hierarchical all-reduce
 // and broadcast (shared memory inside each host, Gloo among one leader per host) across hosts.
+// "local" as in PyTorch's LOCAL_RANK: within one machine (node). Here "host" is a machine, as in
+// host name, never host (CPU) memory.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -29,7 +31,7 @@ class ShmTransport;
 }
 
 /**
- * The shared-memory side of one GlooProcessGroup. create() is collective over the whole group and
+ * The shared-memory side of one ProcessGroupGloo. create() is collective over the whole group and
  * returns null when the group runs on plain Gloo (shared memory off on some rank, every host with
  * one rank, or a host whose transport could not be set up): all ranks decide the same way.
  *
@@ -42,7 +44,7 @@ class ShmTransport;
  * Error(Distributed / Timeout) from the transport (then broken() is true and every later call
  * fails at once), std::exception from Gloo among the leaders (the caller translates it).
  */
-class HostCollectives {
+class LocalCollectives {
  public:
   /**
    * @param store    the group's store (construction only; keys under "ddp4j/shm/")
@@ -52,18 +54,18 @@ class HostCollectives {
    * Throws Error(Timeout) when not every rank publishes within `timeout`, and connection errors
    * of the leaders' context.
    */
-  static std::unique_ptr<HostCollectives> create(gloo::rendezvous::Store& store,
+  static std::unique_ptr<LocalCollectives> create(gloo::rendezvous::Store& store,
                                                  const std::shared_ptr<gloo::transport::Device>& device, int rank,
                                                  int size, std::chrono::milliseconds timeout, bool enabled,
                                                  const std::string& host_id);
-  ~HostCollectives();
+  ~LocalCollectives();
 
   /** "shm" (one host) or "shm+gloo" (hierarchical). */
   const char* transport() const { return hosts_ == 1 ? "shm" : "shm+gloo"; }
   bool single_host() const { return hosts_ == 1; }
   /**
    * Single-host ops of at most this many bytes run on the caller's thread when the group's queue
-   * is idle (GlooProcessGroup::shm_inline) instead of being handed to the group's worker. Why 2
+   * is idle (ProcessGroupGloo::shm_inline) instead of being handed to the group's worker. Why 2
    * MiB: the hand-off costs two thread wake-ups per call (caller -> worker, worker -> caller),
    * 20-130 us on the 2-vCPU KVM guest this was measured on (more on a busy machine), as much as
    * or more than the all-reduce itself up to about 1 MiB (a 1 MiB all-reduce takes 40-90 us);
@@ -91,9 +93,9 @@ class HostCollectives {
   const std::vector<std::vector<std::string>>& leader_addresses() const { return leader_addresses_; }
 
   /**
-   * In place; AVG (float32) divides by the world size once. `fp` (every call here; may be null):
-   * the group's fingerprint of the call, compared by the shared-memory transport among this
-   * host's ranks (see ShmTransport::allreduce).
+   * In place; AVG (float32, bfloat16, float16) divides by the world size once. `fp` (every call
+   * here; may be null): the group's fingerprint of the call, compared by the shared-memory
+   * transport among this host's ranks (see ShmTransport::allreduce).
    */
   void allreduce(const Tensor& t, ReduceOp op, uint32_t tag, const Fingerprint* fp = nullptr);
   /**
@@ -128,9 +130,9 @@ class HostCollectives {
   void abort_for_death(const std::string& reason, int dead_rank, long dead_pid);
 
  private:
-  HostCollectives() = default;
+  LocalCollectives() = default;
 
-  // Steps of create() (host_setup.cpp).
+  // Steps of create() (local_setup.cpp).
   /** Numbers every rank's host and local rank from the published identities; whether any host has two ranks. */
   bool assign_hosts(gloo::rendezvous::Store& store, const std::string& identity);
   /** This host's transport (when it has two ranks or more); returns this rank's verdict, "ok" or "fail ...". */
