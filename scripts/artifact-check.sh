@@ -41,7 +41,7 @@ for jar in "$repo/ddp4j-$version.jar" "$repo/ddp4j-$version-sources.jar" "$repo/
   grep -qx "Automatic-Module-Name: org.ddp4j" <<<"$m" || fail "$jar: no Automatic-Module-Name: org.ddp4j in its manifest"
 done
 grep -qx "Main-Class: org.ddp4j.launch.Launcher" <<<"$(manifest "$launcher_jar")" || fail "the launcher jar has no Main-Class"
-jar_has "$launcher_jar" natives/linux_64/libddp4j.so || fail "the launcher jar lacks libddp4j.so"
+jar_has "$launcher_jar" natives/linux-x86_64/libddp4j.so || fail "the launcher jar lacks libddp4j.so"
 bench="$root/benchmarks/target/benchmarks.jar"
 if [[ -f "$bench" ]]; then
   m="$(manifest "$bench")"

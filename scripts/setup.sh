@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what ddp4j needs on a Debian machine (apt packages, as root) and builds it with Maven:
-# the native library (CMake) lands in java/target/classes/natives/linux_64, runtime jars in
+# the native library (CMake) lands in java/target/classes/natives/linux-x86_64, runtime jars in
 # java/target/lib. Safe to run again: it installs only what is missing and Maven rebuilds only
 # what changed.
 set -euo pipefail

@@ -8,8 +8,9 @@ import java.util.regex.Pattern;
 import org.scijava.nativelib.NativeLoader;
 
 /**
- * Loads libddp4j.so once per JVM. The library travels in the jar under {@code natives/linux_64/}
- * (native-lib-loader's layout); native-lib-loader extracts it, and we call {@link System#load}
+ * Loads libddp4j.so once per JVM. The library travels in the jar under {@code natives/linux-x86_64/}, a
+ * folder that is no Java package name, so the module does not hide it from the class loader on the
+ * module path; native-lib-loader extracts it, and we call {@link System#load}
  * ourselves so that a missing system library is reported by name, with the Debian package that
  * provides it, instead of native-lib-loader's generic "not in java.library.path".
  */
@@ -91,7 +92,7 @@ public final class NativeLibrary {
         if (override != null && !override.isEmpty()) {
             return new File(override, "lib" + name + ".so");
         }
-        if (NativeLibrary.class.getClassLoader().getResource("natives/linux_64/lib" + name + ".so") == null) {
+        if (NativeLibrary.class.getClassLoader().getResource("natives/linux-x86_64/lib" + name + ".so") == null) {
             return null;
         }
         return extract(name);
@@ -103,9 +104,9 @@ public final class NativeLibrary {
             return new File(override, "lib" + name + ".so");
         }
         try {
-            File file = NativeLoader.getJniExtractor().extractJni("natives/linux_64", name);
+            File file = NativeLoader.getJniExtractor().extractJni("natives/linux-x86_64", name);
             if (file == null) {
-                throw new UnsatisfiedLinkError("lib" + name + ".so is not in the ddp4j jar (natives/linux_64/): "
+                throw new UnsatisfiedLinkError("lib" + name + ".so is not in the ddp4j jar (natives/linux-x86_64/): "
                         + "the jar was built without its native library; build it with `mvn package` "
                         + "on a machine with cmake, libgloo-dev and libopenblas-dev (scripts/setup.sh)");
             }
