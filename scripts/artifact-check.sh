@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Checks that a training app built on the installed Maven artifact alone runs as the README's
-# "Launching from your own jar" says: `mvn install` of ddp4j, then a fresh project (the pom and
-# main of scripts/artifact-check/, a DDP linear model in the default package) built offline with
-# `mvn -o -q package`, then run
+# Checks that a training app built on the installed Maven artifacts alone runs as docs/launching.md
+# ("Launching from your own jar") says: `mvn install` of ddp4j (the library, ddp4j-spark,
+# ddp4j-examples, ddp4j-benchmarks; the library jar a module without the demos or Spark), then a
+# fresh project (the pom and main of scripts/artifact-check/, a DDP linear model in the default
+# package) built offline with `mvn -o -q package`, then run
 #   1. java -cp "target/app.jar:target/libs/*" org.ddp4j.launch.Launcher --nproc-per-node 2 TrainLinear
 #   2. java -jar ddp4j-VERSION-launcher.jar --classpath target/app.jar --nproc-per-node 2 TrainLinear
 #   3. two nodes on loopback: one launcher of each form, --nnodes 2, one rank each
 # Every run must train the same parameters as numpy does from the same start, with no SLF4J
-# warning from the launcher. The app also holds the README's tutorial (TrainMlp) as written, run on
-# 2 ranks. Also checks the manifests and --version; then an app's own JMH
-# benchmark (scripts/artifact-check-bench/: the README's AllGatherListBenchmark as written, on the
-# installed ddp4j-benchmarks) built offline and run on 2 ranks. About 2 minutes.
+# warning from the launcher. The app also holds the README's program (Quadrants) and the tutorial
+# of docs/getting-started.md (TrainMlp) as written, each run on 2 ranks; Quadrants also compiles as
+# a module that requires org.ddp4j and runs on the module path, where org.ddp4j.internal is out of
+# reach. Also checks the manifests and --version; then an app's own JMH benchmark
+# (scripts/artifact-check-bench/: docs/performance.md's AllGatherListBenchmark as written, on the
+# installed ddp4j-benchmarks) built offline and run on 2 ranks; and a Spark driver on ddp4j-spark
+# (scripts/artifact-check-spark/) that runs TrainLinear as 2 ranks in local[2]. About 3 minutes.
 #   ARTIFACT_CHECK_SKIP_INSTALL=1   use what is installed in ~/.m2 already
 #   MVN_FLAGS                       extra flags for the install (e.g. -o)
 set -euo pipefail
@@ -32,6 +36,11 @@ for f in "ddp4j-$version.jar" "ddp4j-$version-sources.jar" "ddp4j-$version-javad
   [[ -s "$repo/$f" ]] || fail "mvn install did not install $repo/$f"
 done
 launcher_jar="$repo/ddp4j-$version-launcher.jar"
+for artifact in ddp4j-spark ddp4j-examples; do
+  for f in "$artifact-$version.jar" "$artifact-$version-sources.jar" "$artifact-$version-javadoc.jar" "$artifact-$version.pom"; do
+    [[ -s "$repo/../../$artifact/$version/$f" ]] || fail "mvn install did not install $artifact/$version/$f"
+  done
+done
 
 manifest() { python3 -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("META-INF/MANIFEST.MF").decode().replace("\r", ""))' "$1"; }
 jar_has() { python3 -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' "$1" "$2"; }
@@ -42,6 +51,10 @@ for jar in "$repo/ddp4j-$version.jar" "$repo/ddp4j-$version-sources.jar" "$repo/
 done
 grep -qx "Main-Class: org.ddp4j.launch.Launcher" <<<"$(manifest "$launcher_jar")" || fail "the launcher jar has no Main-Class"
 jar_has "$launcher_jar" natives/linux-x86_64/libddp4j.so || fail "the launcher jar lacks libddp4j.so"
+# the library jar holds the library: a module, without the demos and without the Spark integration
+jar_has "$repo/ddp4j-$version.jar" module-info.class || fail "the ddp4j jar has no module-info.class"
+python3 -c 'import sys, zipfile; bad = [n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith(("org/ddp4j/examples/", "org/ddp4j/spark/"))]; sys.exit(bool(bad))' \
+  "$repo/ddp4j-$version.jar" || fail "the ddp4j jar carries org.ddp4j.examples or org.ddp4j.spark classes"
 bench="$root/benchmarks/target/benchmarks.jar"
 if [[ -f "$bench" ]]; then
   m="$(manifest "$bench")"
@@ -52,10 +65,16 @@ fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/ddp4j-artifact-check.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cp -r "$root/scripts/artifact-check/." "$work/"
-# the README's tutorial, as written: its block from the first import to the closing fence
+# the tutorial of docs/getting-started.md, as written: its block from the first import to the closing fence
 sed -n '/^## Tutorial: your own model/,/^## Launching from your own jar/p' "$root/docs/getting-started.md" \
   | sed -n '/^```java$/,/^```$/p' | sed '1d;$d' > "$work/src/main/java/TrainMlp.java"
-grep -q "^public class TrainMlp" "$work/src/main/java/TrainMlp.java" || fail "could not find the README's tutorial block"
+grep -q "^public class TrainMlp" "$work/src/main/java/TrainMlp.java" || fail "could not find the tutorial's block in docs/getting-started.md"
+# the README's front-page program, as written: the java block that holds "public class Quadrants"
+python3 - "$root/README.md" > "$work/src/main/java/Quadrants.java" <<'PY' || fail "could not find the README's Quadrants block"
+import re, sys
+blocks = re.findall(r"^```java\n(.*?)^```$", open(sys.argv[1]).read(), re.S | re.M)
+print(next(b for b in blocks if "public class Quadrants" in b), end="")
+PY
 cd "$work"
 echo "artifact-check: building a fresh project in $work (mvn -o -q package)"
 mvn -o -q -B package -DskipTests > build.log 2>&1 || { cat build.log >&2; fail "the fresh project does not build offline"; }
@@ -137,7 +156,7 @@ grep -h "final" cp_form.out | sed 's/^\[rank.\]: //' | sort > a.txt
 grep -h "final" nodes.out | sed 's/^\[rank.\]: //' | sort > b.txt
 cmp -s a.txt b.txt || { diff a.txt b.txt >&2; fail "two nodes trained other parameters than one node of 2 ranks"; }
 
-echo "artifact-check: the README's tutorial (TrainMlp), 2 ranks, 6000 images"
+echo "artifact-check: the tutorial (TrainMlp), 2 ranks, 6000 images"
 if [[ -d /usr/share/datasets/fashion-mnist ]]; then
   timeout 300 "${cp_form[@]}" --nproc-per-node 2 TrainMlp 6000 > tutorial.out 2> tutorial.err \
     || { cat tutorial.out tutorial.err >&2; fail "the tutorial failed"; }
@@ -151,6 +170,30 @@ else
   echo "artifact-check: skipped the tutorial run: dataset-fashion-mnist is not installed (it compiled)"
 fi
 
+echo "artifact-check: the README's program (Quadrants), 2 ranks"
+timeout 120 "${cp_form[@]}" --nproc-per-node 2 --master-port "$(free_port)" Quadrants > quadrants.out 2> quadrants.err \
+  || { cat quadrants.out quadrants.err >&2; fail "the README's program failed"; }
+
+echo "artifact-check: the README's program as a module (requires org.ddp4j) on the module path, 1 rank"
+mod="$work/modular"
+mkdir -p "$mod/src/com/example" "$mod/bad/com/example"
+printf 'module com.example.app {\n    requires org.ddp4j;\n}\n' > "$mod/src/module-info.java"
+{ printf 'package com.example;\n\n'; cat src/main/java/Quadrants.java; } > "$mod/src/com/example/Quadrants.java"
+javac -d "$mod/out" --module-path target/libs "$mod/src/module-info.java" "$mod/src/com/example/Quadrants.java" \
+  > "$mod/javac.log" 2>&1 || { cat "$mod/javac.log" >&2; fail "the README's program does not compile as a module"; }
+RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" timeout 120 \
+  java --module-path "target/libs:$mod/out" -m com.example.app/com.example.Quadrants > "$mod/run.out" 2>&1 \
+  || { cat "$mod/run.out" >&2; fail "the README's program fails on the module path"; }
+cp "$mod/src/module-info.java" "$mod/bad/"
+printf 'package com.example;\n\npublic class Peek {\n    public static void main(String[] a) {\n        System.out.println(org.ddp4j.internal.Setting.values().length);\n    }\n}\n' \
+  > "$mod/bad/com/example/Peek.java"
+if javac -d "$mod/bad-out" --module-path target/libs "$mod/bad/module-info.java" "$mod/bad/com/example/Peek.java" \
+    > "$mod/bad.log" 2>&1; then
+  fail "a module that requires org.ddp4j compiled against org.ddp4j.internal"
+fi
+grep -q "package org.ddp4j.internal is not visible" "$mod/bad.log" \
+  || { cat "$mod/bad.log" >&2; fail "org.ddp4j.internal refused, but not as a package that is not visible"; }
+
 echo "artifact-check: a name that is neither a class nor a command is refused, naming both"
 set +e
 timeout 60 "${cp_form[@]}" --master-port "$(free_port)" NoSuchMain > bad.out 2> bad.err
@@ -158,7 +201,7 @@ code=$?
 set -e
 [[ $code -eq 2 ]] || { cat bad.err >&2; fail "NoSuchMain: exit code $code, expected 2"; }
 grep -q "'NoSuchMain' is neither a class on" bad.err || { cat bad.err >&2; fail "NoSuchMain: unclear error"; }
-echo "artifact-check: an app's own JMH benchmark on ddp4j-benchmarks (the README's recipe as written), 2 ranks"
+echo "artifact-check: an app's own JMH benchmark on ddp4j-benchmarks (docs/performance.md's recipe as written), 2 ranks"
 bench_work="$work/bench"
 cp -r "$root/scripts/artifact-check-bench/." "$bench_work/"
 mkdir -p "$bench_work/src/main/java/com/example"
@@ -166,11 +209,11 @@ mkdir -p "$bench_work/src/main/java/com/example"
   printf 'package com.example;\n\nimport java.util.List;\nimport java.util.stream.IntStream;\n'
   printf 'import org.ddp4j.benchmarks.collective.CollectiveBenchmark;\nimport org.ddp4j.distributed.ProcessGroup;\n'
   printf 'import org.ddp4j.tensor.Tensor;\n\n'
-  # the README's block, from its first line to the closing fence
+  # docs/performance.md's block, from its first line to the closing fence
   sed -n '/^public class AllGatherListBenchmark extends CollectiveBenchmark/,/^```$/p' "$root/docs/performance.md" | sed '$d'
 } > "$bench_work/src/main/java/com/example/AllGatherListBenchmark.java"
 grep -q "awaitBlocking" "$bench_work/src/main/java/com/example/AllGatherListBenchmark.java" \
-  || fail "could not find the README's AllGatherListBenchmark block"
+  || fail "could not find the AllGatherListBenchmark block in docs/performance.md"
 (cd "$bench_work" && mvn -o -q -B package -DskipTests > build.log 2>&1) \
   || { cat "$bench_work/build.log" >&2; fail "the benchmark project does not build offline"; }
 (cd "$bench_work" && timeout 180 java -cp "target/app.jar:target/libs/*" org.ddp4j.launch.Launcher --nproc-per-node 2 \
@@ -179,4 +222,14 @@ grep -q "awaitBlocking" "$bench_work/src/main/java/com/example/AllGatherListBenc
   || { cat "$bench_work/bench.out" "$bench_work/bench.err" >&2; fail "the app's benchmark failed"; }
 grep -q "result op=.* ranks=2 bytes=4096 " "$bench_work/bench.out" \
   || { cat "$bench_work/bench.out" "$bench_work/bench.err" >&2; fail "the app's benchmark printed no 4096 B result line"; }
+echo "artifact-check: a Spark driver on ddp4j-spark (docs/launching.md's dependencies), TrainLinear as 2 ranks in local[2]"
+spark_work="$work/spark"
+cp -r "$root/scripts/artifact-check-spark/." "$spark_work/"
+cp "$root/scripts/artifact-check/src/main/java/TrainLinear.java" "$spark_work/src/main/java/"
+(cd "$spark_work" && mvn -o -q -B package -DskipTests > build.log 2>&1) \
+  || { cat "$spark_work/build.log" >&2; fail "the Spark app does not build offline"; }
+(cd "$spark_work" && timeout 300 java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "target/app.jar:target/libs/*" \
+    SparkTrainLinear > spark.out 2> spark.err) \
+  || { cat "$spark_work/spark.out" "$spark_work/spark.err" >&2; fail "the Spark app failed"; }
+check_values "$spark_work/spark.out" || { cat "$spark_work/spark.out" "$spark_work/spark.err" >&2; fail "the Spark app: wrong values"; }
 echo "artifact-check: OK"

@@ -6,7 +6,7 @@ import java.util.Map;
 
 /**
  * Every {@code DDP4J_*} environment variable, in one place: its name, its default and what it
- * does; the README's table of settings lists the same (a test compares them). Java code reads a
+ * does; docs/settings.md's table lists the same (a test compares them). Java code reads a
  * variable only through its constant here, so a bad value is reported the same way everywhere:
  * an {@link IllegalStateException} that names the variable, its value and what it accepts.
  * Variables marked "native" are read by the C++ library (the same names, the same meaning).
@@ -93,7 +93,7 @@ public enum Setting {
         return variable;
     }
 
-    /** The default in words, as the README's table shows it (e.g. {@code "1800"}, {@code "none"}). */
+    /** The default in words, as docs/settings.md's table shows it (e.g. {@code "1800"}, {@code "none"}). */
     public String defaultValue() {
         return defaultValue;
     }

@@ -6,7 +6,7 @@ import org.ddp4j.distributed.ProcessGroup;
 import org.ddp4j.tensor.Tensor;
 
 /**
- * All-gather into a list of tensors ({@code all_gather(tensor_list, tensor)}), and the README's
+ * All-gather into a list of tensors ({@code all_gather(tensor_list, tensor)}), and docs/performance.md's
  * example of a user's own {@link CollectiveBenchmark}: run it with {@code CollectiveBench
  * --benchmark org.ddp4j.benchmarks.collective.AllGatherListBenchmark}. Sizes as
  * {@link AllGatherBenchmark}.
