@@ -21,8 +21,8 @@
 #   --no-gemm           skip the JMH GEMM measurement (no share column)
 #   smoke run (a minute): scripts/gpt-bench.sh --model small --block-size 64 --steps 4 --warmup-steps 1 --cells 1x1,2x1
 # environment:
-#   PYTHON=INTERPRETER  the PyTorch side's python (default: build/torch-venv/bin/python where it
-#                       exists, a venv with the image's torch 2.13 wheel; else python3, Debian's 1.13)
+#   TORCH_PYTHON=PATH   the PyTorch side's python (needs torch and numpy; default: what
+#                       scripts/torch-python.sh picks, a torch 2.13 venv before Debian's 1.13)
 #   SKIP_SETUP=1        do not run scripts/setup.sh (ddp4j and its benchmarks jar are already built)
 #   RUN_TIMEOUT=S       bound on one run, seconds (default 1800)
 # OPENBLAS_CORETYPE is unset: each side runs the kernels its CPU supports.
@@ -63,7 +63,7 @@ bench_jar="$root/benchmarks/target/benchmarks.jar"
 export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
 out="$(mktemp -d)"
 python=python3
-[[ ",$only," == *,torch,* ]] && python="$(torch_python)"
+[[ ",$only," == *,torch,* ]] && python="$(torch_python numpy)"
 echo "gpt-bench.sh: raw outputs in $out; PyTorch from $python" >&2
 measure_gemm 1
 

@@ -11,8 +11,8 @@
 # benchmarks/results.
 #
 # usage: scripts/gpt-curves.sh [--seeds 1337,1338,1339] [--steps 300] [--out DIR]
-# environment: PYTHON (the PyTorch side's python; default build/torch-venv/bin/python where it
-# exists, else python3), SKIP_SETUP=1 (ddp4j and its benchmarks jar are already built).
+# environment: TORCH_PYTHON (the PyTorch side's python, with numpy; default: what
+# scripts/torch-python.sh picks), SKIP_SETUP=1 (ddp4j and its benchmarks jar are already built).
 set -euo pipefail
 unset OPENBLAS_CORETYPE
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,7 +31,7 @@ while (($#)); do
 done
 # shellcheck source=scripts/bench-common.sh
 source "$root/scripts/bench-common.sh"
-python="$(torch_python)"
+python="$(torch_python numpy)"
 gpt_prepare
 mkdir -p "$dir"
 out="$(mktemp -d)"
