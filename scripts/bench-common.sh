@@ -1,6 +1,9 @@
 # bench-common.sh: what the side-by-side benchmark scripts share; source it after setting `root` and
 # a `die` function (measure_gemm also reads `out`, the raw-output folder, `gemm`, 1: measure the
 # GEMM limit, and `bench_jar` when it runs).
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then  # run, not sourced: say what it is
+  sed -n '1,3s/^# \{0,1\}//p' "$0"; exit 0
+fi
 
 # A TCP port nobody listens on right now.
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
