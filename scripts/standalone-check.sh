@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that the repository stands alone: a copy of its committed tree (git archive HEAD) in an
 # empty temporary folder, with nothing next to it, must
-#   1. mention no folder outside it: no file names ../shared or shared/anchors;
+#   1. mention no folder outside it: no file names the sibling folder `..`/shared (or its anchors);
 #   2. answer -h/--help in every script (scripts/*.sh, scripts/ddp4j-run, and the PyTorch scripts
 #      scripts/*.py, scripts/gpu/*.py, benchmarks/pytorch/*.py on the interpreter that
 #      scripts/torch-python.sh picks, skipped when none has torch) with exit status 0, printing
@@ -49,11 +49,13 @@ git -C "$root" archive HEAD | tar -x -C "$copy" || { echo "standalone-check: git
 echo "standalone-check: $(git -C "$root" rev-parse --short HEAD) copied alone into $copy ($(find "$copy" -type f | wc -l) files)"
 
 # ---- 1. no folder outside the repository -------------------------------------------------------------
-mentions="$(cd "$copy" && grep -rIn -e '\.\./shared' -e 'shared/anchors' . | sed 's|^\./||')"
+# (the patterns are assembled so that this file does not match them itself)
+outside=shared
+mentions="$(cd "$copy" && grep -rIn -e "\.\./$outside" -e "$outside/anchors" . | sed 's|^\./||')"
 if [[ -z "$mentions" ]]; then
-  ok "no file mentions ../shared or shared/anchors"
+  ok "no file mentions ../$outside or $outside/anchors"
 else
-  fail "$(wc -l <<< "$mentions") line(s) mention ../shared or shared/anchors:"
+  fail "$(wc -l <<< "$mentions") line(s) mention ../$outside or $outside/anchors:"
   sed 's/^/        /' <<< "$mentions" | cut -c1-200
 fi
 
