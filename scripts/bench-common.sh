@@ -23,11 +23,12 @@ measure_gemm() {
 
 # The PyTorch side's python, chosen by scripts/torch-python.sh (TORCH_PYTHON, else a venv with torch
 # 2.13 in .venv-torch or build/torch-venv, else Debian's /usr/bin/python3 with torch 1.13); torch_python
-# MODULES also needs those (comma-separated, e.g. numpy). When none has torch and TORCH_PYTHON is not
+# MODULES [MIN_VERSION] also needs those (comma-separated, e.g. numpy) and a torch that recent. When none has torch and TORCH_PYTHON is not
 # set, scripts/torch-anchor.sh installs Debian's python3-torch (as root) and the choice is made again.
 torch_python() {
   local extra=() python
   [[ -n "${1:-}" ]] && extra=(--modules "$1")
+  [[ -n "${2:-}" ]] && extra+=(--min-version "$2")
   python="$("$root/scripts/torch-python.sh" "${extra[@]}" 2>/dev/null)" && { echo "$python"; return 0; }
   if [[ -z "${TORCH_PYTHON:-}${PYTHON:-}" ]]; then
     "$root/scripts/torch-anchor.sh" >&2 || true

@@ -22,7 +22,7 @@
 #   --smoke             a smoke run (a minute): --model small --block-size 64 --steps 4 --warmup-steps 1
 #                       --cells 1x1,2x1 --no-gemm; its figures are not measurements
 # environment:
-#   TORCH_PYTHON=PATH   the PyTorch side's python (needs torch and numpy; default: what
+#   TORCH_PYTHON=PATH   the PyTorch side's python (needs torch >= 2 and numpy; default: what
 #                       scripts/torch-python.sh picks, a torch 2.13 venv before Debian's 1.13)
 #   SKIP_SETUP=1        do not run scripts/setup.sh (ddp4j and its benchmarks jar are already built)
 #   RUN_TIMEOUT=S       bound on one run, seconds (default 1800)
@@ -65,7 +65,7 @@ bench_jar="$root/benchmarks/target/benchmarks.jar"
 export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
 out="$(mktemp -d)"
 python=python3
-[[ ",$only," == *,torch,* ]] && python="$(torch_python numpy)"
+[[ ",$only," == *,torch,* ]] && python="$(torch_python numpy 2.0)"  # gpt_train_torch.py needs torch 2 (fused AdamW)
 echo "gpt-bench.sh: raw outputs in $out; PyTorch from $python" >&2
 measure_gemm 1
 

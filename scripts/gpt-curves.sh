@@ -12,7 +12,7 @@
 #
 # usage: scripts/gpt-curves.sh [--seeds 1337,1338,1339] [--steps 300] [--out DIR] [--smoke]
 #   --smoke: one seed, 25 steps, DIR a temporary folder (benchmarks/results untouched); not a measurement
-# environment: TORCH_PYTHON (the PyTorch side's python, with numpy; default: what
+# environment: TORCH_PYTHON (the PyTorch side's python: torch >= 2, numpy; default: what
 # scripts/torch-python.sh picks), SKIP_SETUP=1 (ddp4j and its benchmarks jar are already built).
 set -euo pipefail
 unset OPENBLAS_CORETYPE
@@ -33,7 +33,7 @@ while (($#)); do
 done
 # shellcheck source=scripts/bench-common.sh
 source "$root/scripts/bench-common.sh"
-python="$(torch_python numpy)"
+python="$(torch_python numpy 2.0)"  # gpt_train_torch.py needs torch 2 (fused AdamW)
 gpt_prepare
 mkdir -p "$dir"
 out="$(mktemp -d)"

@@ -9,7 +9,8 @@
 #   3. with --smoke: build the copy (mvn -o -DskipTests package; ccache when installed) and run every
 #      benchmark script's smoke mode there with SKIP_SETUP=1, each bounded by SMOKE_TIMEOUT seconds
 #      (default 600), printing each one's status and seconds. hooks-bench.sh runs only where
-#      scripts/cluster.sh check passes (root, network namespaces).
+#      scripts/cluster.sh check passes (root, network namespaces); gpt-bench.sh and gpt-curves.sh
+#      only where scripts/torch-python.sh finds a torch >= 2 with numpy.
 # Without --smoke it builds nothing and takes well under a minute (it may join the test suite).
 # Prints one line per check (ok / FAIL / skip) and a last line `standalone-check: N failed`;
 # exits 1 when any failed.
@@ -122,8 +123,12 @@ if ((smoke)); then
   smoke_run collectives-bench scripts/collectives-bench.sh --smoke
   smoke_run resnet-bench scripts/resnet-bench.sh --smoke
   smoke_run memory-bench scripts/memory-bench.sh --smoke
-  smoke_run gpt-bench scripts/gpt-bench.sh --smoke
-  smoke_run gpt-curves scripts/gpt-curves.sh --smoke
+  if "$copy/scripts/torch-python.sh" --modules numpy --min-version 2.0 >/dev/null 2>&1; then
+    smoke_run gpt-bench scripts/gpt-bench.sh --smoke
+    smoke_run gpt-curves scripts/gpt-curves.sh --smoke
+  else
+    skip "smoke gpt-bench, gpt-curves: their PyTorch side needs torch >= 2 (TORCH_PYTHON, or scripts/torch-anchor.sh --venv .venv-torch)"
+  fi
   smoke_run ddp-overhead scripts/ddp-overhead.sh --smoke
   smoke_run ab-linear scripts/ab-linear.sh "$copy/java/target/classes:$copy/java/target/lib/*" 1
   if (cd "$copy" && scripts/cluster.sh check) >/dev/null 2>&1; then
