@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks that the repository stands alone: a copy of its committed tree (git archive HEAD) in an
+# Checks that the repository stands alone: a copy of its committed tree (git archive HEAD; a tree
+# without .git: its files less build outputs) in an
 # empty temporary folder, with nothing next to it, must
 #   1. mention no folder outside it: no file names the sibling folder `..`/shared (or its anchors);
 #   2. answer -h/--help in every script (scripts/*.sh, scripts/ddp4j-run, and the PyTorch scripts
@@ -46,8 +47,15 @@ parent="$(mktemp -d "${TMPDIR:-/tmp}/ddp4j-alone.XXXXXX")"
 copy="$parent/ddp4j"
 mkdir "$copy"
 if ((keep)); then echo "standalone-check: the copy is $copy (kept)"; else trap 'rm -rf "$parent"' EXIT; fi
-git -C "$root" archive HEAD | tar -x -C "$copy" || { echo "standalone-check: git archive HEAD failed" >&2; exit 1; }
-echo "standalone-check: $(git -C "$root" rev-parse --short HEAD) copied alone into $copy ($(find "$copy" -type f | wc -l) files)"
+if [[ "$(git -C "$root" rev-parse --show-toplevel 2>/dev/null)" == "$root" ]]; then
+  git -C "$root" archive HEAD | tar -x -C "$copy" || { echo "standalone-check: git archive HEAD failed" >&2; exit 1; }
+  what="$(git -C "$root" rev-parse --short HEAD)"
+else  # a tree without its git folder (e.g. itself an archive): its files, less build outputs
+  (cd "$root" && tar --exclude=./java/target --exclude=./benchmarks/target --exclude=./build --exclude=./.venv-torch -cf - .) \
+    | tar -x -C "$copy" || { echo "standalone-check: copying $root failed" >&2; exit 1; }
+  what="$root (no git)"
+fi
+echo "standalone-check: $what copied alone into $copy ($(find "$copy" -type f | wc -l) files)"
 
 # ---- 1. no folder outside the repository -------------------------------------------------------------
 # (the patterns are assembled so that this file does not match them itself)
