@@ -6,6 +6,7 @@
 #   OLD_CLASSPATH: the other build's class path, e.g. "/tmp/old/java/target/classes:/tmp/old/java/target/lib/*"
 #   (make one with: git worktree add /tmp/old REV && (cd /tmp/old && mvn -q -DskipTests package))
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 old="${1:?usage: scripts/ab-linear.sh OLD_CLASSPATH [PAIRS]}"
 pairs="${2:-10}"

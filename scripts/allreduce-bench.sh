@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # All-reduce, ddp4j (JMH, org.ddp4j.benchmarks.collective.CollectiveBench under scripts/ddp4j-run)
-# against the PyTorch anchor (allreduce_bench.py, Debian's python3-torch, Gloo), side by side in
+# against PyTorch (benchmarks/pytorch/allreduce_bench.py on Gloo, started by benchmarks/pytorch/run.sh), side by side in
 # one run on this machine: float32 SUM, 8 B x 4^k for k = 0..12 (8 B to 128 MiB), RANKS local ranks.
 # The same run measures this machine's one-thread copy rate beyond the cache (memcpy of 256 MiB
 # buffers, best of 5, by java/target/native-build/shm_allreduce_bench --copy; taken before and
-# after ddp4j's run, the better counts) and checks ddp4j's curve against issue 18's targets:
+# after ddp4j's run, the better counts) and checks ddp4j's curve against these targets:
 #   - no cliff: no size's time per call more than 10% above the next larger size's (each pair
 #     that breaks it is printed);
 #   - busbw at 32 MiB and up >= 60% of the copy rate; 8 B <= 2 us; 32 MiB busbw >= 6 GB/s.
@@ -13,18 +13,19 @@
 #   summary op=allreduce ranks=N bytes=B ddp4j_us=T torch_us=T2 ddp4j_busbw=X torch_busbw=Y
 #   verdict cliffs=C copy_gbps=R busbw_share_min=S small_us=U busbw_32m=Z ok=yes|no
 # T, T2: median µs per call (ddp4j: median over the JMH iterations of each one's time per call;
-# PyTorch: median over TORCH_RUNS runs of the anchor, which prints each size's mean per call);
+# PyTorch: median over TORCH_RUNS runs of allreduce_bench.py, which prints each size's mean per call);
 # X, Y: busbw in GB/s (10^9 B/s) from those medians, algbw x 2(n-1)/n as nccl-tests.
 # Each ddp4j size runs in a fresh pair of JVMs (one JMH fork per size), so the curve also shows
 # how much a size depends on where the machine puts the ranks at that moment.
-# usage: scripts/allreduce-bench.sh [RANKS]      (default 2; about 2-4 minutes at 2 ranks)
-#   QUICK=1         smoke run (about 30 s): sizes 8 B, 2 KiB, 128 KiB, 512 KiB, 2 MiB, 8 MiB, 32 MiB,
-#                   5 iterations each, no PyTorch anchor, a 64 MiB copy
+# usage: scripts/allreduce-bench.sh [--smoke] [RANKS]      (default 2; about 2-4 minutes at 2 ranks)
+#   --smoke, QUICK=1  smoke run (about 30 s): sizes 8 B, 2 KiB, 128 KiB, 512 KiB, 2 MiB, 8 MiB, 32 MiB,
+#                   5 iterations each, one PyTorch run up to 32 MiB, a 64 MiB copy
 #   SIZES=LIST      ddp4j's sizes instead (CollectiveBench --sizes: 8,1K,64K,1M; K, M binary),
 #                   e.g. every power of 2
 #   ITERATIONS=N    JMH iterations per size (default 10; QUICK 5)
-#   ANCHORS=DIR     the anchor folder (default ../shared/anchors/pytorch), as in scripts/bench.sh
-#   TORCH_RUNS=R    runs of the anchor (default 3, QUICK 0 = none; one before ddp4j's, the rest after)
+#   TORCH_PYTHON=PATH  the PyTorch side's python (default: what scripts/torch-python.sh picks; the
+#                   table and the plot name its torch version)
+#   TORCH_RUNS=R    runs of the PyTorch side (default 3, QUICK 1, 0 = none; one before ddp4j's, the rest after)
 #   BACKEND=NAME    ddp4j's process-group backend (default gloo); the environment passes through
 #                   to the ranks, e.g. DDP4J_SHM=0/1 to pick the transport
 #   PLOT=FILE.png   the plot (default benchmarks/results/allreduce-busbw-RANKSranks.png; QUICK: the raw-output folder)
@@ -32,12 +33,17 @@
 #   SKIP_SETUP=1    use the jars and the native build as they are instead of running scripts/setup.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-ranks="${1:-2}"
+die() { echo "allreduce-bench.sh: $*" >&2; exit 1; }
 quick="${QUICK:-0}"
-anchors="${ANCHORS:-$root/../shared/anchors/pytorch}"
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  --smoke) quick=1; shift ;;
+esac
+ranks="${1:-2}"
+torch_max=128M
 if [[ "$quick" == 1 ]]; then
-  torch_runs="${TORCH_RUNS:-0}"; iterations="${ITERATIONS:-5}"; copy_bytes=$((64 << 20))
-  sizes="${SIZES:-8,2K,128K,512K,2M,8M,32M}"
+  torch_runs="${TORCH_RUNS:-1}"; iterations="${ITERATIONS:-5}"; copy_bytes=$((64 << 20))
+  sizes="${SIZES:-8,2K,128K,512K,2M,8M,32M}"; torch_max=32M
 else
   torch_runs="${TORCH_RUNS:-3}"; iterations="${ITERATIONS:-10}"; copy_bytes=$((256 << 20))
   sizes="${SIZES:-}"
@@ -48,11 +54,12 @@ bench="$root/java/target/native-build/shm_allreduce_bench"
 [[ "$torch_runs" =~ ^[0-9]+$ ]] || { echo "allreduce-bench.sh: TORCH_RUNS must be 0 or more, got '$torch_runs'" >&2; exit 2; }
 [[ "$iterations" =~ ^[1-9][0-9]*$ ]] || { echo "allreduce-bench.sh: ITERATIONS must be a positive number, got '$iterations'" >&2; exit 2; }
 [[ -x /usr/bin/python3 ]] || { echo "allreduce-bench.sh: needs /usr/bin/python3" >&2; exit 1; }
+# shellcheck source=scripts/bench-common.sh
+source "$root/scripts/bench-common.sh"
+torch_py=""; torch_ver="none"
 if ((torch_runs > 0)); then
-  "$root/scripts/torch-anchor.sh" || {
-    echo "allreduce-bench.sh: needs Debian's python3-torch (see above), or TORCH_RUNS=0" >&2; exit 1; }
-  [[ -f "$anchors/allreduce_bench.py" && -f "$anchors/run2.sh" ]] || {
-    echo "allreduce-bench.sh: no allreduce_bench.py and run2.sh in $anchors (set ANCHORS=DIR, or TORCH_RUNS=0)" >&2; exit 1; }
+  torch_py="$(torch_python)"
+  torch_ver="$(torch_version "$torch_py")"
 fi
 if [[ "${SKIP_SETUP:-0}" != 1 ]]; then
   "$root/scripts/setup.sh" >/dev/null 2>&1 || { echo "allreduce-bench.sh: scripts/setup.sh failed; run it to see why" >&2; exit 1; }
@@ -72,9 +79,10 @@ json="${JSON:-${plot%.png}.json}"
 mkdir -p "$(dirname "$plot")" "$(dirname "$json")"
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-torch_run() {  # i: one run of the anchor, bounded
-  (cd "$anchors" && MASTER_PORT="$(free_port)" timeout 240 bash run2.sh "$ranks" allreduce_bench.py) > "$out/torch_$1.txt" 2>&1 || {
-    echo "allreduce-bench.sh: PyTorch anchor run $1 failed:" >&2; tail -20 "$out/torch_$1.txt" >&2; exit 1; }
+torch_run() {  # i: one run of the PyTorch side, bounded
+  MASTER_PORT="$(free_port)" timeout 240 env TORCH_PYTHON="$torch_py" "$pytorch_dir/run.sh" "$ranks" \
+    "$pytorch_dir/allreduce_bench.py" --max-bytes "$torch_max" > "$out/torch_$1.txt" 2>&1 || {
+    echo "allreduce-bench.sh: PyTorch run $1 failed:" >&2; tail -20 "$out/torch_$1.txt" >&2; exit 1; }
 }
 ddp4j_run() {  # the JMH benchmark under the launcher, bounded
   local size_args=()
@@ -120,7 +128,7 @@ for f in sorted(glob.glob(out + "/copy_*.txt")):
             copy.append((int(kv["bytes"]), float(kv["memcpy_gbps"]), float(kv["copy_bytes_gbps"])))
 # The machine's rate: the better of memcpy and the transport's own copy loop, in the better run.
 copy_gbps = max(max(m, c) for _, m, c in copy)
-sizes = sorted(set(torch) | set(ddp4j))
+sizes = sorted(ddp4j) or sorted(torch)  # ddp4j's sizes (a smoke run measures fewer than PyTorch prints)
 busbw = lambda b, us: b / us / 1e3 * factor if us else 0.0
 fmt = lambda v, spec: format(v, spec) if v is not None else "n/a"
 ratio = lambda a, b: format(a / b, ".2f") if a and b else "n/a"
@@ -140,7 +148,7 @@ with open(out + "/busbw.tsv", "w") as tsv, open(out + "/summary.txt", "w") as su
     for b, m, c in copy:
         print(f"one-thread copy of {b >> 20} MiB: memcpy {m:.2f} GB/s, the transport's copy loop {c:.2f} GB/s")
     print(f"copy rate beyond the cache (the best of those): {copy_gbps:.2f} GB/s; 60% of it: {0.6 * copy_gbps:.2f} GB/s")
-    # The checks of issue 18 on ddp4j's curve.
+    # The checks on ddp4j's curve.
     measured = sorted(ddp4j)
     cliffs = [(a, b) for a, b in zip(measured, measured[1:]) if ddp4j[a] > 1.1 * ddp4j[b]]
     for a, b in cliffs:
@@ -168,9 +176,9 @@ if missing:
 PY
 echo
 echo "date: $(date -u +%Y-%m-%d) machine: $(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
-  "load $(cut -d' ' -f1-3 /proc/loadavg); ranks: $ranks; ddp4j backend: $backend, transport: $([[ "${DDP4J_SHM:-1}" =~ ^(0|false|FALSE|False)$ ]] && echo "gloo (DDP4J_SHM=0)" || echo "shared memory between local ranks (DDP4J_SHM=0 turns it off)"); PyTorch runs: $torch_runs; JMH iterations: $iterations"
+  "load $(cut -d' ' -f1-3 /proc/loadavg); ranks: $ranks; ddp4j backend: $backend, transport: $([[ "${DDP4J_SHM:-1}" =~ ^(0|false|FALSE|False)$ ]] && echo "gloo (DDP4J_SHM=0)" || echo "shared memory between local ranks (DDP4J_SHM=0 turns it off)"); PyTorch runs: $torch_runs (torch $torch_ver${torch_py:+ from $torch_py}); JMH iterations: $iterations$([[ "$quick" == 1 ]] && echo "; SMOKE RUN: not a measurement")"
 java -Djava.awt.headless=true -cp "$root/benchmarks/target/benchmarks.jar" org.ddp4j.benchmarks.collective.BusBandwidthPlot \
-  "$out/busbw.tsv" "$plot" "all-reduce busbw, float32 SUM, $ranks ranks: ddp4j ($backend) vs PyTorch 1.13 (Gloo)"
+  "$out/busbw.tsv" "$plot" "all-reduce busbw, float32 SUM, $ranks ranks: ddp4j ($backend) vs PyTorch $torch_ver (Gloo)"
 echo "JMH JSON: $json"
 echo "raw output: $out"
 cat "$out/summary.txt"

@@ -18,6 +18,7 @@
 #   ARTIFACT_CHECK_SKIP_INSTALL=1   use what is installed in ~/.m2 already
 #   MVN_FLAGS                       extra flags for the install (e.g. -o)
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 version=0.1.0-SNAPSHOT
 repo="${MAVEN_REPO:-$HOME/.m2/repository}/org/ddp4j/ddp4j/$version"

@@ -1,6 +1,9 @@
 # bench-common.sh: what the side-by-side benchmark scripts share; source it after setting `root` and
 # a `die` function (measure_gemm also reads `out`, the raw-output folder, `gemm`, 1: measure the
 # GEMM limit, and `bench_jar` when it runs).
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then  # run, not sourced: say what it is
+  sed -n '1,3s/^# \{0,1\}//p' "$0"; exit 0
+fi
 
 # A TCP port nobody listens on right now.
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -18,17 +21,27 @@ measure_gemm() {
   gemm_rates+=("$rate")
 }
 
-# The PyTorch side's python: $PYTHON, else build/torch-venv/bin/python (a venv with the image's
-# torch 2.13 wheel) where it exists, else python3 (Debian's 1.13); dies unless it has torch and numpy.
+# The PyTorch side's python, chosen by scripts/torch-python.sh (TORCH_PYTHON, else a venv with torch
+# 2.13 in .venv-torch or build/torch-venv, else Debian's /usr/bin/python3 with torch 1.13); torch_python
+# MODULES [MIN_VERSION] also needs those (comma-separated, e.g. numpy) and a torch that recent. When none has torch and TORCH_PYTHON is not
+# set, scripts/torch-anchor.sh installs Debian's python3-torch (as root) and the choice is made again.
 torch_python() {
-  local python="${PYTHON:-}"
-  if [[ -z "$python" ]]; then
-    python=python3
-    [[ -x "$root/build/torch-venv/bin/python" ]] && python="$root/build/torch-venv/bin/python"
+  local extra=() python
+  [[ -n "${1:-}" ]] && extra=(--modules "$1")
+  [[ -n "${2:-}" ]] && extra+=(--min-version "$2")
+  python="$("$root/scripts/torch-python.sh" "${extra[@]}" 2>/dev/null)" && { echo "$python"; return 0; }
+  if [[ -z "${TORCH_PYTHON:-}${PYTHON:-}" ]]; then
+    "$root/scripts/torch-anchor.sh" >&2 || true
   fi
-  "$python" -c 'import torch, numpy' 2>/dev/null || die "$python has no torch and numpy: set PYTHON= or make build/torch-venv"
-  echo "$python"
+  "$root/scripts/torch-python.sh" "${extra[@]}" || die "no Python with torch${1:+ and $1} (see scripts/torch-python.sh --help)"
 }
+
+# The torch version of an interpreter, e.g. 2.13.0+cpu.
+torch_version() { "$1" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo unknown; }
+
+# Where the PyTorch side's scripts are, and their launcher (N local ranks with the env:// variables).
+pytorch_dir="$root/benchmarks/pytorch"
+pytorch_run() { TORCH_PYTHON="$torch_py" "$pytorch_dir/run.sh" "$@"; }
 
 # GPTDemo's model options for a --model name, gpt2 (124M) or small, into the array `shape`.
 gpt_shape() {

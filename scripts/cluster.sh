@@ -51,7 +51,7 @@ while (($#)); do
   case "$1" in
     --run) (($# >= 2)) || usage; run="$2"; shift 2 ;;
     --owner) (($# >= 2)) || usage; owner="$2"; shift 2 ;;
-    -h|--help) usage ;;
+    -h|--help) sed -n '6,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
   esac
 done

@@ -1,19 +1,19 @@
 """PyTorch (Gloo) side of scripts/collectives-bench.sh: reduce, reduce-scatter and a send/recv ring,
-timed as ../shared/anchors/pytorch/allreduce_bench.py times all_reduce (float32 ones; 3 warm-up
+timed as benchmarks/pytorch/allreduce_bench.py times all_reduce (float32 ones; 3 warm-up
 calls, a barrier, then the mean over max(5, min(200, 64 MiB / size)) calls).
 
 Sizes and bus factors follow nccl-tests: reduce and sendrecv count the tensor and busbw = algbw;
 reducescatter counts each rank's input (n x the output) and busbw = algbw x (n-1)/n.
 
-Launch N ranks with the env:// variables, as the anchors are launched:
-  MASTER_PORT=29533 bash ../shared/anchors/pytorch/run2.sh 2 scripts/collectives_bench.py \
+Launch N ranks with the env:// variables (benchmarks/pytorch/run.sh, or torchrun --nproc-per-node N):
+  MASTER_PORT=29533 benchmarks/pytorch/run.sh 2 scripts/collectives_bench.py \
       --ops reduce,reducescatter,sendrecv --sizes 8,1K,64K,1M,32M
 Rank 0 prints, per op and size, one line:
   result op=reduce impl=dist.reduce ranks=2 bytes=8 time_us=41.2 algbw=0.000194 busbw=0.000194
 (time in µs per call, bandwidths in GB/s = 10^9 B/s). When this torch's Gloo has no reduce-scatter
 (torch 1.13 has neither reduce_scatter_tensor nor reduce_scatter on Gloo), reducescatter is timed
 as what a Gloo user writes instead, an all_reduce of a copy of the input and a copy of this rank's
-chunk, and impl= says so.
+chunk, and impl= says so. Rank 0 first prints a line `# torch VERSION ...`.
 """
 import argparse
 import time
@@ -90,11 +90,13 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     if "sendrecv" in ops and world < 2:
         raise SystemExit("collectives_bench.py: sendrecv needs at least 2 ranks (each sends to rank + 1); start 2 or more")
+    if rank == 0:
+        print(f"# torch {torch.__version__} backend gloo ranks {world}", flush=True)
     build = {"reduce": reduce_call, "reducescatter": reduce_scatter_call, "sendrecv": send_recv_call}
     for op in ops:
         for size in sizes:
             call, nbytes, factor, impl = build[op](size, rank, world)
-            # the anchor's batch: many calls for small messages, at least 5 for large ones
+            # allreduce_bench.py's batch: many calls for small messages, at least 5 for large ones
             iters = max(5, min(200, (1 << 26) // nbytes))
             for _ in range(3):
                 call()

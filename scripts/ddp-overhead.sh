@@ -10,7 +10,7 @@
 #   scripts/ddp-overhead.sh [--rounds R] [--model gpt2|small] [--block-size T] [--batch-size B]
 #                           [--steps N] [--warmup-steps W] [--bucket-cap-mb MB]
 #   defaults: 3 rounds, gpt2 (124M), block 256, batch 4, 8 steps of which 3 untimed
-#   smoke run (2 minutes): scripts/ddp-overhead.sh --rounds 1 --model small --block-size 64 --steps 4 --warmup-steps 1
+#   --smoke: a smoke run (2 minutes): --rounds 1 --model small --block-size 64 --steps 4 --warmup-steps 1
 # environment: SKIP_SETUP=1 (ddp4j is built), RUN_TIMEOUT=S (bound on one job, default 1800)
 # OPENBLAS_CORETYPE is unset: the CPU's own kernels.
 set -euo pipefail
@@ -34,6 +34,7 @@ while (($#)); do
     --steps) steps="$2"; shift 2 ;;
     --warmup-steps) warmup="$2"; shift 2 ;;
     --bucket-cap-mb) bucket=(--bucket-cap-mb "$2"); shift 2 ;;
+    --smoke) rounds=1; model=small; block=64; steps=4; warmup=1; shift ;;
     -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac

@@ -7,6 +7,7 @@
 #     loss and a sample.
 # Extra arguments go to the ConvNet demo (e.g. --limit 2000 for a quick run).
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 

@@ -19,10 +19,11 @@
 #   --steps N           steps in all, default 8  --warmup-steps W  untimed first steps, default 3
 #   --only LIST         ddp4j,torch (default both)
 #   --no-gemm           skip the JMH GEMM measurement (no share column)
-#   smoke run (a minute): scripts/gpt-bench.sh --model small --block-size 64 --steps 4 --warmup-steps 1 --cells 1x1,2x1
+#   --smoke             a smoke run (a minute): --model small --block-size 64 --steps 4 --warmup-steps 1
+#                       --cells 1x1,2x1 --no-gemm; its figures are not measurements
 # environment:
-#   PYTHON=INTERPRETER  the PyTorch side's python (default: build/torch-venv/bin/python where it
-#                       exists, a venv with the image's torch 2.13 wheel; else python3, Debian's 1.13)
+#   TORCH_PYTHON=PATH   the PyTorch side's python (needs torch >= 2 and numpy; default: what
+#                       scripts/torch-python.sh picks, a torch 2.13 venv before Debian's 1.13)
 #   SKIP_SETUP=1        do not run scripts/setup.sh (ddp4j and its benchmarks jar are already built)
 #   RUN_TIMEOUT=S       bound on one run, seconds (default 1800)
 # OPENBLAS_CORETYPE is unset: each side runs the kernels its CPU supports.
@@ -49,6 +50,7 @@ while (($#)); do
     --warmup-steps) warmup="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
     --no-gemm) gemm=0; shift ;;
+    --smoke) model=small; block=64; steps=4; warmup=1; cells=1x1,2x1; gemm=0; shift ;;
     -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
@@ -63,7 +65,7 @@ bench_jar="$root/benchmarks/target/benchmarks.jar"
 export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
 out="$(mktemp -d)"
 python=python3
-[[ ",$only," == *,torch,* ]] && python="$(torch_python)"
+[[ ",$only," == *,torch,* ]] && python="$(torch_python numpy 2.0)"  # gpt_train_torch.py needs torch 2 (fused AdamW)
 echo "gpt-bench.sh: raw outputs in $out; PyTorch from $python" >&2
 measure_gemm 1
 
@@ -83,8 +85,8 @@ run() {
     OMP_NUM_THREADS="$threads" timeout "$run_timeout" "$python" "$root/scripts/gpt_train_torch.py" "${args[@]}" \
       --threads "$threads" > "$f" 2>&1 || echo "failed: exit $?" >> "$f"
   else
-    OMP_NUM_THREADS="$threads" timeout "$run_timeout" "$python" -m torch.distributed.run --nproc-per-node "$ranks" \
-      --master-port "$port" "$root/scripts/gpt_train_torch.py" "${args[@]}" --threads "$threads" > "$f" 2>&1 \
+    OMP_NUM_THREADS="$threads" TORCH_PYTHON="$python" MASTER_PORT="$port" timeout "$run_timeout" \
+      "$root/benchmarks/pytorch/run.sh" "$ranks" "$root/scripts/gpt_train_torch.py" "${args[@]}" --threads "$threads" > "$f" 2>&1 \
       || echo "failed: exit $?" >> "$f"
   fi
 }

@@ -10,9 +10,10 @@
 # means next to the larger of the two ranges (the run-to-run spread). DIR defaults to
 # benchmarks/results.
 #
-# usage: scripts/gpt-curves.sh [--seeds 1337,1338,1339] [--steps 300] [--out DIR]
-# environment: PYTHON (the PyTorch side's python; default build/torch-venv/bin/python where it
-# exists, else python3), SKIP_SETUP=1 (ddp4j and its benchmarks jar are already built).
+# usage: scripts/gpt-curves.sh [--seeds 1337,1338,1339] [--steps 300] [--out DIR] [--smoke]
+#   --smoke: one seed, 25 steps, DIR a temporary folder (benchmarks/results untouched); not a measurement
+# environment: TORCH_PYTHON (the PyTorch side's python: torch >= 2, numpy; default: what
+# scripts/torch-python.sh picks), SKIP_SETUP=1 (ddp4j and its benchmarks jar are already built).
 set -euo pipefail
 unset OPENBLAS_CORETYPE
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,13 +26,14 @@ while (($#)); do
     --seeds) seeds="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --out) dir="$2"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --smoke) seeds=1337; steps=25; dir="$(mktemp -d)"; shift ;;
+    -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
 # shellcheck source=scripts/bench-common.sh
 source "$root/scripts/bench-common.sh"
-python="$(torch_python)"
+python="$(torch_python numpy 2.0)"  # gpt_train_torch.py needs torch 2 (fused AdamW)
 gpt_prepare
 mkdir -p "$dir"
 out="$(mktemp -d)"
@@ -45,7 +47,7 @@ for seed in "${seed_list[@]}"; do
   OMP_NUM_THREADS=1 "$root/scripts/ddp4j-run" --nproc-per-node 2 org.ddp4j.examples.GPTDemo "${args[@]}" \
     --seed "$seed" > "$out/ddp4j-$seed.txt" 2>&1 || die "ddp4j seed $seed failed: $out/ddp4j-$seed.txt"
   echo "gpt-curves.sh: PyTorch seed $seed" >&2
-  OMP_NUM_THREADS=1 "$python" -m torch.distributed.run --nproc-per-node 2 "$root/scripts/gpt_train_torch.py" \
+  OMP_NUM_THREADS=1 TORCH_PYTHON="$python" MASTER_PORT="$(free_port)" "$root/benchmarks/pytorch/run.sh" 2 "$root/scripts/gpt_train_torch.py" \
     "${args[@]}" --seed "$seed" --threads 1 > "$out/torch-$seed.txt" 2>&1 || die "PyTorch seed $seed failed: $out/torch-$seed.txt"
 done
 

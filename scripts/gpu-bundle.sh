@@ -20,6 +20,7 @@
 # Needs: JDK 17 (jlink, jdeps), Maven (fetches junit-platform-console-standalone once), xz,
 # libgloo-dev, libopenblas-dev, dataset-fashion-mnist (scripts/setup.sh installs them).
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 out="$root/build/gpu-bundle"             # the carry path: the archive and its manifest only

@@ -25,6 +25,7 @@
 # a JDK is installed), GPU_CHECK_CUDA_ARCHS (default: the GPU's own, e.g. 90).
 # scripts/gpu-check.sh --sources-hash prints the hash gpu-bundle.sh records (Java sources).
 set -u
+case "${1:-}" in -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
 

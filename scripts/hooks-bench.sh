@@ -9,13 +9,14 @@
 # agree in every run (a `!` marks one where they did not).
 #
 # usage: scripts/hooks-bench.sh [--steps N] [--warmup-steps N] [--batch-size B] [--image-size S]
-#                               [--rate RATE] [--hooks LIST]
+#                               [--rate RATE] [--hooks LIST] [--smoke]
 #   defaults: 3 timed steps after 2 warm-up steps, batch 4 per rank at 32x32 (so that the step is
 #   dominated by the 45 MiB gradient all-reduce, as on a slow link), rate 100mbit, hooks
 #   none,bf16,powersgd:4. Needs root (network namespaces) and a built tree (java/target/classes with
 #   its natives and java/target/lib: scripts/setup.sh). Every run is bounded by RUN_TIMEOUT seconds
 #   (default 600); the cluster (run id "hooks") is torn down on exit, also when interrupted.
 #   Both ranks use 1 intra-op thread; on a small machine they compete with whatever else runs.
+#   --smoke: 1 warm-up and 1 timed step, hooks none,bf16 (a check that it runs, not a measurement).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 steps=3
@@ -34,7 +35,8 @@ while (($#)); do
     --image-size) image="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
     --hooks) hooks="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --smoke) steps=1; warmup=1; hooks=none,bf16; shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# The synthetic ResNet benchmark (after Horovod's pytorch_synthetic_benchmark.py), ddp4j against both
-# anchors, side by side in one run on this machine: ddp4j's org.ddp4j.examples.ResNetSynthetic,
-# PyTorch 1.13 (Debian's python3-torch + python3-torchvision: ANCHORS_DIR/pytorch/resnet_synthetic.py
-# started by its run2.sh) and PyTorch 2.10 (libtorch through JavaCPP: ANCHORS_DIR/javacpp-pytorch's
-# anchor.ResNetSynthetic, copied to build/javacpp-anchor and built there, started by its run.sh).
-# All three train the same model on one synthetic batch per rank (SGD, momentum 0.9) and print
-# `summary ... images_per_s=X`; the runs are interleaved (ddp4j, 1.13, 2.10, repeat) so that a change
-# in the machine's load hits all three. The GEMM rate per core (JMH KernelBenchmark.gemm512, one
+# The synthetic ResNet benchmark (after Horovod's pytorch_synthetic_benchmark.py), ddp4j against
+# PyTorch, side by side in one run on this machine: ddp4j's org.ddp4j.examples.ResNetSynthetic and
+# benchmarks/pytorch/resnet_synthetic.py (started by benchmarks/pytorch/run.sh, on the Python that
+# scripts/torch-python.sh picks: TORCH_PYTHON, a torch 2.13 venv, or Debian's torch 1.13; the
+# table names the version). Optionally a third column, opt-in: a JavaCPP libtorch build of the same
+# job, from a Maven project you name with JAVACPP_ANCHOR=DIR (none by default; see below).
+# All sides train the same model on one synthetic batch per rank (SGD, momentum 0.9) and print
+# `summary ... images_per_s=X`; the runs are interleaved (ddp4j, torch, javacpp, repeat) so that a
+# change in the machine's load hits all of them. The GEMM rate per core (JMH KernelBenchmark.gemm512, one
 # thread) is measured in the same run, before and after the training runs; the higher counts (the
 # limit: a busy moment only lowers it).
 #
 # Prints ONE table: per model and configuration (ranks x threads per rank), images/s per rank of each
-# (median over --repeats runs of the mean over ranks), the ratios ddp4j/1.13 and ddp4j/2.10, the
+# (median over --repeats runs of the mean over ranks), the ratios ddp4j/torch and ddp4j/javacpp, the
 # share of the GEMM limit of each (training GFLOP per image x images/s / (GEMM GFLOP/s per core x
 # threads per rank); ResNet-18 10.9 and ResNet-50 24.5 GFLOP per image at 224x224, scaled by
 # (S/224)^2 at other sizes) and peak RSS per rank (GNU time's maximum resident set size over the
@@ -26,20 +27,26 @@
 #   --steps N           timed steps (default 10)    --warmup-steps N (default 2)
 #   --batch-size B      per rank (default 32)       --image-size S (default 224)
 #   --repeats K         runs of each side per cell (default 1)
-#   --only LIST         sides to run: ddp4j,torch113,torch210 (default all three)
+#   --only LIST         sides to run: ddp4j,torch,javacpp (default ddp4j,torch, plus javacpp when
+#                       JAVACPP_ANCHOR is set; torch113 and torch210 are older names of torch and javacpp)
 #   --no-gemm           skip the JMH GEMM measurement (no share column)
-#   smoke run (a couple of minutes): scripts/resnet-bench.sh --models resnet18 --image-size 64 --steps 2
-#                                       --warmup-steps 1 --configs 1x1,2x1
+#   --smoke             a check that the sides run (well under a minute): resnet18, image 32, batch 4,
+#                       1 warm-up + 2 steps, configs 1x1,2x1, no GEMM; its figures are not measurements
 # environment:
-#   ANCHORS_DIR=DIR   the anchors (default ../shared/anchors next to the repository)
+#   TORCH_PYTHON=PATH   the PyTorch side's python (default: what scripts/torch-python.sh picks)
+#   JAVACPP_ANCHOR=DIR  opt-in third column, no default: a Maven project running the same job on
+#                       libtorch through JavaCPP's presets (org.bytedeco:pytorch), whose `mvn package`
+#                       makes target/javacpp-pytorch-anchor.jar and whose DIR/run.sh N ResNetSynthetic
+#                       ARGS starts N ranks printing the same check/summary lines. It is copied to
+#                       build/javacpp-anchor and built there (rebuilt when DIR changes).
 #   SKIP_SETUP=1      do not run scripts/setup.sh (ddp4j and its benchmarks jar are already built)
 #   RUN_TIMEOUT=S     bound on one run, seconds (default 1800)
 #   the environment passes through to every run (e.g. DDP4J_DDP_OVERLAP=0); OMP_NUM_THREADS and
-#   OPENBLAS_NUM_THREADS are set to each run's threads per rank on all three sides (Debian's OpenBLAS,
+#   OPENBLAS_NUM_THREADS are set to each run's threads per rank on every side (Debian's OpenBLAS,
 #   which torch 1.13 uses for fc, only reads them at start)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-anchors="${ANCHORS_DIR:-$root/../shared/anchors}"
+javacpp="${JAVACPP_ANCHOR:-}"
 models=resnet18,resnet50
 configs=1xall,1x1,2x1
 steps=10
@@ -47,7 +54,7 @@ warmup=2
 batch=32
 image=224
 repeats=1
-only=ddp4j,torch113,torch210
+only=ddp4j,torch${javacpp:+,javacpp}
 gemm=1
 run_timeout="${RUN_TIMEOUT:-1800}"
 die() { echo "resnet-bench.sh: $*" >&2; exit 1; }
@@ -62,6 +69,7 @@ while (($#)); do
     --repeats) repeats="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
     --no-gemm) gemm=0; shift ;;
+    --smoke) models=resnet18; image=32; batch=4; warmup=1; steps=2; configs=1x1,2x1; gemm=0; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
@@ -72,33 +80,37 @@ done
 ((steps > 0 && batch > 0 && image > 0 && repeats > 0)) || die "--steps, --batch-size, --image-size and --repeats must be positive"
 IFS=, read -r -a model_list <<< "$models"
 IFS=, read -r -a config_list <<< "$configs"
+only="$(sed 's/torch113/torch/g; s/torch210/javacpp/g' <<< "$only")"
 IFS=, read -r -a sides <<< "$only"
 for m in "${model_list[@]}"; do [[ "$m" == resnet18 || "$m" == resnet50 ]] || die "--models: resnet18 or resnet50, got '$m'"; done
 for c in "${config_list[@]}"; do [[ "$c" =~ ^[1-9][0-9]*x([1-9][0-9]*|all)$ ]] || die "--configs: RxT (e.g. 2x1, 1xall), got '$c'"; done
-for s in "${sides[@]}"; do [[ "$s" =~ ^(ddp4j|torch113|torch210)$ ]] || die "--only: ddp4j, torch113 or torch210, got '$s'"; done
+for s in "${sides[@]}"; do [[ "$s" =~ ^(ddp4j|torch|javacpp)$ ]] || die "--only: ddp4j, torch or javacpp, got '$s'"; done
 has_side() { [[ ",$only," == *",$1,"* ]]; }
 cores=$(nproc)
 
 # ---- what each side needs -------------------------------------------------------------------------
 [[ -x /usr/bin/time ]] || die "needs GNU time for peak RSS (apt-get install -y time)"
-if has_side torch113; then
-  [[ -f "$anchors/pytorch/resnet_synthetic.py" && -f "$anchors/pytorch/run2.sh" ]] \
-    || die "no pytorch/resnet_synthetic.py and pytorch/run2.sh in $anchors (set ANCHORS_DIR=DIR)"
-  "$root/scripts/torch-anchor.sh" --vision || die "needs Debian's python3-torch and python3-torchvision (see above)"
+# shellcheck source=scripts/bench-common.sh
+source "$root/scripts/bench-common.sh"
+torch_ver=none
+if has_side torch; then
+  torch_py="$(torch_python)"
+  torch_ver="$(torch_version "$torch_py")"
 fi
 anchor_java="$root/build/javacpp-anchor"
-if has_side torch210; then
-  [[ -f "$anchors/javacpp-pytorch/pom.xml" ]] || die "no javacpp-pytorch/pom.xml in $anchors (set ANCHORS_DIR=DIR)"
-  # a copy built here (ANCHORS_DIR is read-only); rebuilt when the anchor's sources changed
+if has_side javacpp; then
+  [[ -n "$javacpp" ]] || die "--only javacpp needs JAVACPP_ANCHOR=DIR, a Maven project of the same job on JavaCPP's libtorch (see --help)"
+  [[ -f "$javacpp/pom.xml" && -f "$javacpp/run.sh" ]] || die "no pom.xml and run.sh in JAVACPP_ANCHOR=$javacpp"
+  # a copy built here (DIR may be read-only); rebuilt when its sources changed
   if [[ ! -f "$anchor_java/target/javacpp-pytorch-anchor.jar" ]] \
-      || ! diff -rq "$anchors/javacpp-pytorch/src" "$anchor_java/src" >/dev/null 2>&1 \
-      || ! cmp -s "$anchors/javacpp-pytorch/pom.xml" "$anchor_java/pom.xml"; then
-    echo "resnet-bench.sh: building the libtorch 2.10 anchor in $anchor_java (the first build fetches ~110 MB of jars from Maven Central)" >&2
+      || ! diff -rq "$javacpp/src" "$anchor_java/src" >/dev/null 2>&1 \
+      || ! cmp -s "$javacpp/pom.xml" "$anchor_java/pom.xml"; then
+    echo "resnet-bench.sh: building the JavaCPP libtorch project in $anchor_java (the first build fetches ~110 MB of jars from Maven Central)" >&2
     rm -rf "$anchor_java"
     mkdir -p "$root/build"
-    cp -r "$anchors/javacpp-pytorch" "$anchor_java"
+    cp -r "$javacpp" "$anchor_java"
     (cd "$anchor_java" && { mvn -q -B -o package >/dev/null 2>&1 || mvn -q -B package >&2; }) \
-      || die "building the libtorch anchor failed (cd $anchor_java && mvn package)"
+      || die "building the JavaCPP libtorch project failed (cd $anchor_java && mvn package)"
   fi
 fi
 if [[ "${SKIP_SETUP:-0}" != 1 ]]; then
@@ -108,8 +120,6 @@ bench_jar="$root/benchmarks/target/benchmarks.jar"
 ((gemm == 0)) || [[ -f "$bench_jar" ]] || die "no $bench_jar: run scripts/setup.sh (or pass --no-gemm)"
 export DDP4J_TIMEOUT_SECONDS="${DDP4J_TIMEOUT_SECONDS:-600}"
 out="$(mktemp -d)"
-# shellcheck source=scripts/bench-common.sh
-source "$root/scripts/bench-common.sh"
 
 echo "resnet-bench.sh: raw outputs in $out" >&2
 echo "resnet-bench.sh: GEMM rate (JMH KernelBenchmark.gemm512, 1 thread)" >&2
@@ -128,11 +138,11 @@ run() {
       OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads timeout "$run_timeout" /usr/bin/time -v -o "$f.time" \
         "$root/scripts/ddp4j-run" --nproc-per-node "$ranks" --master-port "$port" \
         org.ddp4j.examples.ResNetSynthetic "${args[@]}" > "$f.txt" 2>&1 || rc=$? ;;
-    torch113)
-      (cd "$anchors/pytorch" && OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MASTER_PORT=$port \
-        timeout "$run_timeout" /usr/bin/time -v -o "$f.time" bash run2.sh "$ranks" resnet_synthetic.py "${args[@]}") \
-        > "$f.txt" 2>&1 || rc=$? ;;
-    torch210)
+    torch)
+      OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MASTER_PORT=$port timeout "$run_timeout" \
+        /usr/bin/time -v -o "$f.time" env TORCH_PYTHON="$torch_py" "$pytorch_dir/run.sh" "$ranks" \
+        "$pytorch_dir/resnet_synthetic.py" "${args[@]}" > "$f.txt" 2>&1 || rc=$? ;;
+    javacpp)
       OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MASTER_PORT=$port timeout "$run_timeout" \
         /usr/bin/time -v -o "$f.time" "$anchor_java/run.sh" "$ranks" ResNetSynthetic "${args[@]}" > "$f.txt" 2>&1 || rc=$? ;;
   esac
@@ -148,7 +158,7 @@ for model in "${model_list[@]}"; do
     threads=${config#*x}
     [[ "$threads" == all ]] && threads=$cores
     for ((rep = 1; rep <= repeats; rep++)); do
-      for side in ddp4j torch113 torch210; do
+      for side in ddp4j torch javacpp; do
         has_side "$side" || continue
         echo "resnet-bench.sh: $model ${ranks}x$threads run $rep: $side" >&2
         run "$side" "$model" "$ranks" "$threads" "$rep"
@@ -165,15 +175,17 @@ gemm_rate=""
 # ---- the table ------------------------------------------------------------------------------------------
 echo
 echo "date: $(date -u +%Y-%m-%d) machine: $cores cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "PyTorch: torch $torch_ver${torch_py:+ from $torch_py}$([[ -n "$javacpp" ]] && echo "; javacpp: $javacpp")"
 echo "batch $batch per rank, image ${image}x$image, $warmup warm-up + $steps timed steps, $repeats run(s) per cell (median);" \
   "GEMM limit: ${gemm_rate:-not measured} GFLOP/s per core (JMH KernelBenchmark.gemm512, 1 thread; before / after: ${gemm_rates[*]:-})"
 echo
-/usr/bin/python3 - "$out" "$gemm_rate" "$image" "$models" "$configs" "$cores" <<'PY'
+/usr/bin/python3 - "$out" "$gemm_rate" "$image" "$models" "$configs" "$cores" "$torch_ver" <<'PY'
 import glob, os, re, statistics, sys
 out, gemm, image, models, configs, cores = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
+torch_ver = sys.argv[7]
 gemm = float(gemm) if gemm else None
 gflop = {"resnet18": 10.9, "resnet50": 24.5}  # training FLOPs per image at 224x224 (three forwards)
-sides = ["ddp4j", "torch113", "torch210"]
+sides = ["ddp4j", "torch", "javacpp"]
 
 def parse(path):
     """(mean images/s per rank, ranks equal?) of one run, or None when it printed no summary."""
@@ -210,8 +222,8 @@ def cell(side, model, config):
 
 fmt = lambda v, spec: "n/a" if v is None else format(v, spec)
 ratio = lambda a, b: f"{a / b:.2f}" if a and b else "n/a"
-print("| model | ranks × threads | ddp4j img/s | PyTorch 1.13 img/s | PyTorch 2.10 img/s | ddp4j / 1.13 | ddp4j / 2.10 "
-      "| GEMM share ddp4j / 1.13 / 2.10 | peak RSS MB ddp4j / 1.13 / 2.10 |")
+print(f"| model | ranks × threads | ddp4j img/s | PyTorch {torch_ver} img/s | JavaCPP libtorch img/s | ddp4j / PyTorch | ddp4j / JavaCPP "
+      "| GEMM share ddp4j / PyTorch / JavaCPP | peak RSS MB ddp4j / PyTorch / JavaCPP |")
 print("|---|---|---|---|---|---|---|---|---|")
 for model in models.split(","):
     for config in configs.split(","):
@@ -223,8 +235,8 @@ for model in models.split(","):
         flop = gflop[model] * (image / 224) ** 2
         share = lambda v: "n/a" if v is None or not gemm else f"{100 * flop * v / (gemm * threads):.0f}%"
         mark = lambda s: "" if c[s][2] else "!"
-        print(f"| {model} | {ranks} × {threads} | {fmt(ips['ddp4j'], '.2f')}{mark('ddp4j')} | {fmt(ips['torch113'], '.2f')}{mark('torch113')} "
-              f"| {fmt(ips['torch210'], '.2f')}{mark('torch210')} | {ratio(ips['ddp4j'], ips['torch113'])} | {ratio(ips['ddp4j'], ips['torch210'])} "
+        print(f"| {model} | {ranks} × {threads} | {fmt(ips['ddp4j'], '.2f')}{mark('ddp4j')} | {fmt(ips['torch'], '.2f')}{mark('torch')} "
+              f"| {fmt(ips['javacpp'], '.2f')}{mark('javacpp')} | {ratio(ips['ddp4j'], ips['torch'])} | {ratio(ips['ddp4j'], ips['javacpp'])} "
               f"| {' / '.join(share(ips[s]) for s in sides)} | {' / '.join(fmt(c[s][1], '.0f') for s in sides)} |")
 PY
 echo

@@ -4,6 +4,7 @@
 # java/target/lib. Safe to run again: it installs only what is missing and Maven rebuilds only
 # what changed.
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # fontconfig and a font: XChart draws the benchmark plots (headless Java still needs them);

@@ -22,6 +22,7 @@ usage() {
   echo "usage: $0 start DIR [--owner PID] | stop DIR | env DIR" >&2
   exit 2
 }
+case "${1:-}" in -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 
 packages=(slurmctld slurmd slurm-client munge)
 

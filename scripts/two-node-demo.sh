@@ -5,6 +5,7 @@
 # same store secret on both (a shared home directory, the same ~/.ddp4j/store-secret, or the same
 # DDP4J_STORE_SECRET).
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 port="${MASTER_PORT:-29511}"
 run_node() {

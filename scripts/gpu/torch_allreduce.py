@@ -10,6 +10,9 @@ Exits 77 when torch sees no GPU."""
 import inspect, os, sys, time
 import torch, torch.distributed as dist
 
+if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0)
 lo = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 hi = int(sys.argv[2]) if len(sys.argv) > 2 else 256 << 20
 if not torch.cuda.is_available():

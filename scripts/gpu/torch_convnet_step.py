@@ -1,7 +1,6 @@
 """ConvNet training step time on a GPU with PyTorch: the counterpart of ddp4j's
-org.ddp4j.benchmarks.GpuStepTime, for scripts/gpu-check.sh. The model is the anchor's ConvNet
-(../shared/anchors/pytorch/mnist_ddp.py, copied here because the GPU machine has only this
-repository), in float32 with TF32 off for matmuls and cuDNN convolutions. Synthetic inputs of the
+org.ddp4j.benchmarks.GpuStepTime, for scripts/gpu-check.sh. The model is the ConvNet of
+benchmarks/pytorch/convnet_mnist.py (defined again here so that this file runs on its own), in float32 with TF32 off for matmuls and cuDNN convolutions. Synthetic inputs of the
 demo's shape ([B, 1, 28, 28] normal, labels i % 10) on the GPU before timing; CrossEntropyLoss,
 SGD lr 0.01 momentum 0.9; each step = forward, zero_grad, backward, step, timed on its own between
 two torch.cuda.synchronize() calls after a warm-up; median and best of the timed steps.
@@ -12,7 +11,7 @@ import argparse, statistics, sys, time
 import torch, torch.nn as nn
 
 
-class ConvNet(nn.Module):  # the anchor's model, layer for layer
+class ConvNet(nn.Module):  # convnet_mnist.py's model, layer for layer
     def __init__(self, num_classes=10):
         super().__init__()
         self.layer1 = nn.Sequential(nn.Conv2d(1, 16, 5, 1, 2), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2, 2))

@@ -22,7 +22,7 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * One training step of the Fashion-MNIST demo's two-conv network in one process: forward,
  * cross-entropy, backward and SGD (momentum 0.9) on a fixed batch of 100 random images, with the
- * step's tensors freed by a scope as in {@code ConvNetDemo}. The anchor's PyTorch step at one
+ * step's tensors freed by a scope as in {@code ConvNetDemo}. PyTorch's step (benchmarks/pytorch/convnet_mnist.py's model) at one
  * thread is about 22.5 ms on the reference machine (4400 images/s); images/s = 100 / score.
  * Run: {@code java -jar benchmarks/target/benchmarks.jar ConvNetStep}.
  */

@@ -15,7 +15,7 @@ public class AllReduceBenchmark extends CollectiveBenchmark {
 
     @Override
     protected void run(ProcessGroup group) {
-        // Summing in place multiplies the values by n per call until they reach inf: as the PyTorch anchor,
+        // Summing in place multiplies the values by n per call until they reach inf: as benchmarks/pytorch/allreduce_bench.py does,
         // and inf costs the same to add as any normal float (only denormals are slow).
         group.allReduce(tensor, ReduceOp.SUM).awaitBlocking();
     }
