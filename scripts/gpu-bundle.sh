@@ -43,8 +43,9 @@ if [[ "${GPU_BUNDLE_SKIP_BUILD:-0}" != 1 ]]; then
 fi
 ddp4j_jar="$(ls java/target/ddp4j-*.jar 2>/dev/null | grep -v -e sources -e javadoc | head -1 || true)"
 [[ -n "$ddp4j_jar" && -f benchmarks/target/benchmarks.jar && -d java/target/test-classes && -d java/target/lib \
+   && -d java/examples/target/test-classes && -d java/spark/target/test-classes \
    && -d java/target/jni-headers ]] \
-  || die "java/target/ddp4j-*.jar, java/target/test-classes, java/target/lib, java/target/jni-headers or benchmarks/target/benchmarks.jar is missing: run mvn -q -B -DskipTests package"
+  || die "java/target/ddp4j-*.jar, the test-classes of java/, java/spark/ and java/examples/, java/target/lib, java/target/jni-headers or benchmarks/target/benchmarks.jar is missing: run mvn -q -B -DskipTests package"
 
 rm -rf "$stage" "$out"
 mkdir -p "$stage/jars/lib" "$stage/jars/test-lib" "$stage/sysroot/usr/include" "$stage/sysroot/usr/lib" \
@@ -56,6 +57,8 @@ cp "$ddp4j_jar" "$stage/jars/ddp4j.jar"
 cp java/target/lib/*.jar "$stage/jars/lib/"
 cp benchmarks/target/benchmarks.jar "$stage/jars/benchmarks.jar"
 cp -r java/target/test-classes "$stage/jars/test-classes"
+# the tests that run the demos (the GPU ones among them) live in java/examples; all run on one class path
+cp -r java/examples/target/test-classes/. java/spark/target/test-classes/. "$stage/jars/test-classes/"
 cp -r java/target/jni-headers "$stage/jni-headers"
 # test-scope deps (jackson for the golden files, ...) without JUnit itself: the console launcher
 # below carries the same JUnit version (Jupiter API, engine, params, platform, opentest4j, apiguardian)

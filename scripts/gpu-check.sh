@@ -254,7 +254,7 @@ else
   jars=""
   cp_main="$root/java/target/classes:$root/java/target/lib/*"
   console="$(ls ~/.m2/repository/org/junit/platform/junit-platform-console-standalone/*/junit-platform-console-standalone-*.jar 2>/dev/null | tail -1)"
-  cp_test="$root/java/target/test-classes:$cp_main${console:+:$console}"
+  cp_test="$root/java/target/test-classes:$root/java/examples/target/test-classes:$root/java/spark/target/test-classes:$cp_main${console:+:$console}"
   bench_jar="$root/benchmarks/target/benchmarks.jar"
   data_dir="/usr/share/datasets/fashion-mnist"
 fi
@@ -368,9 +368,10 @@ natives_note() { (( native_ok )) && echo "" || echo " [natives from the jar, the
 
 section "Java tests tagged gpu (JUnit console)"
 if java_ready "java gpu tests"; then
-  test_root="${cp_test%%:*}"
+  # every test-classes folder of the class path (ddp4j's, ddp4j-examples', ddp4j-spark's)
+  test_roots="$(tr ':' '\n' <<< "$cp_test" | grep 'test-classes$' | paste -sd:)"
   run_boxed java-gpu-tests 150 "$java" -Xmx4g -cp "$cp_test" org.junit.platform.console.ConsoleLauncher execute \
-    --disable-banner --disable-ansi-colors --details=tree --include-tag gpu --scan-class-path "$test_root"
+    --disable-banner --disable-ansi-colors --details=tree --include-tag gpu --scan-class-path "$test_roots"
   rc=$?
   log="$logs/java-gpu-tests.log"
   count() { grep -o -E "\[ *[0-9]+ tests $1" "$log" | head -1 | grep -o -E '[0-9]+'; }

@@ -37,9 +37,9 @@ import picocli.CommandLine.Option;
 
 /**
  * The synthetic-data ResNet benchmark (after Horovod's {@code pytorch_synthetic_benchmark.py}),
- * the job of the anchors {@code ../shared/anchors/pytorch/resnet_synthetic.py} (PyTorch 1.13) and
- * {@code javacpp-pytorch}'s {@code anchor.ResNetSynthetic} (libtorch 2.10), with their options and
- * their last lines, so that {@code scripts/resnet-bench.sh} runs the three side by side.
+ * the job of {@code benchmarks/pytorch/resnet_synthetic.py} (PyTorch) and, where one is given,
+ * a JavaCPP libtorch job ({@code JAVACPP_ANCHOR}), with their options and their last lines, so that
+ * {@code scripts/resnet-bench.sh} runs them side by side.
  *
  * <p>Model: torchvision's ResNet-18 or ResNet-50 ({@link ResNet}, 1000 classes, torchvision's
  * initialisation after {@code manual_seed(0)}, or {@code --weights}). One batch of random input
