@@ -227,8 +227,9 @@ echo "artifact-check: a Spark driver on ddp4j-spark (docs/launching.md's depende
 spark_work="$work/spark"
 cp -r "$root/scripts/artifact-check-spark/." "$spark_work/"
 cp "$root/scripts/artifact-check/src/main/java/TrainLinear.java" "$spark_work/src/main/java/"
-(cd "$spark_work" && mvn -o -q -B package -DskipTests > build.log 2>&1) \
-  || { cat "$spark_work/build.log" >&2; fail "the Spark app does not build offline"; }
+# not offline: Maven's nearest-wins picks other Jackson versions for this project than ddp4j's build did
+(cd "$spark_work" && mvn -q -B package -DskipTests > build.log 2>&1) \
+  || { cat "$spark_work/build.log" >&2; fail "the Spark app does not build"; }
 (cd "$spark_work" && timeout 300 java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "target/app.jar:target/libs/*" \
     SparkTrainLinear > spark.out 2> spark.err) \
   || { cat "$spark_work/spark.out" "$spark_work/spark.err" >&2; fail "the Spark app failed"; }
