@@ -1,6 +1,5 @@
 package org.ddp4j.examples;
 
-import org.ddp4j.testing.LiveBytes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
@@ -93,42 +92,6 @@ class SteadyStateAllocationTest {
                     p.grad().close();
                 }
             });
-        }
-    }
-
-    @Test
-    void emptyCacheReturnsCachedBlocksAndLeavesLiveTensorsAlone() {
-        long inUse = LiveBytes.onThisThread();
-        try (Tensor kept = Tensor.of(new float[4096], 4096)) {
-            try (Tensor freed = Tensor.of(new float[8192], 8192)) {
-                assertEquals(inUse + 4 * (4096 + 8192), LiveBytes.onThisThread());
-            }
-            assertTrue(Tensors.nativeBytesCached() >= 4 * 8192);
-            Tensors.emptyCache();
-            assertEquals(0, Tensors.nativeBytesCached());
-            assertEquals(inUse + 4 * 4096, LiveBytes.onThisThread());
-            long before = Tensors.nativeAllocationCount();
-            try (Tensor again = Tensor.of(new float[8192], 8192)) {
-                assertEquals(before + 1, Tensors.nativeAllocationCount(), "an emptied cache serves nothing");
-            }
-        }
-    }
-
-    @Test
-    void cacheLimitBoundsTheCache() {
-        long old = Tensors.nativeCacheLimit();
-        try {
-            Tensors.setNativeCacheLimit(64 * 1024);
-            List<Tensor> tensors = new ArrayList<>();
-            for (int i = 0; i < 8; i++) {
-                tensors.add(Tensor.of(new float[16 * 1024], 16 * 1024)); // 64 KiB each
-            }
-            tensors.forEach(Tensor::close);
-            assertTrue(Tensors.nativeBytesCached() <= 64 * 1024, "cached " + Tensors.nativeBytesCached());
-            Tensors.setNativeCacheLimit(0);
-            assertEquals(0, Tensors.nativeBytesCached());
-        } finally {
-            Tensors.setNativeCacheLimit(old);
         }
     }
 

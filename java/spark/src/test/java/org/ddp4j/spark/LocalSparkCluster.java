@@ -10,7 +10,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.jar.Attributes;
 import java.util.jar.JarEntry;
 import java.util.jar.JarOutputStream;
@@ -23,8 +25,9 @@ import org.ddp4j.multiprocessing.Processes;
  * JVM of its own started from the Spark jars on the test class path, each Worker with one core.
  * A Worker starts its executors as {@code java -cp $SPARK_HOME/jars/* ...}; SPARK_HOME here is a
  * folder made for the cluster whose {@code jars/} links every jar of the test class path. ddp4j
- * itself reaches the executors as an application jar ({@link #ddp4jJar()}, made from
- * target/classes), as {@code spark-submit --jars} would bring it.
+ * itself reaches the executors as an application jar ({@link #ddp4jJar()}, made from the
+ * target/classes folders of ddp4j, ddp4j-spark and ddp4j-examples), as {@code spark-submit --jars}
+ * would bring it.
  *
  * <p>{@link #close()} kills the Workers with their executors (and whatever those started) and the
  * Master; a shutdown hook does the same if the test JVM exits first, and each daemon's process
@@ -73,7 +76,7 @@ final class LocalSparkCluster implements AutoCloseable {
             }
         }
         Path ddp4j = dir.resolve("ddp4j-app.jar");
-        jarOf(Path.of(org.ddp4j.spark.SparkDistributor.class.getProtectionDomain().getCodeSource().getLocation().getPath()), ddp4j);
+        jarOf(classFolders(), ddp4j);
         LocalSparkCluster cluster = new LocalSparkCluster(dir, freePort(), ddp4j);
         Runtime.getRuntime().addShutdownHook(cluster.hook);
         try {
@@ -226,22 +229,43 @@ final class LocalSparkCluster implements AutoCloseable {
         }
     }
 
-    /** Writes every file under {@code classes} (target/classes: ddp4j and its native library) into {@code jar}. */
-    private static void jarOf(Path classes, Path jar) throws IOException {
+    /**
+     * The test class path's main-class folders ({@code target/classes} of ddp4j with its native library,
+     * of ddp4j-spark, and of ddp4j-examples when it runs the tests): in the reactor, Maven hands them over
+     * as folders, not jars.
+     */
+    private static List<Path> classFolders() {
+        List<Path> folders = new ArrayList<>();
+        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+            Path p = Path.of(entry);
+            if (Files.isDirectory(p) && p.getFileName().toString().equals("classes")) {
+                folders.add(p);
+            }
+        }
+        return folders;
+    }
+
+    /** Writes every file under each of {@code folders} into {@code jar}, as one application jar. */
+    private static void jarOf(List<Path> folders, Path jar) throws IOException {
         Manifest manifest = new Manifest();
         manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        try (OutputStream file = Files.newOutputStream(jar); JarOutputStream out = new JarOutputStream(file, manifest);
-                Stream<Path> files = Files.walk(classes)) {
-            for (Path p : (Iterable<Path>) files.sorted()::iterator) {
-                String name = classes.relativize(p).toString().replace(File.separatorChar, '/');
-                if (name.isEmpty() || name.equals("META-INF/MANIFEST.MF")) {
-                    continue;
+        Set<String> written = new HashSet<>(Set.of("/", "META-INF/MANIFEST.MF", "module-info.class")); // "/": the folder itself
+        try (OutputStream file = Files.newOutputStream(jar); JarOutputStream out = new JarOutputStream(file, manifest)) {
+            for (Path classes : folders) {
+                try (Stream<Path> files = Files.walk(classes)) {
+                    for (Path p : (Iterable<Path>) files.sorted()::iterator) {
+                        String name = classes.relativize(p).toString().replace(File.separatorChar, '/');
+                        String entry = Files.isDirectory(p) ? name + "/" : name;
+                        if (!written.add(entry)) {
+                            continue;
+                        }
+                        out.putNextEntry(new JarEntry(entry));
+                        if (!Files.isDirectory(p)) {
+                            Files.copy(p, out);
+                        }
+                        out.closeEntry();
+                    }
                 }
-                out.putNextEntry(new JarEntry(Files.isDirectory(p) ? name + "/" : name));
-                if (!Files.isDirectory(p)) {
-                    Files.copy(p, out);
-                }
-                out.closeEntry();
             }
         }
     }
