@@ -1,6 +1,6 @@
 // process_group_handles.h: how process groups and works travel through JNI as jlong handles. A
 // group handle is a heap ProcessGroup* (a ProcessGroupGloo or, from libddp4j_cuda.so, an
-// NcclProcessGroup); a work handle is a heap std::shared_ptr<Work>*. Both backends' groups and
+// ProcessGroupNccl); a work handle is a heap std::shared_ptr<Work>*. Both backends' groups and
 // works are then served by one set of entry points through ProcessGroup's and Work's virtuals.
 #pragma once
 #include <jni.h>

@@ -85,7 +85,7 @@ NcclOptions options_with_timeout(std::chrono::milliseconds timeout) {
 // ---- one rank ------------------------------------------------------------------------------
 
 void test_one_rank() {
-  NcclProcessGroup pg(NcclProcessGroup::create_unique_id(), 0, 1, 0, options_with_timeout(std::chrono::seconds(60)));
+  ProcessGroupNccl pg(ProcessGroupNccl::create_unique_id(), 0, 1, 0, options_with_timeout(std::chrono::seconds(60)));
 
   Tensor t = floats_on(0, {1, 2, 3});
   pg.reduce(t, 0, ReduceOp::SUM)->wait();
@@ -145,14 +145,14 @@ void test_one_rank() {
 // ---- two ranks (threads, one GPU each) ------------------------------------------------------
 
 /** Runs body(rank, group) on two threads, one rank each on cuda:0 and cuda:1, with one fresh communicator. */
-void on_two_ranks(std::chrono::milliseconds timeout, const std::function<void(int, NcclProcessGroup&)>& body) {
-  const nccl::UniqueId id = NcclProcessGroup::create_unique_id();
+void on_two_ranks(std::chrono::milliseconds timeout, const std::function<void(int, ProcessGroupNccl&)>& body) {
+  const nccl::UniqueId id = ProcessGroupNccl::create_unique_id();
   std::vector<std::thread> threads;
   for (int rank = 0; rank < 2; rank++) {
     threads.emplace_back([&, rank] {
       try {
         cuda::DeviceGuard guard(rank);
-        NcclProcessGroup pg(id, rank, 2, rank, options_with_timeout(timeout));
+        ProcessGroupNccl pg(id, rank, 2, rank, options_with_timeout(timeout));
         body(rank, pg);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: unexpected error: %s\n", rank, e.what());
@@ -164,7 +164,7 @@ void on_two_ranks(std::chrono::milliseconds timeout, const std::function<void(in
 }
 
 void test_two_ranks() {
-  on_two_ranks(std::chrono::seconds(60), [](int rank, NcclProcessGroup& pg) {
+  on_two_ranks(std::chrono::seconds(60), [](int rank, ProcessGroupNccl& pg) {
     const float r = static_cast<float>(rank);
     // reduce: only the root changes.
     Tensor t = floats_on(rank, {r + 1, 10 * (r + 1)});
@@ -226,7 +226,7 @@ void test_two_ranks() {
 }
 
 void test_recv_without_send_times_out() {
-  on_two_ranks(std::chrono::seconds(3), [](int rank, NcclProcessGroup& pg) {
+  on_two_ranks(std::chrono::seconds(3), [](int rank, ProcessGroupNccl& pg) {
     // One exchange first: NCCL connects a pair of ranks at their first send/recv, which needs
     // both; once connected, a recv is queued at once and waits on the GPU for the missing send.
     Tensor t = floats_on(rank, {0, 0, 0, 0});

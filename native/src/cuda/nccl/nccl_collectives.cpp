@@ -65,7 +65,7 @@ constexpr const char* kPointToPointTimeoutHint =
 
 }  // namespace
 
-std::shared_ptr<Work> NcclProcessGroup::allreduce(const Tensor& tensor, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupNccl::allreduce(const Tensor& tensor, ReduceOp op) {
   check_tensor("allReduce", "input", tensor);
   check_reduce_op("allReduce", op, tensor);
   const std::string description =
@@ -80,7 +80,7 @@ std::shared_ptr<Work> NcclProcessGroup::allreduce(const Tensor& tensor, ReduceOp
   });
 }
 
-std::shared_ptr<Work> NcclProcessGroup::broadcast(const Tensor& tensor, int root) {
+std::shared_ptr<Work> ProcessGroupNccl::broadcast(const Tensor& tensor, int root) {
   check_tensor("broadcast", "input", tensor);
   DDP4J_CHECK_ARG(root >= 0 && root < size(), "broadcast: source rank ", root, " is not in [0, ", size(), ")");
   const std::string description =
@@ -94,7 +94,7 @@ std::shared_ptr<Work> NcclProcessGroup::broadcast(const Tensor& tensor, int root
   });
 }
 
-std::shared_ptr<Work> NcclProcessGroup::allgather(const Tensor& output, const Tensor& input) {
+std::shared_ptr<Work> ProcessGroupNccl::allgather(const Tensor& output, const Tensor& input) {
   check_tensor("allGather", "input", input);
   check_tensor("allGather", "output", output);
   DDP4J_CHECK_ARG(output.dtype() == input.dtype(), "allGather: output ", output.describe(), " and input ",
@@ -113,7 +113,7 @@ std::shared_ptr<Work> NcclProcessGroup::allgather(const Tensor& output, const Te
   });
 }
 
-std::shared_ptr<Work> NcclProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
+std::shared_ptr<Work> ProcessGroupNccl::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_tensor("allGather", "input", input);
   check_allgather_outputs(outputs, input, [&](const Tensor& t) { check_tensor("allGather", "output", t); });
   const std::string description =
@@ -144,14 +144,14 @@ std::shared_ptr<Work> NcclProcessGroup::allgather(const std::vector<Tensor>& out
       });
 }
 
-std::shared_ptr<Work> NcclProcessGroup::barrier() {
+std::shared_ptr<Work> ProcessGroupNccl::barrier() {
   float* buffer = barrier_buffer_;
   return launch(fingerprint(Fingerprint::kBarrier, 0, DType::Float32, 0), "barrier", {}, /*blocking_sync=*/true, [&](cudaStream_t s) {
     return api_.all_reduce(buffer, buffer, 1, nccl::kFloat32, nccl::kSum, comm_, s);
   });
 }
 
-std::shared_ptr<Work> NcclProcessGroup::reduce(const Tensor& tensor, int root, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupNccl::reduce(const Tensor& tensor, int root, ReduceOp op) {
   check_tensor("reduce", "input", tensor);
   check_peer("reduce", "destination", root, /*may_be_self=*/true);
   check_reduce_op("reduce", op, tensor);
@@ -169,7 +169,7 @@ std::shared_ptr<Work> NcclProcessGroup::reduce(const Tensor& tensor, int root, R
   });
 }
 
-std::shared_ptr<Work> NcclProcessGroup::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupNccl::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
   check_tensor("reduceScatter", "input", input);
   check_tensor("reduceScatter", "output", output);
   DDP4J_CHECK_ARG(output.dtype() == input.dtype(), "reduceScatter: output ", output.describe(), " and input ",
@@ -196,7 +196,7 @@ std::shared_ptr<Work> NcclProcessGroup::reduce_scatter(const Tensor& output, con
   });
 }
 
-std::shared_ptr<Work> NcclProcessGroup::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+std::shared_ptr<Work> ProcessGroupNccl::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                                                        ReduceOp op) {
   check_tensor("reduceScatter", "output", output);
   check_reduce_scatter_inputs(output, inputs, [&](const Tensor& t) { check_tensor("reduceScatter", "input", t); });
@@ -238,7 +238,7 @@ std::shared_ptr<Work> NcclProcessGroup::reduce_scatter(const Tensor& output, con
 // anyway, and PyTorch's way out (a 2-rank communicator per pair, grouped isend/irecv) is a
 // batch API this group does not offer. One stream keeps send/recv ordered with the collectives
 // around them; the price is the documented deadlock of two ranks that both send first.
-std::shared_ptr<Work> NcclProcessGroup::point_to_point(bool sending, const Tensor& tensor, int peer, int tag) {
+std::shared_ptr<Work> ProcessGroupNccl::point_to_point(bool sending, const Tensor& tensor, int peer, int tag) {
   const char* op_name = sending ? "send" : "recv";
   check_tensor(op_name, sending ? "input" : "output", tensor);
   DDP4J_CHECK_ARG(tag >= 0, op_name, ": tag ", tag, " is negative; tags are >= 0 (the nccl backend ignores them)");
@@ -260,11 +260,11 @@ std::shared_ptr<Work> NcclProcessGroup::point_to_point(bool sending, const Tenso
       nullptr, nullptr, kPointToPointTimeoutHint);
 }
 
-std::shared_ptr<Work> NcclProcessGroup::send(const Tensor& tensor, int dst, int tag) {
+std::shared_ptr<Work> ProcessGroupNccl::send(const Tensor& tensor, int dst, int tag) {
   return point_to_point(/*sending=*/true, tensor, dst, tag);
 }
 
-std::shared_ptr<Work> NcclProcessGroup::recv(const Tensor& tensor, int src, int tag) {
+std::shared_ptr<Work> ProcessGroupNccl::recv(const Tensor& tensor, int src, int tag) {
   return point_to_point(/*sending=*/false, tensor, src, tag);
 }
 

@@ -1,4 +1,4 @@
-// NcclProcessGroup::launch: how one op is queued on the communication stream, between a start
+// ProcessGroupNccl::launch: how one op is queued on the communication stream, between a start
 // event (after the compute stream's pending work) and an end event, and what a failure does.
 #include "cuda/cuda_context.h"
 #include "cuda/nccl/nccl_process_group.h"
@@ -7,7 +7,7 @@ namespace ddp4j {
 
 using Clock = std::chrono::steady_clock;
 
-std::shared_ptr<Work> NcclProcessGroup::launch(Fingerprint fp, std::string description, std::vector<Tensor> tensors,
+std::shared_ptr<Work> ProcessGroupNccl::launch(Fingerprint fp, std::string description, std::vector<Tensor> tensors,
                                                bool blocking_sync,
                                                const std::function<nccl::Result(cudaStream_t)>& issue,
                                                const std::function<void(cudaStream_t)>& after,
@@ -43,7 +43,7 @@ std::shared_ptr<Work> NcclProcessGroup::launch(Fingerprint fp, std::string descr
   return work;
 }
 
-void NcclProcessGroup::create_events(cudaEvent_t* start, cudaEvent_t* end) {
+void ProcessGroupNccl::create_events(cudaEvent_t* start, cudaEvent_t* end) {
   DDP4J_CUDA_CHECK(cudaEventCreateWithFlags(start, cudaEventDisableTiming));
   cudaError_t e = cudaEventCreateWithFlags(end, cudaEventDisableTiming);
   if (e != cudaSuccess) {
@@ -52,7 +52,7 @@ void NcclProcessGroup::create_events(cudaEvent_t* start, cudaEvent_t* end) {
   }
 }
 
-std::string NcclProcessGroup::queue_on_comm_stream(Fingerprint fp, const std::string& description,
+std::string ProcessGroupNccl::queue_on_comm_stream(Fingerprint fp, const std::string& description,
                                                    const std::shared_ptr<NcclWork>& work, cudaEvent_t end,
                                                    const std::function<nccl::Result(cudaStream_t)>& issue,
                                                    const std::function<void(cudaStream_t)>& after,
@@ -82,7 +82,7 @@ std::string NcclProcessGroup::queue_on_comm_stream(Fingerprint fp, const std::st
   return failure;
 }
 
-std::string NcclProcessGroup::queue_calls(const std::string& description,
+std::string ProcessGroupNccl::queue_calls(const std::string& description,
                                           const std::function<nccl::Result(cudaStream_t)>& issue,
                                           const std::function<void(cudaStream_t)>& after,
                                           const std::function<void(cudaStream_t)>& before, ErrorKind* failure_kind) {

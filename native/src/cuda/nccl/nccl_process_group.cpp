@@ -26,7 +26,7 @@ NcclOptions with_bounded_timeout(NcclOptions options) {
 // ---------------------------------------------------------------------------------------------
 // Construction and destruction
 
-nccl::UniqueId NcclProcessGroup::create_unique_id() {
+nccl::UniqueId ProcessGroupNccl::create_unique_id() {
   const nccl::Api& api = nccl::api();
   nccl::UniqueId id;
   std::memset(&id, 0, sizeof(id));
@@ -37,7 +37,7 @@ nccl::UniqueId NcclProcessGroup::create_unique_id() {
   return id;
 }
 
-NcclProcessGroup::NcclProcessGroup(const nccl::UniqueId& unique_id, int rank, int size, int device,
+ProcessGroupNccl::ProcessGroupNccl(const nccl::UniqueId& unique_id, int rank, int size, int device,
                                    NcclOptions options)
     : ProcessGroup(rank, size), api_(nccl::api()), device_(device), options_(with_bounded_timeout(options)) {
   DDP4J_CHECK_ARG(size >= 1, "process group size must be at least 1, got ", size);
@@ -53,7 +53,7 @@ NcclProcessGroup::NcclProcessGroup(const nccl::UniqueId& unique_id, int rank, in
   watchdog_ = std::thread([this] { watchdog_loop(); });
 }
 
-void NcclProcessGroup::init_communicator(const nccl::UniqueId& unique_id, int rank, int size) {
+void ProcessGroupNccl::init_communicator(const nccl::UniqueId& unique_id, int rank, int size) {
   nccl::Config config = nccl::nonblocking_config();
   nccl::Comm comm = nullptr;
   nccl::Result r = api_.comm_init_rank_config(&comm, size, unique_id, rank, &config);
@@ -83,7 +83,7 @@ void NcclProcessGroup::init_communicator(const nccl::UniqueId& unique_id, int ra
   }
 }
 
-void NcclProcessGroup::create_stream_and_barrier_buffer() {
+void ProcessGroupNccl::create_stream_and_barrier_buffer() {
   try {
     // Its own stream, as PyTorch gives each communicator: groups sharing one stream could
     // serialise behind each other's collectives when ranks issue them in different orders.
@@ -99,7 +99,7 @@ void NcclProcessGroup::create_stream_and_barrier_buffer() {
   }
 }
 
-NcclProcessGroup::~NcclProcessGroup() {
+ProcessGroupNccl::~ProcessGroupNccl() {
   stop_watchdog();
   close_communicator();
   release_leftover_works();
@@ -107,7 +107,7 @@ NcclProcessGroup::~NcclProcessGroup() {
   if (comm_stream_ != nullptr) cudaStreamDestroy(comm_stream_);  // released once its queued work is done
 }
 
-void NcclProcessGroup::stop_watchdog() {
+void ProcessGroupNccl::stop_watchdog() {
   // Let pending collectives finish: the watchdog completes them, or aborts at the timeout.
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -121,7 +121,7 @@ void NcclProcessGroup::stop_watchdog() {
   if (watchdog_.joinable()) watchdog_.join();
 }
 
-void NcclProcessGroup::close_communicator() {
+void ProcessGroupNccl::close_communicator() {
   if (comm_ != nullptr) {
     std::lock_guard<std::mutex> lock(comm_mutex_);
     std::unique_ptr<cuda::DeviceGuard> device_guard;
@@ -142,7 +142,7 @@ void NcclProcessGroup::close_communicator() {
   }
 }
 
-void NcclProcessGroup::release_leftover_works() {
+void ProcessGroupNccl::release_leftover_works() {
   // Tensors of failed works that the GPU may still write: release them once their end events
   // complete. Give that a moment; past it, keep them referenced forever (a leak beats memory
   // that NCCL writes after the caching allocator handed it to someone else).
@@ -172,18 +172,18 @@ void NcclProcessGroup::release_leftover_works() {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-std::string NcclProcessGroup::where() const {
+std::string ProcessGroupNccl::where() const {
   return detail::concat("rank ", rank(), " of ", size(), " on cuda:", device_);
 }
 
-std::string NcclProcessGroup::nccl_error(nccl::Result r) const {
+std::string ProcessGroupNccl::nccl_error(nccl::Result r) const {
   std::string text = api_.error_string(r);
   const char* last = comm_ != nullptr && api_.get_last_error != nullptr ? api_.get_last_error(comm_) : nullptr;
   if (last != nullptr && *last != '\0') text += detail::concat(": ", last);
   return text + " (NCCL_DEBUG=INFO shows NCCL's own log)";
 }
 
-nccl::Result NcclProcessGroup::wait_ready(nccl::Result first, const std::string& what, Millis limit) {
+nccl::Result ProcessGroupNccl::wait_ready(nccl::Result first, const std::string& what, Millis limit) {
   // Caller holds comm_mutex_. In non-blocking mode a call may return ncclInProgress and finish in
   // the background; ncclCommGetAsyncError reports ncclInProgress until it has.
   nccl::Result state = first;
@@ -201,7 +201,7 @@ nccl::Result NcclProcessGroup::wait_ready(nccl::Result first, const std::string&
   return state;
 }
 
-void NcclProcessGroup::check_tensor(const char* op, const char* what, const Tensor& t) const {
+void ProcessGroupNccl::check_tensor(const char* op, const char* what, const Tensor& t) const {
   DDP4J_CHECK_ARG(t.defined(), op, ": the ", what, " tensor is missing");
   DDP4J_CHECK_ARG(t.device().type == DeviceType::CUDA && t.device().index == device_, op,
                   ": the nccl process group works on tensors on its device cuda:", device_, ", but the ", what, " is ",
@@ -210,7 +210,7 @@ void NcclProcessGroup::check_tensor(const char* op, const char* what, const Tens
                   " has an unknown dtype ", static_cast<int>(t.dtype()));
 }
 
-void NcclProcessGroup::check_reduce_op(const char* op_name, ReduceOp op, const Tensor& t) const {
+void ProcessGroupNccl::check_reduce_op(const char* op_name, ReduceOp op, const Tensor& t) const {
   DDP4J_CHECK_ARG(static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps, op_name, ": unknown ReduceOp ",
                   static_cast<int>(op));
   DDP4J_CHECK_ARG(op != ReduceOp::AVG || t.dtype() != DType::Int64, op_name,
@@ -218,7 +218,7 @@ void NcclProcessGroup::check_reduce_op(const char* op_name, ReduceOp op, const T
                   "; use SUM and divide by the world size");
 }
 
-void NcclProcessGroup::throw_if_aborted(const std::string& description) const {
+void ProcessGroupNccl::throw_if_aborted(const std::string& description) const {
   if (!abort_state_->aborted.load()) return;
   std::string reason;
   {

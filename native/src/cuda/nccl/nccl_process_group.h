@@ -25,7 +25,7 @@
 
 namespace ddp4j {
 
-/** How long an NcclProcessGroup waits. */
+/** How long an ProcessGroupNccl waits. */
 struct NcclOptions {
   /**
    * Communicator creation (every rank must join within it) and each collective (from its call
@@ -54,7 +54,7 @@ struct NcclOptions {
  * the one that timed out, naming op, elements, dtype, bytes and the timeout; Distributed for the
  * others) and every later call throws Error(Distributed) saying why.
  */
-class NcclProcessGroup : public ProcessGroup {
+class ProcessGroupNccl : public ProcessGroup {
  public:
   /** Creates an id with ncclGetUniqueId (rank 0, once per group). Needs NCCL, not a GPU. */
   static nccl::UniqueId create_unique_id();
@@ -65,12 +65,12 @@ class NcclProcessGroup : public ProcessGroup {
    * without NCCL or a GPU, Error(InvalidArgument) for a bad rank, size or device, Error(Timeout)
    * or Error(Distributed) when the communicator cannot be created.
    */
-  NcclProcessGroup(const nccl::UniqueId& unique_id, int rank, int size, int device, NcclOptions options = {});
+  ProcessGroupNccl(const nccl::UniqueId& unique_id, int rank, int size, int device, NcclOptions options = {});
   /**
    * Waits (at most the timeout) for pending collectives, then finalizes and destroys the
    * communicator; aborts it instead when that does not finish in time or the group failed.
    */
-  ~NcclProcessGroup() override;
+  ~ProcessGroupNccl() override;
 
   std::string backend() const override { return "nccl"; }
   /** Every op from its enqueue to its end event (or the abort that failed it). */

@@ -10,9 +10,9 @@ using Clock = std::chrono::steady_clock;
 using Millis = std::chrono::milliseconds;
 using nccl_detail::aborted_error;
 
-void NcclProcessGroup::abort(ErrorKind kind, const std::string& reason) { abort_impl(kind, reason, nullptr); }
+void ProcessGroupNccl::abort(ErrorKind kind, const std::string& reason) { abort_impl(kind, reason, nullptr); }
 
-void NcclProcessGroup::abort_impl(ErrorKind kind, const std::string& reason, const NcclWork* culprit) {
+void ProcessGroupNccl::abort_impl(ErrorKind kind, const std::string& reason, const NcclWork* culprit) {
   {
     std::lock_guard<std::mutex> lock(abort_state_->mutex);
     if (abort_state_->aborted.load()) return;  // the first reason wins
@@ -32,7 +32,7 @@ void NcclProcessGroup::abort_impl(ErrorKind kind, const std::string& reason, con
   fail_pending(kind, reason, culprit);
 }
 
-void NcclProcessGroup::fail_pending(ErrorKind kind, const std::string& reason, const NcclWork* culprit) {
+void ProcessGroupNccl::fail_pending(ErrorKind kind, const std::string& reason, const NcclWork* culprit) {
   std::deque<Pending> failed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -56,7 +56,7 @@ void NcclProcessGroup::fail_pending(ErrorKind kind, const std::string& reason, c
   cv_.notify_all();
 }
 
-void NcclProcessGroup::watchdog_loop() {
+void ProcessGroupNccl::watchdog_loop() {
   // This thread's NCCL calls (ncclCommGetAsyncError, ncclCommAbort) run with the group's device current.
   cudaSetDevice(device_);
   while (true) {
@@ -74,7 +74,7 @@ void NcclProcessGroup::watchdog_loop() {
   }
 }
 
-std::shared_ptr<NcclWork> NcclProcessGroup::complete_finished_works(Clock::time_point* oldest_enqueued) {
+std::shared_ptr<NcclWork> ProcessGroupNccl::complete_finished_works(Clock::time_point* oldest_enqueued) {
   // 1. Completions, in issue order (later works on the same stream cannot finish first, but
   //    every one is checked, which is cheap).
   std::vector<std::shared_ptr<NcclWork>> done;
@@ -112,7 +112,7 @@ std::shared_ptr<NcclWork> NcclProcessGroup::complete_finished_works(Clock::time_
   return oldest;
 }
 
-bool NcclProcessGroup::abort_on_async_error(const NcclWork* oldest) {
+bool ProcessGroupNccl::abort_on_async_error(const NcclWork* oldest) {
   // 2. Asynchronous NCCL errors (a peer died, a network failure). Skipped while an enqueue
   //    holds the communicator: the next round checks.
   nccl::Result async = nccl::kSuccess;
@@ -136,7 +136,7 @@ bool NcclProcessGroup::abort_on_async_error(const NcclWork* oldest) {
   return true;
 }
 
-void NcclProcessGroup::abort_on_timeout(const std::shared_ptr<NcclWork>& oldest, Clock::time_point enqueued) {
+void ProcessGroupNccl::abort_on_timeout(const std::shared_ptr<NcclWork>& oldest, Clock::time_point enqueued) {
   // 3. Timeouts: the oldest pending work is the first to exceed it.
   if (!oldest || Clock::now() - enqueued <= options_.timeout) return;
   const std::string reason = detail::concat(

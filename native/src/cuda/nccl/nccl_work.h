@@ -1,5 +1,5 @@
 // nccl_work.h: the Work of one NCCL collective (completion seen through its end event) and the
-// abort state that an NcclProcessGroup shares with its works.
+// abort state that an ProcessGroupNccl shares with its works.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -30,7 +30,7 @@ JNIEXPORT jstring JNICALL Java_org_ddp4j_internal_NcclNatives_libraryPath(JNIEnv
 
 JNIEXPORT jbyteArray JNICALL Java_org_ddp4j_internal_NcclNatives_uniqueId(JNIEnv* env, jclass) {
   return guarded(env, [&]() -> jbyteArray {
-    nccl::UniqueId id = NcclProcessGroup::create_unique_id();
+    nccl::UniqueId id = ProcessGroupNccl::create_unique_id();
     jbyteArray out = env->NewByteArray(static_cast<jsize>(sizeof(id)));
     DDP4J_CHECK(out != nullptr, OutOfMemory, "cannot allocate a Java byte[]");
     env->SetByteArrayRegion(out, 0, static_cast<jsize>(sizeof(id)), reinterpret_cast<const jbyte*>(id.internal));
@@ -56,7 +56,7 @@ JNIEXPORT jlong JNICALL Java_org_ddp4j_internal_NcclNatives_create(JNIEnv* env, 
     env->GetByteArrayRegion(uniqueId, 0, static_cast<jsize>(sizeof(id)), reinterpret_cast<jbyte*>(id.internal));
     NcclOptions options;
     options.timeout = std::chrono::milliseconds(timeoutMs);
-    return group_handle(new NcclProcessGroup(id, rank, size, device, options));
+    return group_handle(new ProcessGroupNccl(id, rank, size, device, options));
   });
 }
 

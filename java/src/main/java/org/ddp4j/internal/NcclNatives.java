@@ -8,7 +8,7 @@ package org.ddp4j.internal;
  * <p>NCCL is opened on first use (dlopen of {@code DDP4J_NCCL_LIBRARY}, else
  * {@code libnccl.so.2}); without it, or with an NCCL older than 2.14, the calls throw
  * {@link IllegalStateException} saying where NCCL comes from. {@link #create} returns the handle
- * of a native {@code NcclProcessGroup}; its collectives and destruction are in
+ * of a native {@code ProcessGroupNccl}; its collectives and destruction are in
  * {@link ProcessGroupNatives}, its works in {@link WorkNatives} (both in libddp4j.so, reaching the
  * NCCL code through the native {@code ProcessGroup} and {@code Work} virtuals). Errors arrive as
  * {@code DistributedException} / {@code DistributedTimeoutException} (creating the communicator)
