@@ -174,6 +174,14 @@ fi
 echo "artifact-check: the README's program (Quadrants), 2 ranks"
 timeout 120 "${cp_form[@]}" --nproc-per-node 2 --master-port "$(free_port)" Quadrants > quadrants.out 2> quadrants.err \
   || { cat quadrants.out quadrants.err >&2; fail "the README's program failed"; }
+python3 - quadrants.out <<'PY' || { cat quadrants.out quadrants.err >&2; fail "the README's program did not learn"; }
+import re, sys
+loss = {(int(r), int(e)): float(l) for r, e, l in re.findall(r"rank (\d) epoch (\d+) loss ([0-9.]+)", open(sys.argv[1]).read())}
+assert sorted({r for r, _ in loss}) == [0, 1] and len(loss) == 20, "epoch lines of " + str(sorted(loss))
+# two classes: guessing costs ln 2 = 0.69; a network that learned the quadrants is far below it
+assert loss[(0, 9)] < 0.3 and loss[(1, 9)] < 0.3, "the last epoch's losses: %s, %s" % (loss[(0, 9)], loss[(1, 9)])
+print("Quadrants: rank 0's loss %.4f after epoch 1, %.4f after epoch 10" % (loss[(0, 0)], loss[(0, 9)]))
+PY
 
 echo "artifact-check: the README's program as a module (requires org.ddp4j) on the module path, 1 rank"
 mod="$work/modular"
@@ -185,6 +193,14 @@ javac -d "$mod/out" --module-path target/libs "$mod/src/module-info.java" "$mod/
 RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" timeout 120 \
   java --module-path "target/libs:$mod/out" -m com.example.app/com.example.Quadrants > "$mod/run.out" 2>&1 \
   || { cat "$mod/run.out" >&2; fail "the README's program fails on the module path"; }
+# the launcher on the module path refuses, naming the class-path command (its workers get its class path)
+set +e
+timeout 60 java --module-path "target/libs:$mod/out" --add-modules com.example.app -m org.ddp4j/org.ddp4j.launch.Launcher \
+  --nproc-per-node 2 com.example.Quadrants > "$mod/launcher.out" 2>&1
+code=$?
+set -e
+[[ $code -eq 2 ]] && grep -q "start it on the class path instead" "$mod/launcher.out" \
+  || { cat "$mod/launcher.out" >&2; fail "the launcher on the module path: exit $code, not a refusal naming the class path"; }
 cp "$mod/src/module-info.java" "$mod/bad/"
 printf 'package com.example;\n\npublic class Peek {\n    public static void main(String[] a) {\n        System.out.println(org.ddp4j.internal.Setting.values().length);\n    }\n}\n' \
   > "$mod/bad/com/example/Peek.java"

@@ -51,7 +51,7 @@ while (($#)); do
     --only) only="$2"; shift 2 ;;
     --no-gemm) gemm=0; shift ;;
     --smoke) model=small; block=64; steps=4; warmup=1; cells=1x1,2x1; gemm=0; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done

@@ -1,9 +1,10 @@
 /**
  * ddp4j: PyTorch-style tensors, modules and data-parallel training for the JVM.
  *
- * <p>Every package a user writes against is exported. {@code org.ddp4j.internal} (the JNI classes, the
- * settings) is exported only to ddp4j's own artifacts: ddp4j-spark and ddp4j-examples. Packages whose
- * classes Jackson fills from JSON or picocli from the command line are opened to those libraries only.
+ * <p>Every package a user writes against is exported. {@code org.ddp4j.internal} (the JNI classes,
+ * the settings) is exported only to ddp4j's own artifacts: ddp4j-spark, ddp4j-examples and
+ * ddp4j-benchmarks. Packages whose classes Jackson fills from JSON or picocli from the command line
+ * are opened to those libraries only.
  */
 module org.ddp4j {
     requires java.management; // the launcher's and the flight recorder's process facts

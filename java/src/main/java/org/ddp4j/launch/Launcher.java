@@ -6,8 +6,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.ddp4j.distributed.store.TcpStore;
+import org.ddp4j.multiprocessing.WorkerJvm;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -225,6 +227,11 @@ public final class Launcher implements Callable<Integer> {
         }
         applyStandalone();
         validate();
+        Optional<String> modulePath = WorkerJvm.classPathProblem("java -cp \"app.jar:libs/*\" org.ddp4j.launch.Launcher ..."
+                + " or java -jar ddp4j-VERSION-launcher.jar --classpath app.jar ...");
+        if (modulePath.isPresent()) {
+            throw usage(modulePath.get());
+        }
         Duration interval = seconds("--keepalive-interval", KeepAlive.INTERVAL_ENV, keepAliveInterval,
                 LaunchConfig.DEFAULT_KEEPALIVE_INTERVAL);
         Duration timeout = seconds("--keepalive-timeout", KeepAlive.TIMEOUT_ENV, keepAliveTimeout,

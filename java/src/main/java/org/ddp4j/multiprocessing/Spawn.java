@@ -171,8 +171,12 @@ public final class Spawn {
      * Starts the workers and returns at once; mirrors {@code mp.spawn(..., join=False)}.
      *
      * @throws DistributedException if a worker JVM cannot be started (those already started are stopped)
+     * @throws IllegalStateException if ddp4j runs on the module path: workers start on this JVM's class path
      */
     public SpawnContext start() {
+        WorkerJvm.classPathProblem("java -cp \"app.jar:libs/*\" your.Main").ifPresent(problem -> {
+            throw new IllegalStateException(problem);
+        });
         List<SpawnContext.Worker> workers = new ArrayList<>();
         Path errorFolder = errorFolder();
         for (int index = 0; index < nprocs; index++) {

@@ -15,6 +15,22 @@ import org.ddp4j.internal.Setting;
  */
 public final class WorkerJvm {
 
+    /**
+     * Why this JVM cannot start workers, or empty when it can: workers get this JVM's class path
+     * ({@code -cp}), so a launcher or spawn started on the module path would start workers that
+     * find nothing.
+     *
+     * @param how the way to start it on the class path, for the message
+     */
+    public static Optional<String> classPathProblem(String how) {
+        if (!WorkerJvm.class.getModule().isNamed()) {
+            return Optional.empty();
+        }
+        return Optional.of("ddp4j starts its worker JVMs on this JVM's class path, and this JVM runs ddp4j on the"
+                + " module path (module org.ddp4j; java.class.path='" + System.getProperty("java.class.path", "")
+                + "'), so its workers would find no class: start it on the class path instead, " + how);
+    }
+
     /** Environment variable whose words are passed to worker JVMs, e.g. {@code -Xmx4g}. */
     public static final String JAVA_OPTS_ENV = Setting.JAVA_OPTS.variable();
 
