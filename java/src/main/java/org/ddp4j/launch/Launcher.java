@@ -227,6 +227,7 @@ public final class Launcher implements Callable<Integer> {
         }
         applyStandalone();
         validate();
+        warnOfLauncherFlagsAfterTheMain();
         Optional<String> modulePath = WorkerJvm.classPathProblem("java -cp \"app.jar:libs/*\" org.ddp4j.launch.Launcher ..."
                 + " or java -jar ddp4j-VERSION-launcher.jar --classpath app.jar ...");
         if (modulePath.isPresent()) {
@@ -273,6 +274,21 @@ public final class Launcher implements Callable<Integer> {
         }
         masterPort = 0;
         masterAddr = "127.0.0.1";
+    }
+
+    /**
+     * torchrun's trap: a launcher flag after the main class goes to the workers, and the launcher
+     * runs with its default instead. Says so on stderr (the workers may take a flag of that name).
+     */
+    private void warnOfLauncherFlagsAfterTheMain() {
+        for (String arg : command.subList(Math.min(1, command.size()), command.size())) {
+            String name = arg.contains("=") ? arg.substring(0, arg.indexOf('=')) : arg;
+            boolean standard = name.equals("--help") || name.equals("--version"); // the workers' own, as often
+            if (name.startsWith("--") && !standard && spec.findOption(name) != null) {
+                err.println("ddp4j-run: warning: " + name + " comes after " + command.get(0) + ", so it goes to the"
+                        + " workers and the launcher uses its own default; put launcher flags before the main class");
+            }
+        }
     }
 
     private void validate() {
