@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.File;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.io.StringWriter;
 import java.net.MalformedURLException;
 import java.net.URI;
@@ -238,9 +239,9 @@ class DocsExamplesTest {
                 String pathPart = hash < 0 ? target : target.substring(0, hash);
                 String anchor = hash < 0 ? null : target.substring(hash + 1);
                 Path resolved = pathPart.isEmpty() ? file : file.getParent().resolve(pathPart).normalize();
-                String where = RepoFilesRelative.of(file) + ":" + (i + 1) + ": " + target;
+                String where = shown(file) + ":" + (i + 1) + ": " + target;
                 if (!Files.exists(resolved)) {
-                    broken.add(where + " (no such file: " + RepoFilesRelative.of(resolved) + ")");
+                    broken.add(where + " (no such file: " + shown(resolved) + ")");
                 } else if (anchor != null && resolved.toString().endsWith(".md")
                         && !anchors.computeIfAbsent(resolved, DocsExamplesTest::headingAnchors).contains(anchor)) {
                     broken.add(where + " (no heading with the anchor #" + anchor + " in " + resolved.getFileName() + ")");
@@ -269,18 +270,16 @@ class DocsExamplesTest {
                 }
             }
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
         }
         return anchors;
     }
 
     /** A path as the failure messages show it: relative to the repository root when it is inside it. */
-    private static final class RepoFilesRelative {
-        static String of(Path file) {
-            Path root = RepoFiles.path("README.md").toAbsolutePath().normalize().getParent();
-            Path abs = file.toAbsolutePath().normalize();
-            return abs.startsWith(root) ? root.relativize(abs).toString() : abs.toString();
-        }
+    private static String shown(Path file) {
+        Path root = RepoFiles.path("README.md").toAbsolutePath().normalize().getParent();
+        Path abs = file.toAbsolutePath().normalize();
+        return abs.startsWith(root) ? root.relativize(abs).toString() : abs.toString();
     }
 
     private record Block(String where, String code) {}
@@ -292,9 +291,9 @@ class DocsExamplesTest {
         while ((at = text.indexOf("\n```java\n", at)) >= 0) {
             int start = at + "\n```java\n".length();
             int end = text.indexOf("\n```\n", start);
-            assertTrue(end > 0, RepoFilesRelative.of(file) + ": a java block that never ends");
+            assertTrue(end > 0, shown(file) + ": a java block that never ends");
             int line = (int) text.substring(0, start).chars().filter(c -> c == '\n').count() + 1;
-            blocks.add(new Block(RepoFilesRelative.of(file) + ":" + line, text.substring(start, end + 1)));
+            blocks.add(new Block(shown(file) + ":" + line, text.substring(start, end + 1)));
             at = end;
         }
         return blocks;
